@@ -1,0 +1,59 @@
+//! The desk's pages (Leptos components rendered on the server, then hydrated in the browser)
+//! and the data shapes the server and the browser share.
+//!
+//! Build with exactly one of the features `ssr` (server) or `hydrate` (WASM bundle).
+
+pub mod dto;
+mod layout;
+mod pages;
+
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet};
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::path;
+
+/// The HTML document around the app; the server renders it for every page.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The application: routes and the frame every page shares.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Marks the document once the WebAssembly is live, so browser tests (and curious humans
+    // in devtools) can tell a hydrated page from server-rendered HTML.
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Stylesheet id="leptos" href="/pkg/r2r.css"/>
+        <Link rel="icon" href="/favicon.svg" type_="image/svg+xml"/>
+        <Meta name="description" content="Reporter-to-Release: a bug desk where the reporter has the last word."/>
+        <Router>
+            <layout::Frame>
+                <Routes fallback=pages::NotFound>
+                    <Route path=path!("/") view=pages::Home/>
+                    <Route path=path!("/shoplite") view=pages::ShopLite/>
+                </Routes>
+            </layout::Frame>
+        </Router>
+    }
+}

@@ -1,0 +1,19 @@
+//! One module a page.
+
+mod home;
+mod not_found;
+mod shoplite;
+
+pub use self::shoplite::ShopLite;
+pub use home::Home;
+pub use not_found::NotFound;
+
+use leptos::prelude::*;
+
+/// A signal that turns true once the page is hydrated: effects never run on the server, so
+/// anything that depends on it works only where the WebAssembly is live.
+pub(crate) fn hydrated_signal() -> ReadSignal<bool> {
+    let (hydrated, set_hydrated) = signal(false);
+    Effect::new(move |_| set_hydrated.set(true));
+    hydrated
+}

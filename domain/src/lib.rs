@@ -1,0 +1,11 @@
+//! The desk's pure engine. Everything here is a function of its inputs: no clock, no random
+//! source, no I/O. Callers pass time and randomness in, so the same rules run on the server,
+//! in tests and (compiled to WebAssembly) in the browser.
+
+pub mod actor;
+pub mod capability;
+pub mod state;
+
+pub use actor::Role;
+pub use capability::{Capability, CapabilityError, CapabilityHash};
+pub use state::BugState;

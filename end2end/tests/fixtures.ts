@@ -1,0 +1,58 @@
+import { test as base, expect, type Browser, type Page } from '@playwright/test';
+
+/** Whether the running project has JavaScript turned off. */
+export function jsOff(projectName: string): boolean {
+  return projectName === 'js-off';
+}
+
+/** Waits until the WebAssembly bundle has hydrated the page. */
+export async function waitForHydration(page: Page): Promise<void> {
+  // Effects run only in the browser; the app's first one marks the document.
+  await page.locator('html[data-hydrated="true"]').waitFor({ state: 'attached', timeout: 15_000 });
+}
+
+/**
+ * Every test fails if the page logged a console error or threw: a broken hydration or a
+ * missing asset shows up here first.
+ */
+export const test = base.extend<{ consoleErrors: string[] }>({
+  consoleErrors: [
+    async ({ page }, use) => {
+      const errors: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() !== 'error') return;
+        // A page that is meant to be missing logs its own 404; nothing else may.
+        const intended404 = message.text().includes('404') && message.location().url.includes(MISSING_PAGE);
+        if (!intended404) errors.push(`${message.text()} (${message.location().url})`);
+      });
+      page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));
+      await use(errors);
+      expect(errors, 'console errors').toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+
+export { expect };
+
+/** A path the desk does not serve, used to check the 404 page. */
+export const MISSING_PAGE = '/no-such-page';
+
+/**
+ * Opens `path` as a visitor without JavaScript sees it, in a context where JavaScript still
+ * works for the test's own tools (axe needs it): the server's HTML with every script removed.
+ */
+export async function openWithoutScripts(browser: Browser, baseURL: string, path: string): Promise<Page> {
+  const context = await browser.newContext({ baseURL, javaScriptEnabled: true });
+  const page = await context.newPage();
+  await page.route((url) => url.pathname === new URL(path, baseURL).pathname, async (route) => {
+    const response = await route.fetch();
+    const html = (await response.text())
+      .replace(/<script\b[\s\S]*?<\/script>/gi, '')
+      .replace(/<link[^>]*rel="modulepreload"[^>]*>/gi, '')
+      .replace(/<link[^>]*as="fetch"[^>]*>/gi, '');
+    await route.fulfill({ response, body: html });
+  });
+  await page.goto(path);
+  return page;
+}

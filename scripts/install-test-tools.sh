@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Installs and starts what the test suite needs, and only what is missing: Chromium (apt),
+# Playwright and axe (npm, exact pins, no browser download), cargo-deny, and a running
+# PostgreSQL with a test role. Prints `export R2R_TEST_POSTGRES_URL=…` on stdout.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+apt_ready=0
+apt_install() {
+  if [ "$apt_ready" -eq 0 ]; then
+    as_root apt-get update -qq >&2
+    apt_ready=1
+  fi
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  log "installing Chromium from Debian"
+  apt_install chromium
+fi
+
+if ! command -v pg_ctlcluster >/dev/null 2>&1; then
+  log "installing PostgreSQL from Debian"
+  apt_install postgresql
+fi
+
+if ! cargo deny --version 2>/dev/null | grep -q "$CARGO_DENY_VERSION"; then
+  log "installing cargo-deny $CARGO_DENY_VERSION (about 3 minutes)"
+  cargo install --debug --locked cargo-deny --version "$CARGO_DENY_VERSION" >&2
+fi
+
+if [ ! -d "$R2R_ROOT/end2end/node_modules/@playwright/test" ] || [ "$R2R_ROOT/end2end/package-lock.json" -nt "$R2R_ROOT/end2end/node_modules/.package-lock.json" ]; then
+  log "installing Playwright and axe from npm (no browser download)"
+  (cd "$R2R_ROOT/end2end" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >&2)
+fi
+
+# PostgreSQL: start the first cluster (create one if there is none), then a test role with a
+# fresh random password for this run.
+cluster="$(pg_lsclusters -h 2>/dev/null | head -1 || true)"
+if [ -z "$cluster" ]; then
+  version="$(ls /usr/lib/postgresql | sort -n | tail -1)"
+  log "creating PostgreSQL cluster $version main"
+  as_root pg_createcluster "$version" main >&2
+  cluster="$(pg_lsclusters -h | head -1)"
+fi
+read -r pg_version pg_name pg_port pg_status _ <<<"$cluster"
+if [ "$pg_status" != "online" ]; then
+  log "starting PostgreSQL $pg_version/$pg_name on port $pg_port"
+  as_root pg_ctlcluster "$pg_version" "$pg_name" start >&2
+fi
+for _ in $(seq 1 30); do
+  as_root runuser -u postgres -- pg_isready -q -p "$pg_port" && break
+  sleep 1
+done
+password="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+psql_admin() { as_root runuser -u postgres -- psql -p "$pg_port" -v ON_ERROR_STOP=1 -qAt "$@"; }
+if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'r2r_test'")" = "1" ]; then
+  psql_admin -c "ALTER ROLE r2r_test LOGIN CREATEDB PASSWORD '$password'" >&2
+else
+  psql_admin -c "CREATE ROLE r2r_test LOGIN CREATEDB PASSWORD '$password'" >&2
+fi
+# Databases left by earlier runs of the suite.
+for db in $(psql_admin -c "SELECT datname FROM pg_database WHERE datname LIKE 'r2r\_test\_%'"); do
+  psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" >&2 || true
+done
+echo "export R2R_TEST_POSTGRES_URL='postgres://r2r_test:$password@127.0.0.1:$pg_port/postgres'"

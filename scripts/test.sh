@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every suite: formatting, lints (server and WASM separately), the WASM dependency check,
+# the offline dependency audit, unit and integration tests against SQLite and PostgreSQL, and
+# the Playwright browser scenarios against the release build. Installs what is missing first.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$R2R_ROOT"
+
+suite_start=$(date +%s)
+timings=()
+step() {
+  local name="$1"; shift
+  log "── $name"
+  local start=$(date +%s)
+  "$@"
+  timings+=("$(printf '%-34s %4ss' "$name" $(( $(date +%s) - start )))")
+}
+
+SERVER_CRATES=(-p server -p domain -p store -p shoplite -p sandbox -p app --features app/ssr)
+WASM_CRATES=(-p frontend -p domain -p shoplite --target wasm32-unknown-unknown)
+
+step "build tools"          ./scripts/install-tools.sh
+eval "$(./scripts/install-test-tools.sh)"
+export R2R_TEST_POSTGRES_URL
+step "format"               cargo fmt --all --check
+step "clippy (server, ssr)" cargo clippy "${SERVER_CRATES[@]}" --all-targets -- -D warnings
+step "clippy (wasm32)"      cargo clippy "${WASM_CRATES[@]}" -- -D warnings
+step "wasm dependencies"    ./scripts/check-wasm-deps.sh
+step "dependency audit"     ./scripts/audit.sh
+step "unit + integration"   cargo test "${SERVER_CRATES[@]}"
+step "release build"        cargo leptos build --release
+step "browser scenarios"    bash -c 'cd end2end && npx playwright test'
+
+log "all suites passed in $(( $(date +%s) - suite_start ))s"
+printf '  %s\n' "${timings[@]}" >&2

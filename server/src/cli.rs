@@ -1,0 +1,195 @@
+//! The `r2r` command line. Every subcommand has `--help`.
+
+use crate::config::{Config, Environment};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use sandbox::Verdict;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Reporter-to-Release: a bug desk where the reporter has the last word.
+#[derive(Parser, Debug)]
+#[command(name = "r2r", version, about, long_about = None)]
+struct Cli {
+    /// File with KEY=VALUE settings read before the environment (the environment wins).
+    #[arg(long, global = true, default_value = ".env.local", value_name = "FILE")]
+    env_file: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write .env.local with fresh secrets (role tokens, webhook secret, session key, first
+    /// owner). Never overwrites a secret that exists; says what it kept.
+    Setup {
+        /// Email of the first owner account.
+        #[arg(long, default_value = "owner@localhost", value_name = "EMAIL")]
+        owner_email: String,
+    },
+    /// Run the desk: apply migrations, then serve the site and the API.
+    Serve {
+        /// Address to listen on (overrides R2R_ADDR; default 127.0.0.1:3000). Port 0 picks a
+        /// free port; the chosen address is printed.
+        #[arg(long, value_name = "HOST:PORT")]
+        addr: Option<String>,
+    },
+    /// Apply database migrations and exit.
+    Migrate,
+    /// The ShopLite demo target.
+    Demo {
+        #[command(subcommand)]
+        command: DemoCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DemoCommand {
+    /// Run ShopLite's coupon regression test. Exits 1 when the test fails on its assertion
+    /// (the bug is reproduced), 0 when it passes, 2 when the run proves nothing.
+    Reproduce {
+        /// Run against a scratch copy with the fix applied.
+        #[arg(long)]
+        fixed: bool,
+        /// The ShopLite crate folder.
+        #[arg(long, default_value = "shoplite", value_name = "DIR")]
+        shoplite: PathBuf,
+        /// Wall-clock limit for the test run, in seconds.
+        #[arg(long, default_value_t = 300, value_name = "SECS")]
+        timeout: u64,
+    },
+}
+
+/// Parses arguments and runs the chosen command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::from(70);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Setup { owner_email } => setup(&cli.env_file, &owner_email),
+        Command::Serve { addr } => {
+            let config = load_config(&cli.env_file, addr.as_deref())?;
+            crate::serve::serve(config).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Migrate => {
+            let config = load_config(&cli.env_file, None)?;
+            let store = store::Store::connect(&config.database_url).await?;
+            store.migrate().await?;
+            let version = store.schema_version().await?.unwrap_or_default();
+            println!(
+                "migrations applied: {} schema at version {version}",
+                store.backend().as_str()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo {
+            command:
+                DemoCommand::Reproduce {
+                    fixed,
+                    shoplite,
+                    timeout,
+                },
+        } => demo_reproduce(&shoplite, fixed, timeout).await,
+    }
+}
+
+fn load_config(env_file: &std::path::Path, addr: Option<&str>) -> anyhow::Result<Config> {
+    let env = Environment::load(env_file)?;
+    Ok(Config::from_env(&env, addr)?)
+}
+
+fn setup(env_file: &std::path::Path, owner_email: &str) -> anyhow::Result<ExitCode> {
+    let report = crate::setup::run(env_file, owner_email)?;
+    let path = env_file.display();
+    for name in &report.generated {
+        println!("generated {name}");
+    }
+    for name in &report.kept {
+        println!("kept      {name} (already set in {path})");
+    }
+    match &report.owner_password {
+        Some(password) => {
+            println!();
+            println!("First owner account: {owner_email}");
+            println!("One-time password:   {password}");
+            println!("This password is shown once and is not stored anywhere; only its hash is in {path}.");
+        }
+        None => println!(
+            "\nThe first owner's password was printed when it was generated; it is not shown again."
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn demo_reproduce(
+    shoplite: &std::path::Path,
+    fixed: bool,
+    timeout: u64,
+) -> anyhow::Result<ExitCode> {
+    let target = if fixed {
+        "ShopLite with the fix applied"
+    } else {
+        "the shipped ShopLite"
+    };
+    println!(
+        "Running {} against {target} (cargo test, offline, {timeout} s limit)…",
+        crate::demo::REGRESSION_TEST_NAME
+    );
+    let run = crate::demo::reproduce(shoplite, fixed, Duration::from_secs(timeout))
+        .await
+        .context("the demo could not run")?;
+    let outcome = &run.outcome;
+    println!(
+        "runner: {} · exit {} · {} ms{}",
+        outcome.backend,
+        outcome
+            .exit_code
+            .map_or("none".to_owned(), |c| c.to_string()),
+        outcome.duration_ms,
+        if outcome.timed_out {
+            " · timed out"
+        } else {
+            ""
+        }
+    );
+    match &run.verdict {
+        Verdict::Reproduced { test, assertion } => {
+            println!("REPRODUCED: {test} failed on its assertion:\n{assertion}");
+            Ok(ExitCode::from(1))
+        }
+        Verdict::Passed { test } => {
+            println!("PASSED: {test} passes; the bug is not present.");
+            Ok(ExitCode::SUCCESS)
+        }
+        Verdict::NotReproduced { reason } => {
+            println!("NOT A REPRODUCTION: {reason:?}");
+            eprintln!("{}", outcome.stderr);
+            println!("{}", outcome.stdout);
+            Ok(ExitCode::from(2))
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The server's configuration: one typed struct built from the environment (and `.env.local`)
+//! at start-up. A malformed variable stops start-up with its name and the expected form.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use store::DatabaseUrl;
+
+/// The default listening address.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:3000";
+
+/// A refused configuration value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable} is invalid: {reason}")]
+pub struct ConfigError {
+    /// The variable (or flag) that was refused.
+    pub variable: String,
+    /// Why, including the expected form.
+    pub reason: String,
+}
+
+impl ConfigError {
+    fn new(variable: &str, reason: impl Into<String>) -> Self {
+        ConfigError {
+            variable: variable.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The first owner, created at start-up when no owner with this email exists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BootstrapOwner {
+    /// Login email.
+    pub email: String,
+    /// Argon2 PHC string written by `r2r setup`.
+    pub password_hash: String,
+}
+
+/// Everything `r2r serve` needs to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Where the ledger lives.
+    pub database_url: DatabaseUrl,
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The first owner from `r2r setup`, if configured.
+    pub bootstrap_owner: Option<BootstrapOwner>,
+    /// The Leptos runtime options file.
+    pub leptos_toml: String,
+}
+
+/// A source of variables: the process environment over `.env.local`.
+#[derive(Clone, Debug, Default)]
+pub struct Environment {
+    values: HashMap<String, String>,
+}
+
+impl Environment {
+    /// The process environment, with `.env.local` (if present) filling in what it lacks.
+    pub fn load(env_file: &std::path::Path) -> Result<Self, ConfigError> {
+        let mut values = match std::fs::read_to_string(env_file) {
+            Ok(text) => parse_env_file(&text).map_err(|(line, reason)| {
+                ConfigError::new(&format!("{} line {line}", env_file.display()), reason)
+            })?,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
+            Err(error) => {
+                return Err(ConfigError::new(
+                    &env_file.display().to_string(),
+                    format!("cannot read it: {error}"),
+                ))
+            }
+        };
+        values.extend(std::env::vars());
+        Ok(Environment { values })
+    }
+
+    /// An environment from explicit pairs (tests).
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Environment {
+            values: pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// A variable's value; an empty value counts as unset.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values
+            .get(name)
+            .map(String::as_str)
+            .filter(|value| !value.trim().is_empty())
+    }
+}
+
+/// Parses `KEY=VALUE` lines; `#` comments and blank lines are skipped. Values may be quoted.
+pub fn parse_env_file(text: &str) -> Result<HashMap<String, String>, (usize, String)> {
+    let mut values = HashMap::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            return Err((index + 1, "expected KEY=VALUE".to_owned()));
+        };
+        let key = key.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err((index + 1, format!("{key:?} is not a variable name")));
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('\'')
+            .and_then(|v| v.strip_suffix('\''))
+            .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
+            .unwrap_or(value);
+        values.insert(key.to_owned(), value.to_owned());
+    }
+    Ok(values)
+}
+
+impl Config {
+    /// Builds the configuration; `addr_flag` (from `--addr`) wins over `R2R_ADDR`.
+    pub fn from_env(env: &Environment, addr_flag: Option<&str>) -> Result<Config, ConfigError> {
+        let database_url = match env.get("DATABASE_URL") {
+            None => DatabaseUrl::default_sqlite(),
+            Some(text) => DatabaseUrl::parse(text)
+                .map_err(|error| ConfigError::new("DATABASE_URL", error.to_string()))?,
+        };
+        let (addr_source, addr_text) = match addr_flag {
+            Some(flag) => ("--addr", flag),
+            None => ("R2R_ADDR", env.get("R2R_ADDR").unwrap_or(DEFAULT_ADDR)),
+        };
+        let addr = parse_addr(addr_text).map_err(|reason| ConfigError::new(addr_source, reason))?;
+        let bootstrap_owner = match (
+            env.get("R2R_OWNER_EMAIL"),
+            env.get("R2R_OWNER_PASSWORD_HASH"),
+        ) {
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(ConfigError::new(
+                    "R2R_OWNER_PASSWORD_HASH",
+                    "missing while R2R_OWNER_EMAIL is set; run `r2r setup` to generate it",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(ConfigError::new(
+                    "R2R_OWNER_EMAIL",
+                    "missing while R2R_OWNER_PASSWORD_HASH is set; expected an email address",
+                ))
+            }
+            (Some(email), Some(hash)) => {
+                if !looks_like_email(email) {
+                    return Err(ConfigError::new(
+                        "R2R_OWNER_EMAIL",
+                        format!(
+                            "expected an email address such as owner@example.org, got {email:?}"
+                        ),
+                    ));
+                }
+                argon2::PasswordHash::new(hash).map_err(|error| {
+                    ConfigError::new(
+                        "R2R_OWNER_PASSWORD_HASH",
+                        format!("expected an argon2 PHC string ($argon2id$…): {error}"),
+                    )
+                })?;
+                Some(BootstrapOwner {
+                    email: email.to_owned(),
+                    password_hash: hash.to_owned(),
+                })
+            }
+        };
+        let leptos_toml = env
+            .get("R2R_LEPTOS_TOML")
+            .unwrap_or("Leptos.toml")
+            .to_owned();
+        Ok(Config {
+            database_url,
+            addr,
+            bootstrap_owner,
+            leptos_toml,
+        })
+    }
+}
+
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    text.trim().parse().map_err(|_| {
+        format!("expected HOST:PORT with a numeric IP address, such as {DEFAULT_ADDR} or 0.0.0.0:8080, got {text:?}")
+    })
+}
+
+/// A deliberately loose check: one `@`, something on each side, no spaces.
+pub fn looks_like_email(text: &str) -> bool {
+    match text.split_once('@') {
+        Some((local, domain)) => {
+            !local.is_empty()
+                && !domain.is_empty()
+                && !domain.contains('@')
+                && !text.chars().any(char::is_whitespace)
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str =
+        "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG";
+
+    #[test]
+    fn defaults_are_a_sqlite_file_under_data_and_loopback_port_3000() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.database_url, DatabaseUrl::default_sqlite());
+        assert_eq!(config.addr.to_string(), "127.0.0.1:3000");
+        assert_eq!(config.bootstrap_owner, None);
+        assert_eq!(config.leptos_toml, "Leptos.toml");
+    }
+
+    #[test]
+    fn a_malformed_database_url_names_the_variable_and_the_expected_form() {
+        let env = Environment::from_pairs([("DATABASE_URL", "mysql://db")]);
+        let error = Config::from_env(&env, None).unwrap_err();
+        assert_eq!(error.variable, "DATABASE_URL");
+        let message = error.to_string();
+        assert!(message.starts_with("DATABASE_URL is invalid"), "{message}");
+        assert!(message.contains("postgres://"), "{message}");
+    }
+
+    #[test]
+    fn the_addr_flag_wins_and_a_bad_one_is_named() {
+        let env = Environment::from_pairs([("R2R_ADDR", "127.0.0.1:4000")]);
+        assert_eq!(Config::from_env(&env, None).unwrap().addr.port(), 4000);
+        assert_eq!(
+            Config::from_env(&env, Some("127.0.0.1:5000"))
+                .unwrap()
+                .addr
+                .port(),
+            5000
+        );
+        let error = Config::from_env(&env, Some("localhost")).unwrap_err();
+        assert_eq!(error.variable, "--addr");
+        let error =
+            Config::from_env(&Environment::from_pairs([("R2R_ADDR", "nope")]), None).unwrap_err();
+        assert_eq!(error.variable, "R2R_ADDR");
+        assert!(error.reason.contains("HOST:PORT"));
+    }
+
+    #[test]
+    fn the_bootstrap_owner_needs_both_halves_and_a_real_hash() {
+        let only_email = Environment::from_pairs([("R2R_OWNER_EMAIL", "a@b.test")]);
+        assert_eq!(
+            Config::from_env(&only_email, None).unwrap_err().variable,
+            "R2R_OWNER_PASSWORD_HASH"
+        );
+        let bad_hash = Environment::from_pairs([
+            ("R2R_OWNER_EMAIL", "a@b.test"),
+            ("R2R_OWNER_PASSWORD_HASH", "plaintext"),
+        ]);
+        assert_eq!(
+            Config::from_env(&bad_hash, None).unwrap_err().variable,
+            "R2R_OWNER_PASSWORD_HASH"
+        );
+        let bad_email = Environment::from_pairs([
+            ("R2R_OWNER_EMAIL", "not an email"),
+            ("R2R_OWNER_PASSWORD_HASH", HASH),
+        ]);
+        assert_eq!(
+            Config::from_env(&bad_email, None).unwrap_err().variable,
+            "R2R_OWNER_EMAIL"
+        );
+        let good = Environment::from_pairs([
+            ("R2R_OWNER_EMAIL", "a@b.test"),
+            ("R2R_OWNER_PASSWORD_HASH", HASH),
+        ]);
+        assert_eq!(
+            Config::from_env(&good, None).unwrap().bootstrap_owner,
+            Some(BootstrapOwner {
+                email: "a@b.test".into(),
+                password_hash: HASH.into()
+            })
+        );
+    }
+
+    #[test]
+    fn env_files_accept_comments_quotes_and_export_and_refuse_garbage() {
+        let values = parse_env_file("# c\n\nexport A=1\nB='two words'\nC=\"x=y\"\n").unwrap();
+        assert_eq!(values["A"], "1");
+        assert_eq!(values["B"], "two words");
+        assert_eq!(values["C"], "x=y");
+        assert_eq!(parse_env_file("A=1\nnot a pair\n").unwrap_err().0, 2);
+        assert!(parse_env_file("BAD KEY=1").is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! `r2r demo …`: the ShopLite demo target.
+//!
+//! `reproduce` copies ShopLite into a scratch crate, adds the coupon regression test (and,
+//! with `--fixed`, the fix), runs `cargo test` offline under a deadline and judges the run.
+
+use sandbox::{classify_cargo_test, run_on_host, Job, RunOutcome, Verdict};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The regression test's file, relative to the ShopLite crate.
+pub const REGRESSION_TEST_FILE: &str = "regressions/coupon_save300.rs";
+/// The regression test's name.
+pub const REGRESSION_TEST_NAME: &str = "save300_on_a_200_rupee_cart_is_free_not_negative";
+
+/// The buggy lines of ShopLite's `quote` and their replacement: the fix for seeded bug 1.
+const BUGGY: &str = "    // Seeded bug 1: the discount is not limited to the subtotal.\n";
+const FIXED: &str =
+    "    // A coupon takes at most the whole subtotal: the total never goes below zero.\n    \
+let discount = if subtotal.is_finite() {\n        \
+discount.min(Money::from_paise((subtotal.0 * 100.0).round() as i64))\n    \
+} else {\n        discount\n    };\n";
+
+/// Why the demo could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// A file of the ShopLite source is missing or unreadable.
+    #[error("cannot read {path}: {source} (run r2r from the repository root or pass --shoplite)")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The scratch crate could not be written.
+    #[error("cannot prepare the scratch crate: {0}")]
+    Scratch(#[source] std::io::Error),
+    /// The fix no longer applies to ShopLite's source.
+    #[error(
+        "the fix does not apply: ShopLite's source no longer contains the seeded bug's marker"
+    )]
+    FixDoesNotApply,
+    /// cargo could not be started.
+    #[error(transparent)]
+    Run(#[from] sandbox::process::RunError),
+}
+
+/// The result of one reproduction run.
+#[derive(Debug)]
+pub struct Reproduction {
+    /// What the runner did.
+    pub outcome: RunOutcome,
+    /// What the run proves.
+    pub verdict: Verdict,
+}
+
+fn read(path: &Path) -> Result<String, DemoError> {
+    std::fs::read_to_string(path).map_err(|source| DemoError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Applies the fix for seeded bug 1 to ShopLite's `lib.rs` text.
+pub fn apply_fix(lib_rs: &str) -> Result<String, DemoError> {
+    if lib_rs.matches(BUGGY).count() != 1 {
+        return Err(DemoError::FixDoesNotApply);
+    }
+    Ok(lib_rs.replacen(BUGGY, FIXED, 1))
+}
+
+/// Writes a standalone copy of ShopLite with the regression test into `scratch`.
+pub fn prepare_scratch(shoplite: &Path, scratch: &Path, fixed: bool) -> Result<(), DemoError> {
+    let lib = read(&shoplite.join("src/lib.rs"))?;
+    let lib = if fixed { apply_fix(&lib)? } else { lib };
+    let test = read(&shoplite.join(REGRESSION_TEST_FILE))?;
+    let write = |relative: &str, text: &str| -> Result<(), DemoError> {
+        let path = scratch.join(relative);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(DemoError::Scratch)?;
+        }
+        std::fs::write(path, text).map_err(DemoError::Scratch)
+    };
+    // An empty [workspace] table keeps cargo from looking for a parent workspace.
+    write(
+        "Cargo.toml",
+        "[package]\nname = \"shoplite\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )?;
+    write(
+        "Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"shoplite\"\nversion = \"0.1.0\"\n",
+    )?;
+    write("src/lib.rs", &lib)?;
+    write("tests/coupon_save300.rs", &test)?;
+    Ok(())
+}
+
+/// The environment cargo needs, and nothing else of ours.
+fn cargo_env(scratch: &Path) -> Vec<(String, String)> {
+    let mut env = vec![
+        (
+            "CARGO_TARGET_DIR".to_owned(),
+            scratch.join("target").display().to_string(),
+        ),
+        ("CARGO_TERM_COLOR".to_owned(), "never".to_owned()),
+        ("RUST_BACKTRACE".to_owned(), "0".to_owned()),
+    ];
+    for name in [
+        "PATH",
+        "HOME",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "RUSTUP_TOOLCHAIN",
+    ] {
+        if let Ok(value) = std::env::var(name) {
+            env.push((name.to_owned(), value));
+        }
+    }
+    env
+}
+
+/// Runs ShopLite's coupon regression test against the shipped or the fixed shop.
+pub async fn reproduce(
+    shoplite: &Path,
+    fixed: bool,
+    deadline: Duration,
+) -> Result<Reproduction, DemoError> {
+    let scratch = tempfile::tempdir().map_err(DemoError::Scratch)?;
+    prepare_scratch(shoplite, scratch.path(), fixed)?;
+    let job = Job {
+        program: "cargo".to_owned(),
+        args: ["test", "--offline", "--locked", "--test", "coupon_save300"]
+            .map(str::to_owned)
+            .to_vec(),
+        work_dir: PathBuf::from(scratch.path()),
+        env: cargo_env(scratch.path()),
+        deadline,
+    };
+    let outcome = run_on_host(&job).await?;
+    let verdict = classify_cargo_test(&outcome, REGRESSION_TEST_NAME);
+    Ok(Reproduction { outcome, verdict })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shoplite_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shoplite")
+    }
+
+    #[test]
+    fn the_fix_applies_exactly_once_to_the_shipped_shop() {
+        let lib = std::fs::read_to_string(shoplite_dir().join("src/lib.rs")).unwrap();
+        let fixed = apply_fix(&lib).unwrap();
+        assert!(!fixed.contains("Seeded bug 1"));
+        assert!(fixed.contains("discount.min("));
+        assert!(matches!(apply_fix(&fixed), Err(DemoError::FixDoesNotApply)));
+    }
+
+    #[test]
+    fn a_missing_shoplite_folder_is_a_clear_error() {
+        let scratch = tempfile::tempdir().unwrap();
+        let error = prepare_scratch(Path::new("/nonexistent"), scratch.path(), false).unwrap_err();
+        assert!(
+            error.to_string().contains("/nonexistent/src/lib.rs"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,92 @@
+//! The HTTP surface: JSON API routes, the Leptos pages and static files.
+
+use app::dto::{Health, SERVICE_NAME};
+use axum::extract::{FromRef, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use leptos::prelude::LeptosOptions;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::time::Duration;
+use store::Store;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+/// How long a health check waits for the database.
+const HEALTH_DB_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Shared state of every handler.
+#[derive(Clone, Debug, FromRef)]
+pub struct AppState {
+    /// Leptos site options (site root, output name).
+    pub leptos_options: LeptosOptions,
+    /// The ledger.
+    pub store: Store,
+    /// This installation's id.
+    pub instance: String,
+}
+
+/// The full router.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(app::App);
+    let shell_options = state.leptos_options.clone();
+    Router::new()
+        .route("/api/health", get(health))
+        .leptos_routes(&state, routes, move || app::shell(shell_options.clone()))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
+            app::shell,
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            // Tracking links carry their secret in the fragment; never leak the URL onward.
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .with_state(state)
+}
+
+/// `GET /api/health`: 200 when the database answers, 503 with the reason when not.
+async fn health(State(state): State<AppState>) -> Response {
+    let storage = state.store.backend().as_str().to_owned();
+    let reachable = match tokio::time::timeout(HEALTH_DB_TIMEOUT, state.store.ping()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "health: database ping failed");
+            Err(format!("database unreachable: {storage} did not answer"))
+        }
+        Err(_) => Err(format!(
+            "database unreachable: {storage} did not answer within {} s",
+            HEALTH_DB_TIMEOUT.as_secs()
+        )),
+    };
+    let schema_version = match reachable {
+        Ok(()) => state.store.schema_version().await.ok().flatten(),
+        Err(_) => None,
+    };
+    let (code, status) = match &reachable {
+        Ok(()) => (StatusCode::OK, "ok".to_owned()),
+        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason.clone()),
+    };
+    let body = Health {
+        service: SERVICE_NAME.to_owned(),
+        version: crate::build_info::VERSION.to_owned(),
+        commit: crate::build_info::COMMIT.to_owned(),
+        storage,
+        status,
+        database_reachable: reachable.is_ok(),
+        schema_version,
+        instance: Some(state.instance.clone()),
+    };
+    let mut response = (code, Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

@@ -1,0 +1,13 @@
+//! The `r2r` binary's library: configuration, the HTTP server and the CLI subcommands.
+//!
+//! Errors: `thiserror` enums inside modules; `anyhow` only in [`cli`]; HTTP answers carry a
+//! stable error code and never an internal message.
+
+pub mod build_info;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod http;
+pub mod secret;
+pub mod serve;
+pub mod setup;

@@ -1,0 +1,92 @@
+//! `r2r serve`: connect, migrate, bootstrap, listen.
+
+use crate::config::Config;
+use crate::http::{router, AppState};
+use anyhow::Context;
+use store::{NewOwner, Store};
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
+}
+
+fn random_id(prefix: &str) -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 12];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("{prefix}-{}", hex::encode(bytes))
+}
+
+/// Prepares the database: migrations, installation id, first owner. Returns the store and id.
+pub async fn prepare(config: &Config) -> anyhow::Result<(Store, String)> {
+    let store = Store::connect(&config.database_url)
+        .await
+        .with_context(|| format!("DATABASE_URL={:?}", config.database_url))?;
+    store.migrate().await?;
+    let instance = store.ensure_instance(&random_id("desk"), now_ms()).await?;
+    if let Some(owner) = &config.bootstrap_owner {
+        let created = store
+            .ensure_owner(
+                &NewOwner {
+                    id: random_id("owner"),
+                    email: owner.email.clone(),
+                    password_hash: owner.password_hash.clone(),
+                },
+                now_ms(),
+            )
+            .await?;
+        if created {
+            tracing::info!(email = %owner.email, "created the first owner account");
+        }
+    }
+    Ok((store, instance))
+}
+
+/// Serves until interrupted (Ctrl-C or SIGTERM).
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let conf = leptos::config::get_configuration(Some(&config.leptos_toml))
+        .with_context(|| format!("cannot read the site options in {}", config.leptos_toml))?;
+    let mut leptos_options = conf.leptos_options;
+    leptos_options.site_addr = config.addr;
+    let (store, instance) = prepare(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.addr))?;
+    let bound = listener.local_addr()?;
+    let state = AppState {
+        leptos_options,
+        store: store.clone(),
+        instance,
+    };
+    // Tests and scripts read this line to learn the port.
+    println!(
+        "r2r listening on http://{bound} (storage: {})",
+        store.backend().as_str()
+    );
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    store.close().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

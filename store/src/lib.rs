@@ -1,0 +1,274 @@
+//! The desk's persistence. One narrow API, two backends: a SQLite file (the embedded default,
+//! no server needed) and PostgreSQL (several servers and workers on many hosts). Each public
+//! function is one use case and runs as one transaction or one statement.
+
+pub mod testing;
+mod url;
+
+pub use url::{DatabaseUrl, DatabaseUrlError};
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use std::time::Duration;
+
+/// Which database a [`Store`] talks to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Backend {
+    /// An embedded SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+impl Backend {
+    /// The name shown in health answers and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// What can go wrong talking to the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be opened or reached.
+    #[error("cannot reach the {backend} database: {source}")]
+    Connect {
+        /// Which backend.
+        backend: &'static str,
+        /// The driver's reason.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// The SQLite file's folder could not be created.
+    #[error("cannot create the folder {path} for the SQLite database: {source}")]
+    CreateDir {
+        /// The folder.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Applying migrations failed.
+    #[error("migrations failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Query(#[from] sqlx::Error),
+}
+
+/// An owner account to create when none with that email exists.
+#[derive(Clone, Debug)]
+pub struct NewOwner {
+    /// Stable id.
+    pub id: String,
+    /// Login name.
+    pub email: String,
+    /// Argon2 PHC string.
+    pub password_hash: String,
+}
+
+#[derive(Clone, Debug)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// A connection pool to the desk's database.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: Pool,
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+impl Store {
+    /// Opens a pool. A SQLite file and its folder are created when missing.
+    #[tracing::instrument(skip_all, fields(backend = url.backend().as_str()))]
+    pub async fn connect(url: &DatabaseUrl) -> Result<Store, StoreError> {
+        match url {
+            DatabaseUrl::Sqlite { path } => {
+                if let Some(parent) = std::path::Path::new(path).parent() {
+                    if !parent.as_os_str().is_empty() {
+                        std::fs::create_dir_all(parent).map_err(|source| {
+                            StoreError::CreateDir {
+                                path: parent.display().to_string(),
+                                source,
+                            }
+                        })?;
+                    }
+                }
+                let options = SqliteConnectOptions::new()
+                    .filename(path)
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    // FULL: a commit is on disk before we acknowledge it.
+                    .synchronous(SqliteSynchronous::Full)
+                    .foreign_keys(true)
+                    .busy_timeout(Duration::from_secs(10));
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(8)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await
+                    .map_err(|source| StoreError::Connect {
+                        backend: "sqlite",
+                        source,
+                    })?;
+                Ok(Store {
+                    pool: Pool::Sqlite(pool),
+                })
+            }
+            DatabaseUrl::Postgres { url } => {
+                let pool = PgPoolOptions::new()
+                    .max_connections(16)
+                    .acquire_timeout(Duration::from_secs(5))
+                    .connect(url)
+                    .await
+                    .map_err(|source| StoreError::Connect {
+                        backend: "postgres",
+                        source,
+                    })?;
+                Ok(Store {
+                    pool: Pool::Postgres(pool),
+                })
+            }
+        }
+    }
+
+    /// Which backend this store uses.
+    pub fn backend(&self) -> Backend {
+        match self.pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Applies every pending migration; a no-op when the schema is current.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        match &self.pool {
+            Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
+            Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// The newest migration applied, for health answers.
+    pub async fn schema_version(&self) -> Result<Option<i64>, StoreError> {
+        let sql = "SELECT MAX(version) FROM _sqlx_migrations WHERE success";
+        let version = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await?,
+        };
+        Ok(version)
+    }
+
+    /// Proves the database answers right now.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match &self.pool {
+            Pool::Sqlite(pool) => {
+                sqlx::query("SELECT 1").execute(pool).await?;
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query("SELECT 1").execute(pool).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes every connection; later calls fail. Used at shutdown (and by tests).
+    pub async fn close(&self) {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+
+    /// Returns this installation's id, recording `candidate` as it on first use.
+    pub async fn ensure_instance(
+        &self,
+        candidate: &str,
+        now_ms: i64,
+    ) -> Result<String, StoreError> {
+        let insert =
+            "INSERT INTO desk_instance (singleton, instance_id, created_at) VALUES (1, $1, $2) \
+                      ON CONFLICT (singleton) DO NOTHING";
+        let select = "SELECT instance_id FROM desk_instance WHERE singleton = 1";
+        let id = match &self.pool {
+            Pool::Sqlite(pool) => {
+                let mut tx = pool.begin().await?;
+                sqlx::query(insert)
+                    .bind(candidate)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                let id: String = sqlx::query_scalar(select).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                id
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                sqlx::query(insert)
+                    .bind(candidate)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                let id: String = sqlx::query_scalar(select).fetch_one(&mut *tx).await?;
+                tx.commit().await?;
+                id
+            }
+        };
+        Ok(id)
+    }
+
+    /// Creates the owner unless one with that email exists. Returns whether it was created.
+    pub async fn ensure_owner(&self, owner: &NewOwner, now_ms: i64) -> Result<bool, StoreError> {
+        let sql =
+            "INSERT INTO owners (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) \
+                   ON CONFLICT (email) DO NOTHING";
+        let result = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query(sql)
+                .bind(&owner.id)
+                .bind(&owner.email)
+                .bind(&owner.password_hash)
+                .bind(now_ms)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+            Pool::Postgres(pool) => sqlx::query(sql)
+                .bind(&owner.id)
+                .bind(&owner.email)
+                .bind(&owner.password_hash)
+                .bind(now_ms)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+        };
+        Ok(result == 1)
+    }
+
+    /// The stored password hash of an owner, by email.
+    pub async fn owner_password_hash(&self, email: &str) -> Result<Option<String>, StoreError> {
+        let sql = "SELECT password_hash FROM owners WHERE email = $1";
+        let hash = match &self.pool {
+            Pool::Sqlite(pool) => {
+                sqlx::query_scalar(sql)
+                    .bind(email)
+                    .fetch_optional(pool)
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_scalar(sql)
+                    .bind(email)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        Ok(hash)
+    }
+}

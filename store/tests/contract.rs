@@ -1,0 +1,84 @@
+//! The store's contract: the same assertions against SQLite and the real PostgreSQL.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use store::{testing, Backend, DatabaseUrl, NewOwner, Store};
+
+async fn migrated(url: &DatabaseUrl) -> Store {
+    let store = Store::connect(url).await.expect("connect");
+    store.migrate().await.expect("migrate");
+    store
+}
+
+async fn contract(url: DatabaseUrl, backend: Backend) {
+    let store = migrated(&url).await;
+    assert_eq!(store.backend(), backend);
+
+    // Migrating again is a no-op and the schema version is the newest migration.
+    store.migrate().await.expect("second migrate");
+    assert_eq!(store.schema_version().await.unwrap(), Some(1));
+    store.ping().await.expect("ping");
+
+    // The installation id is fixed by the first caller.
+    let first = store.ensure_instance("desk-a", 1).await.unwrap();
+    let second = store.ensure_instance("desk-b", 2).await.unwrap();
+    assert_eq!(first, "desk-a");
+    assert_eq!(second, "desk-a");
+
+    // An owner is created once; a second bootstrap with the same email changes nothing.
+    let owner = NewOwner {
+        id: "owner-1".into(),
+        email: "first@desk.test".into(),
+        password_hash: "$argon2id$v=19$first".into(),
+    };
+    assert!(store.ensure_owner(&owner, 10).await.unwrap());
+    let again = NewOwner {
+        id: "owner-2".into(),
+        password_hash: "$argon2id$v=19$second".into(),
+        ..owner.clone()
+    };
+    assert!(!store.ensure_owner(&again, 11).await.unwrap());
+    assert_eq!(
+        store
+            .owner_password_hash("first@desk.test")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("$argon2id$v=19$first")
+    );
+    assert_eq!(
+        store.owner_password_hash("nobody@desk.test").await.unwrap(),
+        None
+    );
+
+    // What was written survives a new pool (it was committed, not cached).
+    store.close().await;
+    assert!(
+        store.ping().await.is_err(),
+        "a closed store must not answer"
+    );
+    let reopened = migrated(&url).await;
+    assert_eq!(
+        reopened.ensure_instance("desk-c", 3).await.unwrap(),
+        "desk-a"
+    );
+    assert!(reopened
+        .owner_password_hash("first@desk.test")
+        .await
+        .unwrap()
+        .is_some());
+}
+
+#[tokio::test]
+async fn the_contract_holds_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    // A missing folder is created.
+    let url = testing::fresh_sqlite(&dir.path().join("nested"));
+    contract(url, Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn the_contract_holds_on_postgres() {
+    let url = testing::fresh_postgres().await;
+    contract(url, Backend::Postgres).await;
+}
