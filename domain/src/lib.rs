@@ -4,8 +4,13 @@
 
 pub mod actor;
 pub mod capability;
+pub mod codeowners;
+pub mod ledger;
 pub mod state;
+pub mod tier;
+pub mod workflow;
 
 pub use actor::Role;
 pub use capability::{Capability, CapabilityError, CapabilityHash};
 pub use state::BugState;
+pub use tier::Tier;

@@ -42,6 +42,40 @@ enum Command {
         #[command(subcommand)]
         command: DemoCommand,
     },
+    /// The audit ledger.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
+    /// Benchmarks that print figures (never run as tests).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum LedgerCommand {
+    /// Recompute every bug's hash chain (DATABASE_URL). Exits 0 when intact; otherwise 1,
+    /// naming the first broken event.
+    Verify,
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Ledger commands/s with concurrent writers on distinct bugs, against the seed design
+    /// (one JSON document per workspace, compare-and-swap), on the same database.
+    Ledger {
+        /// Concurrent writers.
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1024))]
+        writers: u16,
+        /// Commands per writer.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+        commands: u16,
+        /// A scratch database holding no bugs (default: a temporary SQLite file).
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -114,7 +148,55 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     timeout,
                 },
         } => demo_reproduce(&shoplite, fixed, timeout).await,
+        Command::Ledger {
+            command: LedgerCommand::Verify,
+        } => ledger_verify(&cli.env_file).await,
+        Command::Bench {
+            command:
+                BenchCommand::Ledger {
+                    writers,
+                    commands,
+                    database_url,
+                },
+        } => bench_ledger(writers, commands, database_url).await,
     }
+}
+
+async fn ledger_verify(env_file: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let config = load_config(env_file, None)?;
+    let store = store::Store::connect(&config.database_url).await?;
+    store.migrate().await?;
+    match store.verify_ledger().await? {
+        Ok(summary) => {
+            println!(
+                "ledger intact: {} bugs, {} events, every hash chain recomputed",
+                summary.bugs, summary.events
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(broken) => {
+            println!("LEDGER BROKEN: {broken}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+async fn bench_ledger(
+    writers: u16,
+    commands: u16,
+    database_url: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let scratch = tempfile::tempdir()?;
+    let url = match database_url {
+        Some(text) => store::DatabaseUrl::parse(&text)
+            .map_err(|e| anyhow::anyhow!("--database-url is invalid: {e}"))?,
+        None => store::DatabaseUrl::Sqlite {
+            path: scratch.path().join("bench.db").display().to_string(),
+        },
+    };
+    let figures = crate::bench::ledger(&url, usize::from(writers), usize::from(commands)).await?;
+    print!("{figures}");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn load_config(env_file: &std::path::Path, addr: Option<&str>) -> anyhow::Result<Config> {

@@ -3,8 +3,10 @@
 //! Errors: `thiserror` enums inside modules; `anyhow` only in [`cli`]; HTTP answers carry a
 //! stable error code and never an internal message.
 
+pub mod bench;
 pub mod build_info;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod http;

@@ -5,12 +5,7 @@ use crate::http::{router, AppState};
 use anyhow::Context;
 use store::{NewOwner, Store};
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or_default()
-}
+use crate::clock::now_ms;
 
 fn random_id(prefix: &str) -> String {
     use rand::RngCore;

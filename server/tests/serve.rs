@@ -35,7 +35,7 @@ async fn the_desk_serves_health_and_pages(database_url: &str, storage: &str) {
     assert_eq!(health.storage, storage);
     assert_eq!(health.status, "ok");
     assert_eq!(health.version, env!("CARGO_PKG_VERSION"));
-    assert_eq!(health.schema_version, Some(1));
+    assert_eq!(health.schema_version, Some(store::SCHEMA_VERSION));
     if let Some(head) = git_head() {
         assert_eq!(
             health.commit, head,
@@ -139,7 +139,10 @@ fn migrate_applies_the_schema_and_exits() {
             .output()
             .unwrap();
         assert!(output.status.success(), "{output:?}");
-        assert!(String::from_utf8_lossy(&output.stdout).contains("sqlite schema at version 1"));
+        assert!(String::from_utf8_lossy(&output.stdout).contains(&format!(
+            "sqlite schema at version {}",
+            store::SCHEMA_VERSION
+        )));
     }
 }
 
@@ -153,6 +156,8 @@ fn every_subcommand_has_help() {
         &["migrate", "--help"],
         &["demo", "--help"],
         &["demo", "reproduce", "--help"],
+        &["ledger", "verify", "--help"],
+        &["bench", "ledger", "--help"],
     ] {
         let output = r2r(scratch.path()).args(args).output().unwrap();
         assert!(output.status.success(), "{args:?}");

@@ -2,9 +2,19 @@
 //! no server needed) and PostgreSQL (several servers and workers on many hosts). Each public
 //! function is one use case and runs as one transaction or one statement.
 
+#[macro_use]
+mod macros;
+mod bench;
+pub mod ledger;
+pub mod outbox;
 pub mod testing;
 mod url;
 
+/// The newest migration; health reports it and tests check the database reached it.
+pub const SCHEMA_VERSION: i64 = 2;
+
+pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
+pub use outbox::{ClaimedJob, LEASE_MS};
 pub use url::{DatabaseUrl, DatabaseUrlError};
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -59,6 +69,9 @@ pub enum StoreError {
     /// A query failed.
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
+    /// A stored document does not parse.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
 }
 
 /// An owner account to create when none with that email exists.
@@ -73,7 +86,7 @@ pub struct NewOwner {
 }
 
 #[derive(Clone, Debug)]
-enum Pool {
+pub(crate) enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),
 }

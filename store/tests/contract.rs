@@ -16,7 +16,10 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
 
     // Migrating again is a no-op and the schema version is the newest migration.
     store.migrate().await.expect("second migrate");
-    assert_eq!(store.schema_version().await.unwrap(), Some(1));
+    assert_eq!(
+        store.schema_version().await.unwrap(),
+        Some(store::SCHEMA_VERSION)
+    );
     store.ping().await.expect("ping");
 
     // The installation id is fixed by the first caller.

@@ -1,0 +1,780 @@
+//! The transition function. Read each arm as: who may, from which states, with what evidence,
+//! and what it records.
+
+use super::types::*;
+use crate::tier;
+use crate::{BugState, Role};
+use std::collections::BTreeMap;
+
+fn refusal(kind: RefusalKind, code: &str, message: impl Into<String>) -> Refusal {
+    Refusal {
+        kind,
+        code: code.to_owned(),
+        message: message.into(),
+    }
+}
+
+fn conflict(bug: &Bug, command: &Command) -> Refusal {
+    refusal(
+        RefusalKind::Conflict,
+        "wrong_state",
+        format!(
+            "{} is not possible while the bug is {}",
+            command.name(),
+            bug.state
+        ),
+    )
+}
+
+fn unauthenticated() -> Refusal {
+    refusal(
+        RefusalKind::Unauthenticated,
+        "unauthenticated",
+        "a valid credential is required",
+    )
+}
+
+/// Only these machine roles.
+fn require_role(actor: &Actor, roles: &[Role]) -> Result<Role, Refusal> {
+    match actor {
+        Actor::Anonymous => Err(unauthenticated()),
+        Actor::Role { role } if roles.contains(role) => Ok(*role),
+        _ => Err(refusal(
+            RefusalKind::Forbidden,
+            "forbidden_actor",
+            format!(
+                "only {} may do this",
+                roles
+                    .iter()
+                    .map(|r| r.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        )),
+    }
+}
+
+/// Only a reporter of a report in this cluster.
+fn require_reporter<'a>(bug: &Bug, actor: &'a Actor) -> Result<&'a str, Refusal> {
+    match actor {
+        Actor::Anonymous => Err(unauthenticated()),
+        Actor::Reporter { report } if bug.reports.contains(report) => Ok(report),
+        _ => Err(refusal(
+            RefusalKind::Forbidden,
+            "not_a_reporter_of_this_bug",
+            "only a reporter of this bug may answer for it",
+        )),
+    }
+}
+
+/// Only a verified person: an owner, or a GitHub user who is not a bot.
+fn require_human(actor: &Actor) -> Result<Human, Refusal> {
+    match actor {
+        Actor::Anonymous => Err(unauthenticated()),
+        _ => actor.human().ok_or_else(|| {
+            refusal(
+                RefusalKind::Forbidden,
+                "humans_only",
+                "only a person may approve or merge; bots, crew roles and reporters may not",
+            )
+        }),
+    }
+}
+
+fn require_actor(actor: &Actor, wanted: &Actor, who: &str) -> Result<(), Refusal> {
+    match actor {
+        Actor::Anonymous => Err(unauthenticated()),
+        _ if actor == wanted => Ok(()),
+        _ => Err(refusal(
+            RefusalKind::Forbidden,
+            "forbidden_actor",
+            format!("only {who} may do this"),
+        )),
+    }
+}
+
+/// The uuid v5 of the job that asks a question: retries address the same request.
+pub fn question_request_id(job_key: &str) -> String {
+    let namespace = uuid::Uuid::new_v5(
+        &uuid::Uuid::NAMESPACE_URL,
+        b"urn:reporter-to-release:question",
+    );
+    uuid::Uuid::new_v5(&namespace, job_key.as_bytes()).to_string()
+}
+
+/// Accumulates the consequences of one accepted command.
+struct Outcome<'a> {
+    bug: Bug,
+    actor: &'a Actor,
+    now: Millis,
+    events: Vec<EventDraft>,
+    jobs: Vec<JobDraft>,
+}
+
+impl<'a> Outcome<'a> {
+    fn new(bug: &Bug, actor: &'a Actor, now: Millis) -> Self {
+        Outcome {
+            bug: bug.clone(),
+            actor,
+            now,
+            events: Vec::new(),
+            jobs: Vec::new(),
+        }
+    }
+
+    fn next_version(&self) -> u64 {
+        self.bug.version + 1
+    }
+
+    fn event(&mut self, kind: &str, evidence: &[&str], detail: &[(&str, String)]) {
+        let (actor_kind, actor_id) = self.actor.audit_ref();
+        let mut details: BTreeMap<String, String> = detail
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        details.insert("state".to_owned(), self.bug.state.as_str().to_owned());
+        self.events.push(EventDraft {
+            kind: kind.to_owned(),
+            actor_kind: actor_kind.to_owned(),
+            actor_id,
+            at: self.now,
+            evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+            detail: details,
+        });
+    }
+
+    fn job(&mut self, key: String, kind: &str, consumer: Consumer, payload: &[(&str, String)]) {
+        let mut payload: BTreeMap<String, String> = payload
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
+        payload.insert("bug".to_owned(), self.bug.id.clone());
+        self.jobs.push(JobDraft {
+            idempotency_key: key,
+            kind: kind.to_owned(),
+            consumer,
+            available_at: self.now,
+            payload,
+        });
+    }
+
+    /// Asks every given reporter one question, each through its own job.
+    fn ask(&mut self, kind: QuestionKind, reports: &[String]) {
+        let (name, job_kind) = match kind {
+            QuestionKind::Reproduction => ("reproduction", "ask_reproduction"),
+            QuestionKind::Fix => ("fix", "ask_fix"),
+        };
+        for report in reports {
+            let key = format!(
+                "ask:{name}:{}:{report}:v{}",
+                self.bug.id,
+                self.next_version()
+            );
+            let request_id = question_request_id(&key);
+            self.bug.questions.push(Question {
+                request_id: request_id.clone(),
+                kind,
+                report: report.clone(),
+                asked_at: self.now,
+                expires_at: self.now + QUESTION_TTL_MS,
+            });
+            self.job(
+                key,
+                job_kind,
+                Consumer::Concierge,
+                &[("report", report.clone()), ("request_id", request_id)],
+            );
+        }
+    }
+
+    fn escalate_to_human(&mut self, reason: NeedsHumanReason, evidence: &[&str]) {
+        self.bug.state = BugState::NeedsHuman;
+        self.bug.needs_human = Some(reason);
+        let reason_text = serde_plain(reason);
+        self.event("needs_human", evidence, &[("reason", reason_text.clone())]);
+        let key = format!("needs_human:{}:v{}", self.bug.id, self.next_version());
+        self.job(
+            key,
+            "notify_owners",
+            Consumer::Concierge,
+            &[("reason", reason_text)],
+        );
+    }
+
+    /// Clears the fix round so the loop can start again.
+    fn reset_round(&mut self) {
+        let bug = &mut self.bug;
+        bug.confirmations.clear();
+        bug.questions.clear();
+        bug.reproduction = None;
+        bug.fix_attempts = 0;
+        bug.pull_request = None;
+        bug.approvals.clear();
+        bug.merge = None;
+        bug.needs_human = None;
+    }
+
+    fn finish(mut self) -> Decision {
+        self.bug.version = self.next_version();
+        Decision {
+            bug: self.bug,
+            events: self.events,
+            jobs: self.jobs,
+            changed: true,
+        }
+    }
+}
+
+fn serde_plain(reason: NeedsHumanReason) -> String {
+    match reason {
+        NeedsHumanReason::RedBaseline => "red_baseline",
+        NeedsHumanReason::FixAttemptsExhausted => "fix_attempts_exhausted",
+        NeedsHumanReason::OutOfScope => "out_of_scope",
+    }
+    .to_owned()
+}
+
+/// Acknowledged, nothing recorded.
+fn dropped(bug: &Bug) -> Decision {
+    Decision {
+        bug: bug.clone(),
+        events: Vec::new(),
+        jobs: Vec::new(),
+        changed: false,
+    }
+}
+
+fn required_reason(reason: &Option<String>) -> Result<String, Refusal> {
+    match reason.as_deref().map(str::trim) {
+        Some(text) if !text.is_empty() => Ok(text.to_owned()),
+        _ => Err(refusal(
+            RefusalKind::Invalid,
+            "reason_required",
+            "a “no” needs a reason, in your own words",
+        )),
+    }
+}
+
+/// Finds the open question `request_id` for this reporter; `Ok(None)` means the answer is
+/// stale (the bug moved on) and is to be acknowledged and dropped.
+fn open_question<'b>(
+    bug: &'b Bug,
+    report: &str,
+    request_id: &str,
+    kind: QuestionKind,
+    now: Millis,
+) -> Result<Option<&'b Question>, Refusal> {
+    let Some(question) = bug
+        .questions
+        .iter()
+        .find(|q| q.request_id == request_id && q.kind == kind)
+    else {
+        return Ok(None);
+    };
+    if question.report != report {
+        return Err(refusal(
+            RefusalKind::Forbidden,
+            "not_addressed_to_you",
+            "this question was asked of another reporter",
+        ));
+    }
+    if now >= question.expires_at {
+        return Err(refusal(
+            RefusalKind::Conflict,
+            "question_expired",
+            "this question expired; a fresh one will be asked",
+        ));
+    }
+    Ok(Some(question))
+}
+
+/// Whether the current head has the approvals its tier requires.
+fn approvals_suffice(bug: &Bug) -> bool {
+    bug.pull_request.is_some() && bug.missing_approvals().is_empty()
+}
+
+/// Checks deployments that arrived before the merge; the first that contains it counts.
+fn reconcile_deployments(out: &mut Outcome<'_>, evidence: &Evidence<'_>) {
+    let Some(merge) = out.bug.merge.clone() else {
+        return;
+    };
+    let mut counted = None;
+    for deployment in out.bug.deployments.iter_mut() {
+        if deployment.status != DeploymentStatus::Pending {
+            continue;
+        }
+        let relation = evidence.ancestry.map_or(Ancestry::Unknown, |oracle| {
+            oracle.relation(&merge.merge_commit, &deployment.commit)
+        });
+        deployment.status = if relation.contains_base() {
+            DeploymentStatus::ContainsFix
+        } else {
+            DeploymentStatus::DoesNotContainFix
+        };
+        if relation.contains_base() && counted.is_none() {
+            counted = Some(deployment.id.clone());
+        }
+    }
+    if let Some(id) = counted {
+        out.bug.state = BugState::Deployed;
+        out.event("deployment_reconciled", &[&id], &[]);
+        let reports = out.bug.reports.clone();
+        out.ask(QuestionKind::Fix, &reports);
+    }
+}
+
+/// Applies `command` by `actor` to `bug` at `now`.
+///
+/// Returns the new bug with the events and jobs to record, or why not. The caller stores a
+/// decision only when `changed` is true, in one transaction, guarded by the bug's version.
+pub fn decide(
+    bug: &Bug,
+    command: &Command,
+    actor: &Actor,
+    evidence: &Evidence<'_>,
+    policy: &Policy,
+    now: Millis,
+) -> Result<Decision, Refusal> {
+    use BugState as S;
+    let mut out = Outcome::new(bug, actor, now);
+    let crew_in_scope = policy.allowed_components.contains(&bug.component);
+    match command {
+        Command::AttachReport { report } => {
+            require_actor(actor, &Actor::Desk, "the desk")?;
+            if bug.state == S::Verified {
+                return Err(conflict(bug, command));
+            }
+            if bug.reports.contains(report) {
+                return Ok(dropped(bug));
+            }
+            out.bug.reports.push(report.clone());
+            out.event("report_attached", &[report], &[]);
+        }
+        Command::RecordTriage { note } => {
+            require_role(actor, &[Role::Manager])?;
+            if bug.state != S::New {
+                return Err(conflict(bug, command));
+            }
+            out.bug.state = S::Triaged;
+            out.event("triaged", &[note], &[]);
+        }
+        Command::StartReproduction => {
+            require_role(actor, &[Role::Manager, Role::Reproducer])?;
+            if !matches!(bug.state, S::New | S::Triaged | S::Reopened) {
+                return Err(conflict(bug, command));
+            }
+            if crew_in_scope {
+                out.bug.state = S::Reproducing;
+                out.event("reproduction_started", &[], &[]);
+            } else {
+                out.escalate_to_human(NeedsHumanReason::OutOfScope, &[]);
+            }
+        }
+        Command::ReportRedBaseline { run } => {
+            require_role(actor, &[Role::Reproducer])?;
+            if bug.state != S::Reproducing {
+                return Err(conflict(bug, command));
+            }
+            out.escalate_to_human(NeedsHumanReason::RedBaseline, &[run]);
+        }
+        Command::ProposeReproduction { reproduction } => {
+            require_role(actor, &[Role::Reproducer])?;
+            if bug.state != S::Reproducing {
+                return Err(conflict(bug, command));
+            }
+            if bug.rejected_tests.contains(&reproduction.test_sha256) {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "rejected_reproduction_replayed",
+                    "a reporter already said this test is not their bug",
+                ));
+            }
+            if evidence.rerun != Some(Rerun::Reproduced) {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "not_measured",
+                    "the desk's own re-run did not reproduce the failure",
+                ));
+            }
+            out.bug.reproduction = Some(reproduction.clone());
+            out.bug.state = S::AwaitingReporter;
+            out.event(
+                "reproduction_proposed",
+                &[&reproduction.id],
+                &[("test_sha256", reproduction.test_sha256.clone())],
+            );
+            let reports = out.bug.reports.clone();
+            out.ask(QuestionKind::Reproduction, &reports);
+        }
+        Command::AnswerReproduction {
+            request_id,
+            confirmed,
+            reason,
+        } => {
+            let report = require_reporter(bug, actor)?;
+            if bug.state != S::AwaitingReporter {
+                return Ok(dropped(bug));
+            }
+            if open_question(bug, report, request_id, QuestionKind::Reproduction, now)?.is_none() {
+                return Ok(dropped(bug));
+            }
+            let test = bug
+                .reproduction
+                .as_ref()
+                .map(|r| r.id.clone())
+                .unwrap_or_default();
+            out.bug
+                .questions
+                .retain(|q| q.kind != QuestionKind::Reproduction);
+            if *confirmed {
+                out.bug.confirmations.push(Confirmation {
+                    report: report.to_owned(),
+                    kind: QuestionKind::Reproduction,
+                    at: now,
+                });
+                out.bug.state = S::Confirmed;
+                out.event("reproduction_confirmed", &[&test, request_id], &[]);
+                let key = format!("fix:{}:v{}", bug.id, out.next_version());
+                out.job(key, "start_fix", Consumer::Manager, &[]);
+            } else {
+                let reason = required_reason(reason)?;
+                if let Some(rejected) = out.bug.reproduction.take() {
+                    out.bug.rejected_tests.push(rejected.test_sha256);
+                }
+                out.bug.state = S::Reproducing;
+                out.event(
+                    "reproduction_rejected",
+                    &[&test, request_id],
+                    &[("reason", reason.clone())],
+                );
+                let key = format!("reproduce:{}:v{}", bug.id, out.next_version());
+                out.job(
+                    key,
+                    "reproduce_again",
+                    Consumer::Manager,
+                    &[("reason", reason)],
+                );
+            }
+        }
+        Command::StartFix => {
+            require_role(actor, &[Role::Manager, Role::Fixer])?;
+            if bug.state != S::Confirmed {
+                return Err(conflict(bug, command));
+            }
+            let confirmed = bug.reproduction.is_some()
+                && bug.confirmations.iter().any(|c| {
+                    c.kind == QuestionKind::Reproduction && bug.reports.contains(&c.report)
+                });
+            if !confirmed {
+                return Err(refusal(
+                    RefusalKind::Conflict,
+                    "reproduction_not_confirmed",
+                    "a reporter must confirm the measured reproduction first",
+                ));
+            }
+            if crew_in_scope {
+                out.bug.state = S::Fixing;
+                out.event("fix_started", &[], &[]);
+            } else {
+                out.escalate_to_human(NeedsHumanReason::OutOfScope, &[]);
+            }
+        }
+        Command::FailFixAttempt { run } => {
+            require_role(actor, &[Role::Fixer])?;
+            if bug.state != S::Fixing {
+                return Err(conflict(bug, command));
+            }
+            out.bug.fix_attempts = bug.fix_attempts.saturating_add(1);
+            out.event(
+                "fix_attempt_failed",
+                &[run],
+                &[("attempt", out.bug.fix_attempts.to_string())],
+            );
+            if out.bug.fix_attempts >= policy.max_fix_attempts {
+                out.escalate_to_human(NeedsHumanReason::FixAttemptsExhausted, &[run]);
+            }
+        }
+        Command::SubmitFix {
+            number,
+            head,
+            changed_paths,
+        } => {
+            require_role(actor, &[Role::Fixer])?;
+            if bug.state != S::Fixing {
+                return Err(conflict(bug, command));
+            }
+            if changed_paths.is_empty() {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "empty_change",
+                    "a fix changes at least one path",
+                ));
+            }
+            let (tier, tier_reasons) = tier::classify(changed_paths, &policy.sensitive_words);
+            out.bug.pull_request = Some(PullRequest {
+                number: *number,
+                head: head.clone(),
+                changed_paths: changed_paths.clone(),
+                tier,
+                tier_reasons,
+            });
+            out.bug.approvals.clear();
+            out.bug.state = S::InReview;
+            out.event(
+                "fix_submitted",
+                &[head.as_str()],
+                &[
+                    ("pull_request", number.to_string()),
+                    ("tier", tier.number().to_string()),
+                ],
+            );
+        }
+        Command::NewHead { head } => {
+            require_actor(actor, &Actor::Forge, "a verified forge event")?;
+            if !matches!(bug.state, S::InReview | S::Approved) {
+                return Err(conflict(bug, command));
+            }
+            let Some(pr) = out.bug.pull_request.as_mut() else {
+                return Err(conflict(bug, command));
+            };
+            if &pr.head == head {
+                return Ok(dropped(bug));
+            }
+            let previous = std::mem::replace(&mut pr.head, head.clone());
+            let cleared = out.bug.approvals.len();
+            out.bug.approvals.clear();
+            out.bug.state = S::InReview;
+            out.event(
+                "head_changed",
+                &[head.as_str()],
+                &[
+                    ("previous", previous.to_string()),
+                    ("approvals_cleared", cleared.to_string()),
+                ],
+            );
+        }
+        Command::Approve { head } => {
+            let human = require_human(actor)?;
+            if !matches!(bug.state, S::InReview | S::Approved) {
+                return Err(conflict(bug, command));
+            }
+            let Some(pr) = &bug.pull_request else {
+                return Err(conflict(bug, command));
+            };
+            if &pr.head != head {
+                return Err(refusal(
+                    RefusalKind::Conflict,
+                    "stale_head",
+                    format!(
+                        "the pull request's head is now {}; review that commit",
+                        pr.head
+                    ),
+                ));
+            }
+            if bug
+                .approvals
+                .iter()
+                .any(|a| a.approver == human && &a.head == head)
+            {
+                return Ok(dropped(bug));
+            }
+            let code_owner = evidence
+                .code_owners
+                .is_some_and(|owners| owners.owns_change(&human.id, &pr.changed_paths));
+            out.bug.approvals.push(Approval {
+                approver: human,
+                head: head.clone(),
+                code_owner,
+                at: now,
+            });
+            if approvals_suffice(&out.bug) {
+                out.bug.state = S::Approved;
+            }
+            out.event(
+                "approval_recorded",
+                &[head.as_str()],
+                &[("code_owner", code_owner.to_string())],
+            );
+        }
+        Command::Merge { head, merge_commit } => {
+            let merger = require_human(actor)?;
+            if bug.state != S::Approved {
+                return Err(conflict(bug, command));
+            }
+            let Some(pr) = &bug.pull_request else {
+                return Err(conflict(bug, command));
+            };
+            if &pr.head != head {
+                return Err(refusal(
+                    RefusalKind::Conflict,
+                    "merged_head_not_approved",
+                    format!(
+                        "the merged head {head} is not the approved head {}",
+                        pr.head
+                    ),
+                ));
+            }
+            if !approvals_suffice(bug) {
+                return Err(refusal(
+                    RefusalKind::Conflict,
+                    "approvals_missing",
+                    bug.missing_approvals().join("; "),
+                ));
+            }
+            out.bug.merge = Some(MergeRecord {
+                head: head.clone(),
+                merge_commit: merge_commit.clone(),
+                merger,
+                at: now,
+            });
+            out.bug.state = S::Merged;
+            out.event("merged", &[head.as_str(), merge_commit.as_str()], &[]);
+            reconcile_deployments(&mut out, evidence);
+        }
+        Command::RecordDeployment { deployment, commit } => {
+            require_role(actor, &[Role::Recorder])?;
+            if bug.deployments.iter().any(|d| &d.id == deployment) {
+                return Ok(dropped(bug));
+            }
+            let status = match &bug.merge {
+                None => DeploymentStatus::Pending,
+                Some(merge) => {
+                    let relation = evidence.ancestry.map_or(Ancestry::Unknown, |o| {
+                        o.relation(&merge.merge_commit, commit)
+                    });
+                    if relation.contains_base() {
+                        DeploymentStatus::ContainsFix
+                    } else {
+                        DeploymentStatus::DoesNotContainFix
+                    }
+                }
+            };
+            out.bug.deployments.push(DeploymentRecord {
+                id: deployment.clone(),
+                commit: commit.clone(),
+                status,
+                at: now,
+            });
+            let kind = match status {
+                DeploymentStatus::Pending => "deployment_kept_before_merge",
+                DeploymentStatus::ContainsFix => "deployment_contains_fix",
+                DeploymentStatus::DoesNotContainFix => "deployment_without_fix",
+            };
+            if status == DeploymentStatus::ContainsFix && bug.state == S::Merged {
+                out.bug.state = S::Deployed;
+                out.event(kind, &[deployment, commit.as_str()], &[]);
+                let reports = out.bug.reports.clone();
+                out.ask(QuestionKind::Fix, &reports);
+            } else {
+                out.event(kind, &[deployment, commit.as_str()], &[]);
+            }
+        }
+        Command::AnswerFix {
+            request_id,
+            works,
+            reason,
+        } => {
+            let report = require_reporter(bug, actor)?;
+            if !matches!(bug.state, S::Deployed | S::Verified) {
+                return Ok(dropped(bug));
+            }
+            if open_question(bug, report, request_id, QuestionKind::Fix, now)?.is_none() {
+                return Ok(dropped(bug));
+            }
+            if *works {
+                out.bug.questions.retain(|q| q.request_id != *request_id);
+                out.bug.confirmations.push(Confirmation {
+                    report: report.to_owned(),
+                    kind: QuestionKind::Fix,
+                    at: now,
+                });
+                out.bug.state = S::Verified;
+                out.event("fix_confirmed", &[request_id], &[]);
+            } else {
+                let reason = required_reason(reason)?;
+                out.reset_round();
+                out.bug.state = S::Reopened;
+                out.event(
+                    "reopened_by_reporter",
+                    &[request_id],
+                    &[("reason", reason.clone())],
+                );
+                let key = format!("reopen:{}:v{}", bug.id, out.next_version());
+                out.job(key, "reopen", Consumer::Manager, &[("reason", reason)]);
+            }
+        }
+        Command::ReaskExpired => {
+            require_actor(actor, &Actor::Desk, "the desk")?;
+            let expired: Vec<Question> = bug
+                .questions
+                .iter()
+                .filter(|q| now >= q.expires_at)
+                .cloned()
+                .collect();
+            if expired.is_empty() {
+                return Ok(dropped(bug));
+            }
+            out.bug.questions.retain(|q| now < q.expires_at);
+            for kind in [QuestionKind::Reproduction, QuestionKind::Fix] {
+                let reports: Vec<String> = expired
+                    .iter()
+                    .filter(|q| q.kind == kind)
+                    .map(|q| q.report.clone())
+                    .collect();
+                if !reports.is_empty() {
+                    out.ask(kind, &reports);
+                }
+            }
+            out.event(
+                "questions_reasked",
+                &[],
+                &[("count", expired.len().to_string())],
+            );
+        }
+        Command::AddNote { note } => {
+            require_role(
+                actor,
+                &[Role::Manager, Role::Reproducer, Role::Fixer, Role::Reviewer],
+            )?;
+            out.event("advisory_note", &[note], &[]);
+        }
+        Command::OwnerReopen { reason } => {
+            match actor {
+                Actor::Anonymous => return Err(unauthenticated()),
+                Actor::Owner { .. } => {}
+                _ => {
+                    return Err(refusal(
+                        RefusalKind::Forbidden,
+                        "forbidden_actor",
+                        "only an owner may reopen a bug",
+                    ))
+                }
+            }
+            if matches!(bug.state, S::New | S::Reopened) {
+                return Err(conflict(bug, command));
+            }
+            if reason.trim().is_empty() {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "reason_required",
+                    "a reopen needs a reason",
+                ));
+            }
+            out.reset_round();
+            out.bug.state = S::Reopened;
+            out.event(
+                "reopened_by_owner",
+                &[],
+                &[("reason", reason.trim().to_owned())],
+            );
+            let key = format!("reopen:{}:v{}", bug.id, out.next_version());
+            out.job(
+                key,
+                "reopen",
+                Consumer::Manager,
+                &[("reason", reason.trim().to_owned())],
+            );
+        }
+    }
+    Ok(out.finish())
+}

@@ -1,0 +1,141 @@
+//! SQL shared by both backends. The statements are identical (`$n` placeholders work in
+//! SQLite and PostgreSQL); only the pool and transaction types differ, so these macros expand
+//! the same code once per backend.
+
+/// Runs `$body` with `$pool` bound to the backend's pool and `$begin()` opening a write
+/// transaction (SQLite: `BEGIN IMMEDIATE`, taking the write lock up front so two writers never
+/// deadlock upgrading a read lock).
+macro_rules! for_each_backend {
+    ($store:expr, $pool:ident, $begin:ident => $body:block) => {
+        match &$store.pool {
+            $crate::Pool::Sqlite($pool) => {
+                let $begin = || $pool.begin_with("BEGIN IMMEDIATE");
+                $body
+            }
+            $crate::Pool::Postgres($pool) => {
+                let $begin = || $pool.begin();
+                $body
+            }
+        }
+    };
+}
+
+/// Appends one chained audit event inside a transaction.
+macro_rules! insert_event {
+    ($tx:ident, $event:expr, $body:expr) => {
+        sqlx::query(
+            "INSERT INTO audit_events (bug_id, seq, kind, actor_kind, actor_id, at, body, prev_hash, hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&$event.bug_id)
+        .bind(i64::try_from($event.seq).unwrap_or(i64::MAX))
+        .bind(&$event.event.kind)
+        .bind(&$event.event.actor_kind)
+        .bind(&$event.event.actor_id)
+        .bind($event.event.at)
+        .bind($body)
+        .bind(&$event.prev_hash)
+        .bind(&$event.hash)
+        .execute(&mut *$tx)
+        .await
+        .map_err($crate::StoreError::from)?
+    };
+}
+
+/// Enqueues one outbox job inside a transaction; a duplicate idempotency key is a no-op.
+/// Evaluates to the number of rows inserted (0 or 1).
+macro_rules! insert_job {
+    ($tx:ident, $job:expr, $bug:expr, $payload:expr, $now:expr) => {
+        sqlx::query(
+            "INSERT INTO outbox_jobs (idempotency_key, bug_id, kind, consumer, payload, available_at, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(&$job.idempotency_key)
+        .bind($bug)
+        .bind(&$job.kind)
+        .bind($job.consumer.as_str())
+        .bind($payload)
+        .bind($job.available_at)
+        .bind($now)
+        .execute(&mut *$tx)
+        .await
+        .map_err($crate::StoreError::from)?
+        .rows_affected()
+    };
+}
+
+/// Reads one bug (document, version, chain head) on a connection or transaction; evaluates to
+/// `Option<StoredBug>` and returns early on errors.
+macro_rules! read_bug {
+    ($conn:ident, $id:expr) => {
+        read_bug!($conn, $id, "")
+    };
+    ($conn:ident, $id:expr, $lock:literal) => {{
+        let row: Option<(String, i64, i64, String)> = sqlx::query_as(concat!(
+            "SELECT document, version, event_count, head_hash FROM bugs WHERE id = $1",
+            $lock
+        ))
+        .bind($id)
+        .fetch_optional(&mut *$conn)
+        .await
+        .map_err($crate::StoreError::from)?;
+        match row {
+            Some(row) => Some($crate::ledger::stored_bug(row)?),
+            None => None,
+        }
+    }};
+}
+
+/// Inside an open transaction: compare-and-swap the bug from `read_version` to the decision's
+/// version, append its events to the chain and enqueue its jobs. Evaluates to a `Commit`;
+/// the caller commits the transaction only on `Commit::Done`.
+macro_rules! write_decision {
+    ($tx:ident, $read_version:expr, $decision:expr, $now:expr) => {{
+        use $crate::ledger::{json, to_i64, to_u64, Commit};
+        let decision = $decision;
+        let bug = &decision.bug;
+        let current: Option<(i64, i64, String)> =
+            sqlx::query_as("SELECT version, event_count, head_hash FROM bugs WHERE id = $1")
+                .bind(&bug.id)
+                .fetch_optional(&mut *$tx)
+                .await
+                .map_err($crate::StoreError::from)?;
+        match current {
+            None => Commit::VersionConflict,
+            Some((version, _, _)) if to_u64(version) != $read_version => Commit::VersionConflict,
+            Some((_, event_count, head_hash)) => {
+                let chained = domain::ledger::chain(&bug.id, to_u64(event_count), &head_hash, &decision.events);
+                let new_head = chained.last().map_or(head_hash.clone(), |e| e.hash.clone());
+                let updated = sqlx::query(
+                    "UPDATE bugs SET state = $1, version = $2, document = $3, event_count = $4, head_hash = $5, \
+                     updated_at = $6 WHERE id = $7 AND version = $8",
+                )
+                .bind(bug.state.as_str())
+                .bind(to_i64(bug.version))
+                .bind(json(bug)?)
+                .bind(event_count + to_i64(chained.len() as u64))
+                .bind(&new_head)
+                .bind($now)
+                .bind(&bug.id)
+                .bind(to_i64($read_version))
+                .execute(&mut *$tx)
+                .await
+                .map_err($crate::StoreError::from)?
+                .rows_affected();
+                if updated == 1 {
+                    for event in &chained {
+                        let body = json(&event.event)?;
+                        insert_event!($tx, event, &body);
+                    }
+                    for job in &decision.jobs {
+                        let payload = json(&job.payload)?;
+                        insert_job!($tx, job, Some(bug.id.as_str()), &payload, $now);
+                    }
+                    Commit::Done
+                } else {
+                    Commit::VersionConflict
+                }
+            }
+        }
+    }};
+}
