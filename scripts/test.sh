@@ -28,6 +28,9 @@ step "wasm dependencies"    ./scripts/check-wasm-deps.sh
 step "dependency audit"     ./scripts/audit.sh
 step "unit + integration"   cargo test "${SERVER_CRATES[@]}"
 step "release build"        cargo leptos build --release
+step "airlock accuracy"     ./target/release/r2r --env-file /dev/null airlock eval \
+                              --data "${R2R_SHARED_DATA:-$R2R_ROOT/../shared/data}" \
+                              --require-detection 97 --allow-false-positives 1
 step "browser scenarios"    bash -c 'cd end2end && npx playwright test'
 
 log "all suites passed in $(( $(date +%s) - suite_start ))s"

@@ -3,6 +3,7 @@
 //! in tests and (compiled to WebAssembly) in the browser.
 
 pub mod actor;
+pub mod airlock;
 pub mod capability;
 pub mod codeowners;
 pub mod ledger;

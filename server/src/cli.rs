@@ -47,6 +47,11 @@ enum Command {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    /// The airlock that every report passes before anything else reads it.
+    Airlock {
+        #[command(subcommand)]
+        command: AirlockCommand,
+    },
     /// Benchmarks that print figures (never run as tests).
     Bench {
         #[command(subcommand)]
@@ -59,6 +64,31 @@ enum LedgerCommand {
     /// Recompute every bug's hash chain (DATABASE_URL). Exits 0 when intact; otherwise 1,
     /// naming the first broken event.
     Verify,
+}
+
+#[derive(Subcommand, Debug)]
+enum AirlockCommand {
+    /// Read JSON lines {"title", "body", "component"} on stdin; write one JSON line per input:
+    /// {"quarantined", "families", "dossier"}. Same code path as intake.
+    Scan,
+    /// Measure detection on the injection payloads (wrapped five ways in bug-report text) and
+    /// false positives on real bug reports.
+    Eval {
+        /// The shared test-data folder.
+        #[arg(
+            long,
+            env = "R2R_SHARED_DATA",
+            default_value = "../shared/data",
+            value_name = "DIR"
+        )]
+        data: PathBuf,
+        /// Exit 1 when the detection rate (percent) is below this.
+        #[arg(long, value_name = "PERCENT")]
+        require_detection: Option<f64>,
+        /// Exit 1 when the false-positive rate (percent) is above this.
+        #[arg(long, value_name = "PERCENT")]
+        allow_false_positives: Option<f64>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -151,6 +181,38 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ledger {
             command: LedgerCommand::Verify,
         } => ledger_verify(&cli.env_file).await,
+        Command::Airlock {
+            command: AirlockCommand::Scan,
+        } => {
+            let stdin = std::io::stdin();
+            let errors = crate::airlock_cli::scan(stdin.lock(), std::io::stdout().lock())?;
+            if errors > 0 {
+                eprintln!("error: {errors} input line(s) were not valid report objects");
+                return Ok(ExitCode::from(1));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Airlock {
+            command:
+                AirlockCommand::Eval {
+                    data,
+                    require_detection,
+                    allow_false_positives,
+                },
+        } => {
+            let accuracy = crate::airlock_cli::evaluate(&data)?;
+            print!("{accuracy}");
+            let detection_ok =
+                require_detection.is_none_or(|floor| accuracy.detection_rate() >= floor);
+            let fp_ok = allow_false_positives
+                .is_none_or(|ceiling| accuracy.false_positive_rate() <= ceiling);
+            if detection_ok && fp_ok {
+                Ok(ExitCode::SUCCESS)
+            } else {
+                eprintln!("error: the airlock missed its accuracy goals");
+                Ok(ExitCode::from(1))
+            }
+        }
         Command::Bench {
             command:
                 BenchCommand::Ledger {

@@ -3,6 +3,7 @@
 //! Errors: `thiserror` enums inside modules; `anyhow` only in [`cli`]; HTTP answers carry a
 //! stable error code and never an internal message.
 
+pub mod airlock_cli;
 pub mod bench;
 pub mod build_info;
 pub mod cli;

@@ -158,6 +158,8 @@ fn every_subcommand_has_help() {
         &["demo", "reproduce", "--help"],
         &["ledger", "verify", "--help"],
         &["bench", "ledger", "--help"],
+        &["airlock", "scan", "--help"],
+        &["airlock", "eval", "--help"],
     ] {
         let output = r2r(scratch.path()).args(args).output().unwrap();
         assert!(output.status.success(), "{args:?}");
