@@ -5,6 +5,7 @@
 pub mod actor;
 pub mod airlock;
 pub mod capability;
+pub mod cluster;
 pub mod codeowners;
 pub mod ledger;
 pub mod state;

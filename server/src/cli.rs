@@ -52,6 +52,11 @@ enum Command {
         #[command(subcommand)]
         command: AirlockCommand,
     },
+    /// Duplicate clustering.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
     /// Benchmarks that print figures (never run as tests).
     Bench {
         #[command(subcommand)]
@@ -88,6 +93,21 @@ enum AirlockCommand {
         /// Exit 1 when the false-positive rate (percent) is above this.
         #[arg(long, value_name = "PERCENT")]
         allow_false_positives: Option<f64>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ClusterCommand {
+    /// Precision and recall of the join rule on the shared duplicate pairs.
+    Eval {
+        /// The shared test-data folder.
+        #[arg(
+            long,
+            env = "R2R_SHARED_DATA",
+            default_value = "../shared/data",
+            value_name = "DIR"
+        )]
+        data: PathBuf,
     },
 }
 
@@ -212,6 +232,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 eprintln!("error: the airlock missed its accuracy goals");
                 Ok(ExitCode::from(1))
             }
+        }
+        Command::Cluster {
+            command: ClusterCommand::Eval { data },
+        } => {
+            let figures = crate::cluster_cli::evaluate(&data)?;
+            print!("{}", crate::cluster_cli::render(&figures));
+            Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
             command:

@@ -8,6 +8,7 @@ pub mod bench;
 pub mod build_info;
 pub mod cli;
 pub mod clock;
+pub mod cluster_cli;
 pub mod config;
 pub mod demo;
 pub mod http;

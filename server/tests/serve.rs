@@ -160,6 +160,7 @@ fn every_subcommand_has_help() {
         &["bench", "ledger", "--help"],
         &["airlock", "scan", "--help"],
         &["airlock", "eval", "--help"],
+        &["cluster", "eval", "--help"],
     ] {
         let output = r2r(scratch.path()).args(args).output().unwrap();
         assert!(output.status.success(), "{args:?}");

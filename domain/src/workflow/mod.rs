@@ -3,7 +3,10 @@
 //! the new state together with the audit events and outbox jobs it causes.
 
 mod decide;
+mod guard;
+mod outcome;
 mod types;
 
-pub use decide::{decide, question_request_id};
+pub use decide::decide;
+pub use outcome::question_request_id;
 pub use types::*;

@@ -1,0 +1,507 @@
+//! Guards of the workflow engine, part two: the crew, reviews, merges, tiers, deployments and
+//! the reporter's last word.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use domain::workflow::*;
+use domain::{BugState, Role, Tier};
+use std::collections::BTreeMap;
+use support::*;
+
+fn kind(result: Result<Decision, Refusal>) -> RefusalKind {
+    result.expect_err("the command must be refused").kind
+}
+
+// ── the crew drafts, never decides ──────────────────────────────────────────────────────────
+
+#[test]
+fn crew_roles_can_never_approve_merge_record_a_deployment_or_answer_for_a_reporter() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    for crew in [Role::Manager, Role::Reproducer, Role::Fixer, Role::Reviewer] {
+        let actor = role(crew);
+        assert_eq!(
+            kind(d.try_(&actor, Command::Approve { head: sha(1) })),
+            RefusalKind::Forbidden,
+            "{crew}"
+        );
+        assert_eq!(
+            kind(d.try_(
+                &actor,
+                Command::Merge {
+                    head: sha(1),
+                    merge_commit: sha(2)
+                }
+            )),
+            RefusalKind::Forbidden,
+            "{crew}"
+        );
+        assert_eq!(
+            kind(d.try_(
+                &actor,
+                Command::RecordDeployment {
+                    deployment: "d".into(),
+                    commit: sha(3)
+                }
+            )),
+            RefusalKind::Forbidden,
+            "{crew}"
+        );
+        assert_eq!(
+            kind(d.try_(
+                &actor,
+                Command::AnswerFix {
+                    request_id: "x".into(),
+                    works: true,
+                    reason: None
+                }
+            )),
+            RefusalKind::Forbidden,
+            "{crew}"
+        );
+        assert_eq!(
+            kind(d.try_(&actor, Command::OwnerReopen { reason: "x".into() })),
+            RefusalKind::Forbidden,
+            "{crew}"
+        );
+        // Advisory notes are allowed and change no state.
+        d.ok(
+            &actor,
+            Command::AddNote {
+                note: format!("note-{crew}"),
+            },
+        );
+        assert_eq!(d.bug.state, BugState::InReview);
+    }
+    for other in [
+        role(Role::Concierge),
+        role(Role::Recorder),
+        reporter("report-a"),
+        Actor::Desk,
+    ] {
+        assert_eq!(
+            kind(d.try_(&other, Command::Approve { head: sha(1) })),
+            RefusalKind::Forbidden,
+            "{other:?}"
+        );
+        assert_eq!(
+            kind(d.try_(&other, Command::AddNote { note: "n".into() })),
+            RefusalKind::Forbidden,
+            "{other:?}"
+        );
+    }
+    assert_eq!(
+        kind(d.try_(&Actor::Anonymous, Command::StartFix)),
+        RefusalKind::Unauthenticated
+    );
+}
+
+// ── approvals bind to an exact head ─────────────────────────────────────────────────────────
+
+#[test]
+fn an_approval_of_an_old_head_is_refused() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    assert_eq!(
+        d.try_(&owner("ana@desk.test"), Command::Approve { head: sha(9) })
+            .unwrap_err()
+            .code,
+        "stale_head"
+    );
+}
+
+#[test]
+fn a_new_head_clears_every_approval() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    d.ok(&owner("ana@desk.test"), Command::Approve { head: sha(1) });
+    assert_eq!(d.bug.state, BugState::Approved);
+    // Only a verified forge event moves the head.
+    assert_eq!(
+        kind(d.try_(&role(Role::Fixer), Command::NewHead { head: sha(4) })),
+        RefusalKind::Forbidden
+    );
+    d.ok(&Actor::Forge, Command::NewHead { head: sha(4) });
+    assert_eq!(d.bug.state, BugState::InReview);
+    assert!(d.bug.approvals.is_empty());
+    let merge = d.try_(
+        &owner("ana@desk.test"),
+        Command::Merge {
+            head: sha(4),
+            merge_commit: sha(5),
+        },
+    );
+    assert_eq!(kind(merge), RefusalKind::Conflict);
+}
+
+// ── merges ──────────────────────────────────────────────────────────────────────────────────
+
+#[test]
+fn a_merge_of_a_head_other_than_the_approved_one_is_refused() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    d.ok(&owner("ana@desk.test"), Command::Approve { head: sha(1) });
+    let refused = d.try_(
+        &owner("ana@desk.test"),
+        Command::Merge {
+            head: sha(8),
+            merge_commit: sha(2),
+        },
+    );
+    assert_eq!(refused.unwrap_err().code, "merged_head_not_approved");
+    assert_eq!(d.bug.state, BugState::Approved);
+}
+
+#[test]
+fn a_bot_cannot_merge_or_approve() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    assert_eq!(
+        kind(d.try_(&bot("dependabot[bot]"), Command::Approve { head: sha(1) })),
+        RefusalKind::Forbidden
+    );
+    d.ok(&github("octocat"), Command::Approve { head: sha(1) });
+    assert_eq!(
+        kind(d.try_(
+            &bot("mergify[bot]"),
+            Command::Merge {
+                head: sha(1),
+                merge_commit: sha(2)
+            }
+        )),
+        RefusalKind::Forbidden
+    );
+    d.ok(
+        &github("octocat"),
+        Command::Merge {
+            head: sha(1),
+            merge_commit: sha(2),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Merged);
+}
+
+#[test]
+fn a_merge_without_any_human_approval_is_refused() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    assert_eq!(
+        kind(d.try_(
+            &owner("ana@desk.test"),
+            Command::Merge {
+                head: sha(1),
+                merge_commit: sha(2)
+            }
+        )),
+        RefusalKind::Conflict
+    );
+}
+
+// ── risk tiers ──────────────────────────────────────────────────────────────────────────────
+
+#[test]
+fn tier_2_needs_two_distinct_people_one_of_them_a_code_owner() {
+    let owners = code_owners("*  @lead\n/server/src/auth/ @sec-lead ana@desk.test\n");
+    let evidence = Evidence {
+        code_owners: Some(&owners),
+        ..Evidence::default()
+    };
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["server/src/auth/session.rs"]);
+    assert_eq!(d.bug.pull_request.as_ref().unwrap().tier, Tier::Sensitive);
+
+    // One person, even approving twice, is one person.
+    d.ok_with(
+        &owner("ana@desk.test"),
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    assert!(
+        !d.ok_with(
+            &owner("ana@desk.test"),
+            Command::Approve { head: sha(1) },
+            &evidence
+        )
+        .changed
+    );
+    assert_eq!(d.bug.state, BugState::InReview);
+    assert_eq!(
+        kind(d.try_(
+            &owner("ana@desk.test"),
+            Command::Merge {
+                head: sha(1),
+                merge_commit: sha(2)
+            }
+        )),
+        RefusalKind::Conflict
+    );
+
+    // A second person makes two, and ana owns the path: approved.
+    d.ok_with(
+        &github("octocat"),
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    assert_eq!(d.bug.state, BugState::Approved);
+    d.ok(
+        &github("octocat"),
+        Command::Merge {
+            head: sha(1),
+            merge_commit: sha(2),
+        },
+    );
+}
+
+#[test]
+fn tier_2_with_two_people_but_no_code_owner_stays_in_review() {
+    let owners = code_owners("/server/src/auth/ @sec-lead\n");
+    let evidence = Evidence {
+        code_owners: Some(&owners),
+        ..Evidence::default()
+    };
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["server/src/auth/session.rs"]);
+    d.ok_with(
+        &owner("ana@desk.test"),
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    d.ok_with(
+        &github("octocat"),
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    assert_eq!(d.bug.state, BugState::InReview);
+    let missing = d.bug.missing_approvals();
+    assert_eq!(missing.len(), 1);
+    assert!(missing[0].contains("code owner"));
+    d.ok_with(
+        &github("sec-lead"),
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    assert_eq!(d.bug.state, BugState::Approved);
+}
+
+// ── deployments ─────────────────────────────────────────────────────────────────────────────
+
+#[test]
+fn a_deployment_counts_only_if_it_contains_the_merge() {
+    for (relation, counts) in [
+        (Ancestry::Ahead, true),
+        (Ancestry::Identical, true),
+        (Ancestry::Behind, false),
+        (Ancestry::Diverged, false),
+        (Ancestry::Unknown, false),
+    ] {
+        let mut d = Driver::new();
+        d.walk_to_merged();
+        let oracle = Table(BTreeMap::from([((sha(2), sha(3)), relation)]));
+        d.ok_with(
+            &role(Role::Recorder),
+            Command::RecordDeployment {
+                deployment: "dep-1".into(),
+                commit: sha(3),
+            },
+            &Evidence {
+                ancestry: Some(&oracle),
+                ..Evidence::default()
+            },
+        );
+        let expected = if counts {
+            BugState::Deployed
+        } else {
+            BugState::Merged
+        };
+        assert_eq!(d.bug.state, expected, "{relation:?}");
+    }
+}
+
+#[test]
+fn without_an_ancestry_oracle_a_deployment_fails_closed() {
+    let mut d = Driver::new();
+    d.walk_to_merged();
+    d.ok(
+        &role(Role::Recorder),
+        Command::RecordDeployment {
+            deployment: "dep-1".into(),
+            commit: sha(3),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Merged);
+    assert_eq!(
+        d.bug.deployments[0].status,
+        DeploymentStatus::DoesNotContainFix
+    );
+}
+
+#[test]
+fn a_deployment_before_the_merge_is_kept_and_reconciled_when_the_merge_arrives() {
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    d.ok(
+        &role(Role::Recorder),
+        Command::RecordDeployment {
+            deployment: "dep-early".into(),
+            commit: sha(3),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::InReview);
+    assert_eq!(d.bug.deployments[0].status, DeploymentStatus::Pending);
+    d.ok(&owner("ana@desk.test"), Command::Approve { head: sha(1) });
+    let oracle = Table(BTreeMap::from([((sha(2), sha(3)), Ancestry::Ahead)]));
+    d.ok_with(
+        &owner("ana@desk.test"),
+        Command::Merge {
+            head: sha(1),
+            merge_commit: sha(2),
+        },
+        &Evidence {
+            ancestry: Some(&oracle),
+            ..Evidence::default()
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Deployed);
+    assert_eq!(d.bug.deployments[0].status, DeploymentStatus::ContainsFix);
+    assert!(d.jobs.iter().any(|j| j.kind == "ask_fix"));
+}
+
+#[test]
+fn only_the_recorder_records_deployments_and_a_repeat_is_dropped() {
+    let mut d = Driver::new();
+    d.walk_to_deployed();
+    assert_eq!(
+        kind(d.try_(
+            &owner("ana@desk.test"),
+            Command::RecordDeployment {
+                deployment: "x".into(),
+                commit: sha(3)
+            }
+        )),
+        RefusalKind::Forbidden
+    );
+    assert!(
+        !d.ok(
+            &role(Role::Recorder),
+            Command::RecordDeployment {
+                deployment: "dep-1".into(),
+                commit: sha(3)
+            }
+        )
+        .changed
+    );
+}
+
+// ── the reporter has the last word ──────────────────────────────────────────────────────────
+
+#[test]
+fn a_no_to_the_fix_needs_a_reason_clears_confirmations_and_queues_a_reopen() {
+    let mut d = Driver::new();
+    d.walk_to_deployed();
+    let request = d.question(QuestionKind::Fix, "report-a");
+    let bare = d.try_(
+        &reporter("report-a"),
+        Command::AnswerFix {
+            request_id: request.clone(),
+            works: false,
+            reason: None,
+        },
+    );
+    assert_eq!(bare.unwrap_err().code, "reason_required");
+    d.ok(
+        &reporter("report-a"),
+        Command::AnswerFix {
+            request_id: request,
+            works: false,
+            reason: Some("still negative with two items".into()),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Reopened);
+    assert!(d.bug.confirmations.is_empty());
+    assert!(d.bug.questions.is_empty());
+    assert!(d
+        .jobs
+        .iter()
+        .any(|j| j.kind == "reopen" && j.payload["reason"] == "still negative with two items"));
+    // The loop starts again from reproduction.
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    assert_eq!(d.bug.state, BugState::Reproducing);
+}
+
+#[test]
+fn a_later_no_from_another_affected_reporter_reopens_a_verified_bug() {
+    let mut d = Driver::new();
+    d.ok(
+        &Actor::Desk,
+        Command::AttachReport {
+            report: "report-b".into(),
+        },
+    );
+    d.walk_to_deployed();
+    let for_a = d.question(QuestionKind::Fix, "report-a");
+    let for_b = d.question(QuestionKind::Fix, "report-b");
+    d.ok(
+        &reporter("report-a"),
+        Command::AnswerFix {
+            request_id: for_a,
+            works: true,
+            reason: None,
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Verified);
+    d.ok(
+        &reporter("report-b"),
+        Command::AnswerFix {
+            request_id: for_b,
+            works: false,
+            reason: Some("not for me".into()),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Reopened);
+    assert!(d.bug.confirmations.is_empty());
+}
+
+#[test]
+fn an_owner_can_send_a_bug_back_with_a_reason() {
+    let mut d = Driver::new();
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    d.ok(
+        &role(Role::Reproducer),
+        Command::ReportRedBaseline { run: "r".into() },
+    );
+    assert_eq!(
+        d.try_(
+            &owner("ana@desk.test"),
+            Command::OwnerReopen { reason: " ".into() }
+        )
+        .unwrap_err()
+        .code,
+        "reason_required"
+    );
+    d.ok(
+        &owner("ana@desk.test"),
+        Command::OwnerReopen {
+            reason: "baseline fixed by hand".into(),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Reopened);
+    assert_eq!(d.bug.needs_human, None);
+}
+
+#[test]
+fn refusals_map_to_http_statuses() {
+    assert_eq!(RefusalKind::Unauthenticated.http_status(), 401);
+    assert_eq!(RefusalKind::Forbidden.http_status(), 403);
+    assert_eq!(RefusalKind::Conflict.http_status(), 409);
+    assert_eq!(RefusalKind::Invalid.http_status(), 422);
+}
+
+#[test]
+fn commit_ids_are_validated() {
+    assert!(CommitSha::parse(&"A".repeat(40)).is_ok());
+    assert!(CommitSha::parse(&"a".repeat(64)).is_ok());
+    assert!(CommitSha::parse("abc").is_err());
+    assert!(CommitSha::parse(&"g".repeat(40)).is_err());
+}
