@@ -40,7 +40,6 @@ pub fn fresh_sqlite(dir: &std::path::Path) -> DatabaseUrl {
 /// # Panics
 /// When `R2R_TEST_POSTGRES_URL` is unset or the server refuses: a test without its database
 /// must fail, not pass.
-#[allow(clippy::panic)]
 pub async fn fresh_postgres() -> DatabaseUrl {
     let Ok(admin) = std::env::var(POSTGRES_VARIABLE) else {
         panic!(

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use domain::workflow::{decide, Actor, Bug, Command, Decision, Evidence, Policy, Refusal};
 use domain::{BugState, Role};
 use sqlx::Connection;
@@ -244,19 +246,6 @@ async fn concurrent_writers_on_one_bug_lose_no_update(backend: &str) {
     assert_eq!(stored.event_count, (WRITERS * COMMANDS) as u64);
     let summary = store.verify_ledger().await.unwrap().unwrap();
     assert_eq!(summary.events, (WRITERS * COMMANDS) as u64);
-}
-
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $name() { super::$name("sqlite").await })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $name() { super::$name("postgres").await })*
-        }
-    };
 }
 
 on_both!(

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use domain::workflow::{Consumer, JobDraft};
 use std::collections::{BTreeMap, HashSet};
 use store::{testing, Store, LEASE_MS};
@@ -180,19 +182,6 @@ async fn concurrent_workers_never_hold_the_same_job(backend: &str) {
         }
     }
     assert_eq!(total, JOBS);
-}
-
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $name() { super::$name("sqlite").await })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $name() { super::$name("postgres").await })*
-        }
-    };
 }
 
 on_both!(
