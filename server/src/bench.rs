@@ -112,17 +112,7 @@ async fn per_bug(store: &Store, writers: usize, commands: usize) -> Result<Figur
             Ok::<u64, BenchError>(retries)
         }));
     }
-    let mut retries = 0;
-    for task in tasks {
-        retries += task
-            .await
-            .map_err(|e| BenchError::Writer(e.to_string()))??;
-    }
-    Ok(Figures {
-        commands: (writers * commands) as u64,
-        elapsed: started.elapsed(),
-        retries,
-    })
+    collect(tasks, writers * commands, started).await
 }
 
 async fn one_document(
@@ -179,6 +169,17 @@ async fn one_document(
             Ok::<u64, BenchError>(retries)
         }));
     }
+    collect(tasks, writers * commands, started).await
+}
+
+type Writer = tokio::task::JoinHandle<Result<u64, BenchError>>;
+
+/// Waits for every writer and sums the races they lost.
+async fn collect(
+    tasks: Vec<Writer>,
+    commands: usize,
+    started: Instant,
+) -> Result<Figures, BenchError> {
     let mut retries = 0;
     for task in tasks {
         retries += task
@@ -186,7 +187,7 @@ async fn one_document(
             .map_err(|e| BenchError::Writer(e.to_string()))??;
     }
     Ok(Figures {
-        commands: (writers * commands) as u64,
+        commands: commands as u64,
         elapsed: started.elapsed(),
         retries,
     })
