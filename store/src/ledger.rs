@@ -135,20 +135,7 @@ impl Store {
             .collect::<Result<Vec<_>, _>>()?;
         for_each_backend!(self, pool, begin => {
             let mut tx = begin().await?;
-            sqlx::query(
-                "INSERT INTO bugs (id, component, state, version, document, event_count, head_hash, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-            )
-            .bind(&bug.id)
-            .bind(&bug.component)
-            .bind(bug.state.as_str())
-            .bind(to_i64(bug.version))
-            .bind(&document)
-            .bind(to_i64(chained.len() as u64))
-            .bind(&head)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            insert_bug!(tx, bug, &document, chained.len(), &head, now);
             for (event, body) in chained.iter().zip(&event_bodies) {
                 insert_event!(tx, event, body);
             }

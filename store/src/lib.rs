@@ -7,14 +7,16 @@ mod macros;
 mod bench;
 pub mod ledger;
 pub mod outbox;
+pub mod reports;
 pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
 pub use outbox::{ClaimedJob, LEASE_MS};
+pub use reports::{Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport};
 pub use url::{DatabaseUrl, DatabaseUrlError};
 
 use sqlx::postgres::{PgPool, PgPoolOptions};

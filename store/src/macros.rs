@@ -20,6 +20,27 @@ macro_rules! for_each_backend {
     };
 }
 
+/// Inserts a new bug row inside a transaction.
+macro_rules! insert_bug {
+    ($tx:ident, $bug:expr, $document:expr, $event_count:expr, $head:expr, $now:expr) => {
+        sqlx::query(
+            "INSERT INTO bugs (id, component, state, version, document, event_count, head_hash, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+        )
+        .bind(&$bug.id)
+        .bind(&$bug.component)
+        .bind($bug.state.as_str())
+        .bind($crate::ledger::to_i64($bug.version))
+        .bind($document)
+        .bind($crate::ledger::to_i64($event_count as u64))
+        .bind($head)
+        .bind($now)
+        .execute(&mut *$tx)
+        .await
+        .map_err($crate::StoreError::from)?
+    };
+}
+
 /// Appends one chained audit event inside a transaction.
 macro_rules! insert_event {
     ($tx:ident, $event:expr, $body:expr) => {

@@ -12,18 +12,7 @@ use store::{testing, Commit, DatabaseUrl, Store};
 
 const NOW: i64 = 1_700_000_000_000;
 
-async fn fresh(backend: &str) -> (Store, DatabaseUrl, Option<tempfile::TempDir>) {
-    let (url, dir) = match backend {
-        "sqlite" => {
-            let dir = tempfile::tempdir().unwrap();
-            (testing::fresh_sqlite(dir.path()), Some(dir))
-        }
-        _ => (testing::fresh_postgres().await, None),
-    };
-    let store = Store::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
-    (store, url, dir)
-}
+use support::fresh;
 
 async fn open_bug(store: &Store, id: &str) -> Bug {
     let bug = Bug::open(id, "shoplite", &format!("{id}-report"));

@@ -6,20 +6,12 @@ mod support;
 
 use domain::workflow::{Consumer, JobDraft};
 use std::collections::{BTreeMap, HashSet};
-use store::{testing, Store, LEASE_MS};
+use store::{Store, LEASE_MS};
 
 const NOW: i64 = 1_700_000_000_000;
 
 async fn fresh(backend: &str) -> (Store, Option<tempfile::TempDir>) {
-    let (url, dir) = match backend {
-        "sqlite" => {
-            let dir = tempfile::tempdir().unwrap();
-            (testing::fresh_sqlite(dir.path()), Some(dir))
-        }
-        _ => (testing::fresh_postgres().await, None),
-    };
-    let store = Store::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
+    let (store, _url, dir) = support::fresh(backend).await;
     (store, dir)
 }
 

@@ -530,3 +530,23 @@ pub fn decide(
     }
     Ok(out.finish())
 }
+
+/// The decision that opens a bug around its first report: taken by the desk when a report
+/// joins no open bug. The manager is asked to triage it.
+pub fn open_bug(id: &str, component: &str, first_report: &str, now: Millis) -> Decision {
+    const DESK: &Actor = &Actor::Desk;
+    let bug = Bug::open(id, component, first_report);
+    let mut out = Outcome::new(&bug, DESK, now);
+    out.event(
+        "bug_opened",
+        &[first_report],
+        &[("component", component.to_owned())],
+    );
+    out.job(
+        format!("triage:{id}"),
+        "triage",
+        Consumer::Manager,
+        &[("report", first_report.to_owned())],
+    );
+    out.finish()
+}

@@ -7,6 +7,6 @@ mod guard;
 mod outcome;
 mod types;
 
-pub use decide::decide;
+pub use decide::{decide, open_bug};
 pub use outcome::question_request_id;
 pub use types::*;

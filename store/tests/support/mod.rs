@@ -17,3 +17,18 @@ macro_rules! on_both {
         }
     };
 }
+
+/// A migrated, empty store on `backend` ("sqlite" or "postgres"), its URL, and the folder a
+/// SQLite file lives in (keep it alive for the test).
+pub async fn fresh(backend: &str) -> (store::Store, store::DatabaseUrl, Option<tempfile::TempDir>) {
+    let (url, dir) = match backend {
+        "sqlite" => {
+            let dir = tempfile::tempdir().unwrap();
+            (store::testing::fresh_sqlite(dir.path()), Some(dir))
+        }
+        _ => (store::testing::fresh_postgres().await, None),
+    };
+    let store = store::Store::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    (store, url, dir)
+}

@@ -1,0 +1,444 @@
+//! Reports: filing one (clustering it into an open bug or opening a new bug, in the same
+//! transaction as the ledger write), finding a report by its capability hash, the quarantine
+//! queue and the messages owners send a reporter through their link.
+
+use crate::ledger::{json, to_u64, Commit};
+use crate::{Pool, Store, StoreError};
+use domain::airlock::Dossier;
+use domain::workflow::{Bug, Decision, Millis, Refusal};
+
+/// Attempts before filing gives up when crew commands keep changing the chosen bug.
+const FILE_ATTEMPTS: u32 = 10;
+
+/// PostgreSQL advisory lock key that serialises intake (clustering must see every earlier
+/// report, even one committed by another server a moment ago).
+const INTAKE_LOCK: i64 = 0x7232_7249_6e74; // "r2rInt"
+
+/// What the airlock made of a report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportContent {
+    /// Clean: only the redacted dossier is kept.
+    Admitted(Dossier),
+    /// Hostile: only the families hit are kept.
+    Quarantined {
+        /// Families, by stable name.
+        families: Vec<String>,
+    },
+}
+
+/// A report to file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewReport {
+    /// Id.
+    pub id: String,
+    /// SHA-256 (hex) of the reporter's capability.
+    pub capability_hash: String,
+    /// Component from the project's list.
+    pub component: String,
+    /// SHA-256 of the raw text.
+    pub raw_sha256: String,
+    /// Optional contact address the reporter gave (owners only; never the crew).
+    pub contact: Option<String>,
+    /// The airlock's verdict.
+    pub content: ReportContent,
+}
+
+/// An open bug a new report may join: the title of the report that opened it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenCluster {
+    /// The bug.
+    pub bug_id: String,
+    /// Its component.
+    pub component: String,
+    /// The (redacted) title of its first report.
+    pub title: String,
+}
+
+/// Where a filed report went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filed {
+    /// The bug it belongs to; `None` when quarantined.
+    pub bug_id: Option<String>,
+    /// Whether it opened that bug (false: joined an existing one).
+    pub opened: bool,
+    /// An earlier report with exactly the same raw text.
+    pub repeat_of: Option<String>,
+}
+
+/// A stored report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredReport {
+    /// Id.
+    pub id: String,
+    /// Its bug; `None` when quarantined.
+    pub bug_id: Option<String>,
+    /// Component.
+    pub component: String,
+    /// Whether the airlock quarantined it.
+    pub quarantined: bool,
+    /// Families hit (quarantined only).
+    pub families: Vec<String>,
+    /// The dossier (admitted only).
+    pub dossier: Option<Dossier>,
+    /// Whether it opened its bug.
+    pub opens_bug: bool,
+    /// An earlier report with the same raw text.
+    pub repeat_of: Option<String>,
+    /// Contact address, if given.
+    pub contact: Option<String>,
+    /// When filed.
+    pub created_at: Millis,
+    /// SHA-256 of the capability (for a constant-time re-check by the caller).
+    pub capability_hash: String,
+}
+
+/// A message from an owner to a reporter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportMessage {
+    /// Order within the report.
+    pub seq: u64,
+    /// The owner who wrote it.
+    pub author: String,
+    /// The text.
+    pub body: String,
+    /// When.
+    pub at: Millis,
+}
+
+type ReportRow = (
+    String,
+    Option<String>,
+    String,
+    String,
+    String,
+    Option<String>,
+    i64,
+    Option<String>,
+    Option<String>,
+    i64,
+    String,
+);
+
+const REPORT_COLUMNS: &str = "id, bug_id, component, status, families, dossier, opens_bug, \
+                              repeat_of, contact, created_at, capability_hash";
+
+fn to_report(row: ReportRow) -> Result<StoredReport, StoreError> {
+    let (id, bug_id, component, status, families, dossier, opens_bug, repeat_of, contact, at, cap) =
+        row;
+    let families: Vec<String> = serde_json::from_str(&families)
+        .map_err(|e| StoreError::Corrupt(format!("report {id} families: {e}")))?;
+    let dossier = dossier
+        .map(|d| serde_json::from_str::<Dossier>(&d))
+        .transpose()
+        .map_err(|e| StoreError::Corrupt(format!("report {id} dossier: {e}")))?;
+    Ok(StoredReport {
+        id,
+        bug_id,
+        component,
+        quarantined: status == "quarantined",
+        families,
+        dossier,
+        opens_bug: opens_bug != 0,
+        repeat_of,
+        contact,
+        created_at: at,
+        capability_hash: cap,
+    })
+}
+
+/// Inserts a report row inside a transaction.
+macro_rules! insert_report {
+    ($tx:ident, $report:expr, $status:expr, $families:expr, $dossier:expr, $bug:expr, $opens:expr, $repeat:expr, $now:expr) => {
+        sqlx::query(
+            "INSERT INTO reports (id, bug_id, capability_hash, component, status, families, raw_sha256, \
+             dossier, opens_bug, repeat_of, contact, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+        )
+        .bind(&$report.id)
+        .bind($bug)
+        .bind(&$report.capability_hash)
+        .bind(&$report.component)
+        .bind($status)
+        .bind($families)
+        .bind(&$report.raw_sha256)
+        .bind($dossier)
+        .bind(i64::from($opens))
+        .bind($repeat)
+        .bind(&$report.contact)
+        .bind($now)
+        .execute(&mut *$tx)
+        .await
+        .map_err(StoreError::from)?
+    };
+}
+
+impl Store {
+    /// Files a report in one transaction.
+    ///
+    /// A quarantined report is stored alone (no bug) and the concierge is told. An admitted
+    /// report joins the bug of an earlier report with the same raw text, else the open bug
+    /// `choose` picks from the open clusters of its component, through the engine's
+    /// `attach` decision; when nothing fits (or the engine refuses) `open` opens a new bug.
+    /// Intake is serialised (SQLite's write lock; a PostgreSQL advisory lock), so two reports
+    /// of one new bug filed at the same moment still end up in one cluster.
+    pub async fn file_report<C, A, O>(
+        &self,
+        report: &NewReport,
+        now: Millis,
+        choose: C,
+        attach: A,
+        open: O,
+    ) -> Result<Filed, StoreError>
+    where
+        C: Fn(&[OpenCluster]) -> Option<String>,
+        A: Fn(&Bug) -> Result<Decision, Refusal>,
+        O: Fn() -> Decision,
+    {
+        let (status, families, dossier) = match &report.content {
+            ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
+            ReportContent::Quarantined { families } => ("quarantined", json(families)?, None),
+        };
+        for _ in 0..FILE_ATTEMPTS {
+            let filed: Option<Filed> = for_each_backend!(self, pool, begin => {
+                let mut tx = begin().await?;
+                if self.backend() == crate::Backend::Postgres {
+                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                        .bind(INTAKE_LOCK)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                let repeat_of: Option<(String, Option<String>, String)> = sqlx::query_as(
+                    "SELECT r.id, r.bug_id, COALESCE(b.state, '') FROM reports r \
+                     LEFT JOIN bugs b ON b.id = r.bug_id \
+                     WHERE r.raw_sha256 = $1 ORDER BY r.created_at, r.id LIMIT 1",
+                )
+                .bind(&report.raw_sha256)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let repeat_id = repeat_of.as_ref().map(|(id, _, _)| id.clone());
+                if dossier.is_none() {
+                    insert_report!(tx, report, status, &families, None::<String>, None::<String>,
+                        false, &repeat_id, now);
+                    let job = domain::workflow::JobDraft {
+                        idempotency_key: format!("quarantine:{}", report.id),
+                        kind: "notify_owners_quarantine".to_owned(),
+                        consumer: domain::workflow::Consumer::Concierge,
+                        available_at: now,
+                        payload: [("report".to_owned(), report.id.clone())].into(),
+                    };
+                    let payload = json(&job.payload)?;
+                    insert_job!(tx, job, None::<&str>, &payload, now);
+                    tx.commit().await?;
+                    Some(Filed { bug_id: None, opened: false, repeat_of: repeat_id })
+                } else {
+                    // An identical earlier report whose bug is still open decides the cluster.
+                    let mut target = repeat_of
+                        .and_then(|(_, bug, state)| bug.filter(|_| state != "verified"));
+                    if target.is_none() {
+                        let rows: Vec<(String, String, String)> = sqlx::query_as(
+                            "SELECT r.bug_id, r.component, r.dossier FROM reports r \
+                             JOIN bugs b ON b.id = r.bug_id \
+                             WHERE r.component = $1 AND r.opens_bug = 1 AND b.state <> 'verified' \
+                             ORDER BY r.created_at, r.id",
+                        )
+                        .bind(&report.component)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                        let open_clusters = rows
+                            .into_iter()
+                            .map(|(bug_id, component, dossier)| {
+                                let dossier: Dossier = serde_json::from_str(&dossier).map_err(|e| {
+                                    StoreError::Corrupt(format!("dossier of bug {bug_id}: {e}"))
+                                })?;
+                                Ok(OpenCluster { bug_id, component, title: dossier.title })
+                            })
+                            .collect::<Result<Vec<_>, StoreError>>()?;
+                        target = choose(&open_clusters);
+                    }
+                    let joined = match &target {
+                        Some(bug_id) => {
+                            let stored = read_bug!(tx, bug_id);
+                            match stored.map(|s| (attach(&s.bug), s.bug.version)) {
+                                Some((Ok(decision), read_version)) if decision.changed => {
+                                    match write_decision!(tx, read_version, &decision, now) {
+                                        Commit::Done => Some(Some(bug_id.clone())),
+                                        // A crew command changed the bug meanwhile: start over.
+                                        Commit::VersionConflict => None,
+                                    }
+                                }
+                                // Already in the cluster (cannot happen for a new id) or refused
+                                // (the bug closed meanwhile): open a new bug instead.
+                                _ => Some(None),
+                            }
+                        }
+                        None => Some(None),
+                    };
+                    match joined {
+                        None => None,
+                        Some(Some(bug_id)) => {
+                            insert_report!(tx, report, status, &families, &dossier, Some(&bug_id),
+                                false, &repeat_id, now);
+                            tx.commit().await?;
+                            Some(Filed { bug_id: Some(bug_id), opened: false, repeat_of: repeat_id })
+                        }
+                        Some(None) => {
+                            let decision = open();
+                            let bug = &decision.bug;
+                            let chained = domain::ledger::chain(
+                                &bug.id, 0, domain::ledger::GENESIS_HASH, &decision.events);
+                            let head = chained
+                                .last()
+                                .map_or(domain::ledger::GENESIS_HASH.to_owned(), |e| e.hash.clone());
+                            insert_bug!(tx, bug, json(bug)?, chained.len(), &head, now);
+                            for event in &chained {
+                                let body = json(&event.event)?;
+                                insert_event!(tx, event, &body);
+                            }
+                            for job in &decision.jobs {
+                                let payload = json(&job.payload)?;
+                                insert_job!(tx, job, Some(bug.id.as_str()), &payload, now);
+                            }
+                            insert_report!(tx, report, status, &families, &dossier, Some(&bug.id),
+                                true, &repeat_id, now);
+                            tx.commit().await?;
+                            Some(Filed { bug_id: Some(bug.id.clone()), opened: true, repeat_of: repeat_id })
+                        }
+                    }
+                }
+            });
+            if let Some(filed) = filed {
+                return Ok(filed);
+            }
+        }
+        Err(StoreError::Corrupt(format!(
+            "report {} could not be filed: its bug kept changing over {FILE_ATTEMPTS} attempts",
+            report.id
+        )))
+    }
+
+    /// The report whose capability hashes to `capability_hash` (hex).
+    pub async fn report_by_capability_hash(
+        &self,
+        capability_hash: &str,
+    ) -> Result<Option<StoredReport>, StoreError> {
+        let sql = format!("SELECT {REPORT_COLUMNS} FROM reports WHERE capability_hash = $1");
+        let row: Option<ReportRow> = match &self.pool {
+            Pool::Sqlite(pool) => {
+                sqlx::query_as(&sql)
+                    .bind(capability_hash)
+                    .fetch_optional(pool)
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_as(&sql)
+                    .bind(capability_hash)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        };
+        row.map(to_report).transpose()
+    }
+
+    /// A report by id.
+    pub async fn report(&self, id: &str) -> Result<Option<StoredReport>, StoreError> {
+        let sql = format!("SELECT {REPORT_COLUMNS} FROM reports WHERE id = $1");
+        let row: Option<ReportRow> = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?,
+        };
+        row.map(to_report).transpose()
+    }
+
+    /// Reports of one bug, first filed first.
+    pub async fn reports_of_bug(&self, bug_id: &str) -> Result<Vec<StoredReport>, StoreError> {
+        let sql = format!(
+            "SELECT {REPORT_COLUMNS} FROM reports WHERE bug_id = $1 ORDER BY created_at, id"
+        );
+        let rows: Vec<ReportRow> = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(&sql).bind(bug_id).fetch_all(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(&sql).bind(bug_id).fetch_all(pool).await?,
+        };
+        rows.into_iter().map(to_report).collect()
+    }
+
+    /// Quarantined reports, newest first: metadata only, there is no text to show.
+    pub async fn quarantine_queue(&self, limit: u32) -> Result<Vec<StoredReport>, StoreError> {
+        let sql = format!(
+            "SELECT {REPORT_COLUMNS} FROM reports WHERE status = 'quarantined' \
+             ORDER BY created_at DESC, id LIMIT $1"
+        );
+        let rows: Vec<ReportRow> = match &self.pool {
+            Pool::Sqlite(pool) => {
+                sqlx::query_as(&sql)
+                    .bind(i64::from(limit))
+                    .fetch_all(pool)
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_as(&sql)
+                    .bind(i64::from(limit))
+                    .fetch_all(pool)
+                    .await?
+            }
+        };
+        rows.into_iter().map(to_report).collect()
+    }
+
+    /// Appends a message from an owner to a report's reporter; returns its sequence number,
+    /// or `None` when there is no such report.
+    pub async fn add_report_message(
+        &self,
+        report_id: &str,
+        author: &str,
+        body: &str,
+        now: Millis,
+    ) -> Result<Option<u64>, StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            let exists: Option<String> = sqlx::query_scalar("SELECT id FROM reports WHERE id = $1")
+                .bind(report_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            if exists.is_none() {
+                return Ok(None);
+            }
+            let next: i64 = sqlx::query_scalar(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM report_messages WHERE report_id = $1",
+            )
+            .bind(report_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO report_messages (report_id, seq, author, body, at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(report_id)
+            .bind(next)
+            .bind(author)
+            .bind(body)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(Some(to_u64(next)))
+        })
+    }
+
+    /// Messages to a report's reporter, in order.
+    pub async fn report_messages(&self, report_id: &str) -> Result<Vec<ReportMessage>, StoreError> {
+        let sql =
+            "SELECT seq, author, body, at FROM report_messages WHERE report_id = $1 ORDER BY seq";
+        let rows: Vec<(i64, String, String, i64)> = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).bind(report_id).fetch_all(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).bind(report_id).fetch_all(pool).await?,
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(seq, author, body, at)| ReportMessage {
+                seq: to_u64(seq),
+                author,
+                body,
+                at,
+            })
+            .collect())
+    }
+}
