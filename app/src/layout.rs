@@ -16,6 +16,8 @@ pub fn Frame(children: Children) -> impl IntoView {
             <nav aria-label="Main">
                 <ul>
                     <li><A href="/">"Home"</A></li>
+                    <li><A href="/report">"Report a bug"</A></li>
+                    <li><A href="/track">"Your report"</A></li>
                     <li><A href="/shoplite">"ShopLite demo"</A></li>
                     <li><a href="/api/health">"Health"</a></li>
                 </ul>

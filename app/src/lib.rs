@@ -5,12 +5,13 @@
 
 pub mod dto;
 mod layout;
+pub mod net;
 mod pages;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::path;
+use leptos_router::{path, SsrMode};
 
 /// The HTML document around the app; the server renders it for every page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -22,6 +23,24 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The same document without the hydration scripts: the answer to a form post, which must
+/// work without JavaScript and must not hydrate against state the browser does not hold.
+pub fn shell_without_scripts(_options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <MetaTags/>
             </head>
             <body>
@@ -52,6 +71,8 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=pages::NotFound>
                     <Route path=path!("/") view=pages::Home/>
                     <Route path=path!("/shoplite") view=pages::ShopLite/>
+                    <Route path=path!("/report") view=pages::Report ssr=SsrMode::InOrder/>
+                    <Route path=path!("/track") view=pages::Track/>
                 </Routes>
             </layout::Frame>
         </Router>

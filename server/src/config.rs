@@ -1,6 +1,7 @@
 //! The server's configuration: one typed struct built from the environment (and `.env.local`)
 //! at start-up. A malformed variable stops start-up with its name and the expected form.
 
+use crate::ratelimit::RateLimit;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use store::DatabaseUrl;
@@ -47,6 +48,78 @@ pub struct Config {
     pub bootstrap_owner: Option<BootstrapOwner>,
     /// The Leptos runtime options file.
     pub leptos_toml: String,
+    /// What the public may report and how often.
+    pub intake: IntakeConfig,
+    /// The crew's rules.
+    pub policy: domain::workflow::Policy,
+}
+
+/// Default components a report may name.
+pub const DEFAULT_COMPONENTS: &str = "shoplite,desk";
+/// Default per-client limit on filing reports.
+pub const DEFAULT_INTAKE_RATE: &str = "6/60s";
+/// Default per-client limit on tracking-page reads and answers.
+pub const DEFAULT_ANSWER_RATE: &str = "60/60s";
+
+/// The public intake's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntakeConfig {
+    /// Components a report may name (`R2R_COMPONENTS`).
+    pub components: Vec<String>,
+    /// Per-client limit on filing (`R2R_RATE_INTAKE`).
+    pub intake_rate: RateLimit,
+    /// Per-client limit on tracking reads and answers (`R2R_RATE_ANSWERS`).
+    pub answer_rate: RateLimit,
+    /// Take the client address from the first `X-Forwarded-For` entry
+    /// (`R2R_TRUST_FORWARDED_FOR=true`; only behind a proxy that sets it).
+    pub trust_forwarded_for: bool,
+}
+
+fn component_list(variable: &str, text: &str) -> Result<Vec<String>, ConfigError> {
+    let mut components: Vec<String> = Vec::new();
+    for item in text.split(',') {
+        let item = item.trim();
+        let valid = !item.is_empty()
+            && item.len() <= 40
+            && item
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !item.starts_with('-');
+        if !valid {
+            return Err(ConfigError::new(
+                variable,
+                format!(
+                    "expected comma-separated component ids of lower-case letters, digits and \
+                     dashes (up to 40 characters), such as shoplite,desk; got {item:?}"
+                ),
+            ));
+        }
+        if components.iter().any(|c| c == item) {
+            return Err(ConfigError::new(
+                variable,
+                format!("{item:?} is listed twice"),
+            ));
+        }
+        components.push(item.to_owned());
+    }
+    Ok(components)
+}
+
+fn rate(env: &Environment, variable: &str, default: &str) -> Result<RateLimit, ConfigError> {
+    RateLimit::parse(env.get(variable).unwrap_or(default))
+        .map_err(|reason| ConfigError::new(variable, reason))
+}
+
+fn boolean(env: &Environment, variable: &str) -> Result<bool, ConfigError> {
+    match env.get(variable).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) if matches!(v.as_str(), "1" | "true" | "yes") => Ok(true),
+        Some(v) if matches!(v.as_str(), "0" | "false" | "no") => Ok(false),
+        Some(v) => Err(ConfigError::new(
+            variable,
+            format!("expected true or false, got {v:?}"),
+        )),
+    }
 }
 
 /// A source of variables: the process environment over `.env.local`.
@@ -175,11 +248,26 @@ impl Config {
             .get("R2R_LEPTOS_TOML")
             .unwrap_or("Leptos.toml")
             .to_owned();
+        let intake = IntakeConfig {
+            components: component_list(
+                "R2R_COMPONENTS",
+                env.get("R2R_COMPONENTS").unwrap_or(DEFAULT_COMPONENTS),
+            )?,
+            intake_rate: rate(env, "R2R_RATE_INTAKE", DEFAULT_INTAKE_RATE)?,
+            answer_rate: rate(env, "R2R_RATE_ANSWERS", DEFAULT_ANSWER_RATE)?,
+            trust_forwarded_for: boolean(env, "R2R_TRUST_FORWARDED_FOR")?,
+        };
+        let mut policy = domain::workflow::Policy::default();
+        if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
+            policy.allowed_components = component_list("R2R_CREW_COMPONENTS", text)?;
+        }
         Ok(Config {
             database_url,
             addr,
             bootstrap_owner,
             leptos_toml,
+            intake,
+            policy,
         })
     }
 }
@@ -282,6 +370,42 @@ mod tests {
                 password_hash: HASH.into()
             })
         );
+    }
+
+    #[test]
+    fn intake_settings_have_defaults_and_bad_values_are_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.intake.components, ["shoplite", "desk"]);
+        assert_eq!(
+            config.intake.intake_rate,
+            RateLimit::parse("6/60s").unwrap()
+        );
+        assert!(!config.intake.trust_forwarded_for);
+        assert_eq!(config.policy.allowed_components, ["shoplite"]);
+        let custom = Environment::from_pairs([
+            ("R2R_COMPONENTS", "web, api ,cli"),
+            ("R2R_RATE_INTAKE", "100/1m"),
+            ("R2R_TRUST_FORWARDED_FOR", "true"),
+            ("R2R_CREW_COMPONENTS", "web"),
+        ]);
+        let config = Config::from_env(&custom, None).unwrap();
+        assert_eq!(config.intake.components, ["web", "api", "cli"]);
+        assert_eq!(config.intake.intake_rate.count, 100);
+        assert!(config.intake.trust_forwarded_for);
+        assert_eq!(config.policy.allowed_components, ["web"]);
+        for (variable, value) in [
+            ("R2R_COMPONENTS", "Shop Lite"),
+            ("R2R_COMPONENTS", "a,,b"),
+            ("R2R_COMPONENTS", "a,a"),
+            ("R2R_RATE_INTAKE", "lots"),
+            ("R2R_RATE_ANSWERS", "5/0s"),
+            ("R2R_TRUST_FORWARDED_FOR", "maybe"),
+            ("R2R_CREW_COMPONENTS", "-x"),
+        ] {
+            let error =
+                Config::from_env(&Environment::from_pairs([(variable, value)]), None).unwrap_err();
+            assert_eq!(error.variable, variable, "{value}");
+        }
     }
 
     #[test]

@@ -1,13 +1,17 @@
 //! The HTTP surface: JSON API routes, the Leptos pages and static files.
 
+use crate::reporter::{self, ReporterDesk};
+use app::dto::{limits, SiteSettings};
 use app::dto::{Health, SERVICE_NAME};
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{FromRef, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use std::sync::Arc;
 use std::time::Duration;
 use store::Store;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -24,18 +28,48 @@ pub struct AppState {
     pub store: Store,
     /// This installation's id.
     pub instance: String,
+    /// The reporter side: components, limits, policy.
+    pub reporter: Arc<ReporterDesk>,
+}
+
+impl AppState {
+    /// What the pages need from the configuration.
+    pub fn site_settings(&self) -> SiteSettings {
+        SiteSettings {
+            components: self.reporter.components.clone(),
+        }
+    }
 }
 
 /// The full router.
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let shell_options = state.leptos_options.clone();
+    let settings = state.site_settings();
+    let reporter_routes = Router::new()
+        .route("/api/v1/components", get(reporter::components))
+        .route("/api/v1/reports", post(reporter::file_json))
+        .route("/api/v1/track", get(reporter::track_json))
+        .route("/api/v1/track/answer", post(reporter::answer_json))
+        .route("/report", post(reporter::file_form))
+        .route("/track", post(reporter::track_form))
+        .route("/track/answer", post(reporter::answer_form))
+        .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     Router::new()
         .route("/api/health", get(health))
-        .leptos_routes(&state, routes, move || app::shell(shell_options.clone()))
+        .merge(reporter_routes)
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || leptos::prelude::provide_context(settings.clone()),
+            move || app::shell(shell_options.clone()),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::shell,
         ))
+        // Method, path and status only: no headers (a capability travels in one) and never
+        // a query string worth logging (capabilities are never put in one).
+        .layer(tower_http::trace::TraceLayer::new_for_http())
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),

@@ -12,6 +12,8 @@ pub mod cluster_cli;
 pub mod config;
 pub mod demo;
 pub mod http;
+pub mod ratelimit;
+pub mod reporter;
 pub mod secret;
 pub mod serve;
 pub mod setup;

@@ -54,15 +54,22 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         leptos_options,
         store: store.clone(),
         instance,
+        reporter: std::sync::Arc::new(crate::reporter::ReporterDesk::new(
+            &config.intake,
+            config.policy.clone(),
+        )),
     };
     // Tests and scripts read this line to learn the port.
     println!(
         "r2r listening on http://{bound} (storage: {})",
         store.backend().as_str()
     );
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     store.close().await;
     Ok(())
 }

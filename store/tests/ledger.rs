@@ -8,7 +8,7 @@ mod support;
 use domain::workflow::{decide, Actor, Bug, Command, Decision, Evidence, Policy, Refusal};
 use domain::{BugState, Role};
 use sqlx::Connection;
-use store::{testing, Commit, DatabaseUrl, Store};
+use store::{Commit, DatabaseUrl, Store};
 
 const NOW: i64 = 1_700_000_000_000;
 

@@ -2,11 +2,15 @@
 
 mod home;
 mod not_found;
+mod report;
 mod shoplite;
+mod track;
 
 pub use self::shoplite::ShopLite;
 pub use home::Home;
 pub use not_found::NotFound;
+pub use report::Report;
+pub use track::Track;
 
 use leptos::prelude::*;
 

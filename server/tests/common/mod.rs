@@ -34,7 +34,19 @@ pub struct RunningServer {
     child: Child,
     /// `http://127.0.0.1:PORT`
     pub base: String,
+    /// Every line it wrote to stdout and stderr so far.
+    pub logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _scratch: tempfile::TempDir,
+}
+
+impl RunningServer {
+    /// Stops the server and returns everything it logged.
+    pub fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        self.logs.lock().unwrap().clone()
+    }
 }
 
 impl Drop for RunningServer {
@@ -46,18 +58,37 @@ impl Drop for RunningServer {
 
 /// Starts `r2r serve --addr 127.0.0.1:0` against `database_url` and waits for its address.
 pub fn start_server(database_url: &str) -> RunningServer {
+    start_server_with(database_url, &[])
+}
+
+/// Like [`start_server`], with extra environment variables.
+pub fn start_server_with(database_url: &str, env: &[(&str, &str)]) -> RunningServer {
     let scratch = tempfile::tempdir().unwrap();
-    let mut child = r2r(scratch.path())
+    let mut command = r2r(scratch.path());
+    command
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env("DATABASE_URL", database_url)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start r2r serve");
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("start r2r serve");
     let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let err_logs = std::sync::Arc::clone(&logs);
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[r2r] {line}");
+            err_logs.lock().unwrap().push(line);
+        }
+    });
+    let out_logs = std::sync::Arc::clone(&logs);
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            out_logs.lock().unwrap().push(line.clone());
             if let Some(rest) = line.strip_prefix("r2r listening on ") {
                 let base = rest
                     .split_whitespace()
@@ -74,6 +105,7 @@ pub fn start_server(database_url: &str) -> RunningServer {
     RunningServer {
         child,
         base,
+        logs,
         _scratch: scratch,
     }
 }

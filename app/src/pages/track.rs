@@ -1,0 +1,335 @@
+use crate::dto::{Answer, AnswerOutcome, ApiError, QuestionView, TrackPageState, Tracking};
+use crate::net::format_time;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+/// `/track#<capability>`: a reporter's private page. The capability stays in the fragment and
+/// travels to the desk only in a request header. Without JavaScript the reporter pastes the
+/// link into a form instead (a POST body, never a URL).
+#[component]
+pub fn Track() -> impl IntoView {
+    let posted = use_context::<TrackPageState>();
+    view! {
+        <Title text="Your report · Reporter-to-Release"/>
+        <section class="panel">
+            <h1>"Your report"</h1>
+            <p class="lede">"Follow your bug from report to release, and answer the desk's two questions."</p>
+        </section>
+        {match posted {
+            Some(state) => view! { <StaticTrack state=state/> }.into_any(),
+            None => view! { <LiveTrack/> }.into_any(),
+        }}
+    }
+}
+
+/// A page rendered on the server after a form post (no scripts).
+#[component]
+fn StaticTrack(state: TrackPageState) -> impl IntoView {
+    match state {
+        TrackPageState::Found {
+            tracking,
+            capability,
+            notice,
+        } => view! {
+            {notice.map(|n| view! { <p class="notice" role="status" data-testid="answer-notice">{n}</p> })}
+            <TrackingView tracking=*tracking mode=AnswerMode::Form(capability)/>
+        }
+        .into_any(),
+        TrackPageState::NotFound => view! {
+            <p class="error" role="alert" data-testid="track-missing">
+                "No report matches this link. Check that you copied the whole link, including everything after the #."
+            </p>
+            <PasteForm/>
+        }
+        .into_any(),
+        TrackPageState::Refused(error) => view! {
+            <p class="error" role="alert" data-testid="track-refused">{error.message}</p>
+            <PasteForm/>
+        }
+        .into_any(),
+    }
+}
+
+/// The hydrated page: reads the fragment, asks the desk with the capability in a header.
+#[component]
+fn LiveTrack() -> impl IntoView {
+    let tracking = RwSignal::new(None::<Tracking>);
+    let problem = RwSignal::new(None::<ApiError>);
+    let notice = RwSignal::new(None::<String>);
+    let capability = RwSignal::new(None::<String>);
+    let loading = RwSignal::new(false);
+
+    let load = move || {
+        let Some(cap) = capability.get_untracked() else {
+            return;
+        };
+        loading.set(true);
+        leptos::task::spawn_local(async move {
+            match crate::net::call::<Tracking, ()>("GET", "/api/v1/track", Some(&cap), None).await {
+                Ok(view) => {
+                    problem.set(None);
+                    tracking.set(Some(view));
+                }
+                Err(error) => {
+                    tracking.set(None);
+                    problem.set(Some(error));
+                }
+            }
+            loading.set(false);
+        });
+    };
+
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let hash = window().location().hash().unwrap_or_default();
+            let cap = hash.trim_start_matches('#').trim().to_owned();
+            if !cap.is_empty() {
+                capability.set(Some(cap));
+                load();
+            }
+        }
+    });
+
+    let answer = Callback::new(move |answer: Answer| {
+        let Some(cap) = capability.get_untracked() else {
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            match crate::net::call::<AnswerOutcome, Answer>(
+                "POST",
+                "/api/v1/track/answer",
+                Some(&cap),
+                Some(&answer),
+            )
+            .await
+            {
+                Ok(outcome) => {
+                    problem.set(None);
+                    notice.set(Some(outcome.message));
+                    load();
+                }
+                Err(error) => problem.set(Some(error)),
+            }
+        });
+    });
+
+    let open_pasted = Callback::new(move |pasted: String| {
+        let cap = pasted
+            .trim()
+            .rsplit_once('#')
+            .map_or(pasted.trim(), |(_, f)| f)
+            .trim()
+            .to_owned();
+        #[cfg(feature = "hydrate")]
+        {
+            // Keep it in the fragment (bookmarkable, never sent as part of a URL).
+            let _ = window().location().set_hash(&cap);
+        }
+        capability.set(Some(cap));
+        notice.set(None);
+        load();
+    });
+
+    view! {
+        <div role="status" aria-live="polite" class="status-slot">
+            {move || loading.get().then(|| view! { <p data-testid="track-loading">"Reading your report…"</p> })}
+            {move || notice.get().map(|n| view! { <p class="notice" data-testid="answer-notice">{n}</p> })}
+        </div>
+        {move || problem.get().map(|e| view! {
+            <div role="alert" class="error-summary" data-testid=if e.error == "not_found" { "track-missing" } else { "track-refused" }>
+                <p class="error">{e.message.clone()}</p>
+                <ul>{e.fields.iter().map(|(f, r)| view! { <li>{f.clone()}": "{r.clone()}</li> }).collect_view()}</ul>
+            </div>
+        })}
+        {move || match tracking.get() {
+            Some(view) => view! { <TrackingView tracking=view mode=AnswerMode::Live(answer)/> }.into_any(),
+            None => view! { <PasteForm on_open=open_pasted/> }.into_any(),
+        }}
+    }
+}
+
+/// Where answers go.
+#[derive(Clone)]
+enum AnswerMode {
+    /// A plain form post carrying the capability in a hidden field.
+    Form(String),
+    /// The hydrated page's JSON call.
+    Live(Callback<Answer>),
+}
+
+#[component]
+fn PasteForm(#[prop(optional)] on_open: Option<Callback<String>>) -> impl IntoView {
+    let pasted = RwSignal::new(String::new());
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        if let Some(open) = on_open {
+            ev.prevent_default();
+            open.run(pasted.get_untracked());
+        }
+    };
+    view! {
+        <section class="panel" aria-labelledby="paste-heading">
+            <h2 id="paste-heading">"Open your report"</h2>
+            <form method="post" action="/track" class="report-form" on:submit=on_submit>
+                <div class="field">
+                    <label for="capability">"Your private link"</label>
+                    <p class="hint" id="capability-hint">"Paste the whole link you were given, or just the part after the #."</p>
+                    <input id="capability" name="capability" type="password" autocomplete="off"
+                        aria-describedby="capability-hint" required=true
+                        on:input=move |ev| pasted.set(event_target_value(&ev))/>
+                </div>
+                <button type="submit" class="button">"Open"</button>
+            </form>
+        </section>
+    }
+}
+
+#[component]
+fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
+    let report = tracking.report.clone();
+    let quarantined = report.status == "quarantined";
+    view! {
+        <section class="panel" aria-labelledby="state-heading" data-testid="tracking">
+            <h2 id="state-heading">"Where it stands"</h2>
+            {match &tracking.bug {
+                Some(bug) => view! {
+                    <p class="state" data-testid="bug-state" data-state=bug.state.clone()>{bug.state_label.clone()}</p>
+                    <p class="hint">
+                        {format!("Bug {} · {} report(s) of it, yours included. Each reporter sees only their own report.", bug.id, bug.reports)}
+                    </p>
+                }.into_any(),
+                None => view! {
+                    <p class="state" data-testid="bug-state" data-state="quarantined">
+                        "Set aside for a person to read. Parts of your report looked like instructions to an automated system, so no automation will see it. An owner will follow up here."
+                    </p>
+                }.into_any(),
+            }}
+        </section>
+        {tracking.question.clone().map(|q| view! { <QuestionPanel question=q tracking=tracking.clone() mode=mode.clone()/> })}
+        {(!tracking.messages.is_empty()).then(|| view! {
+            <section class="panel" aria-labelledby="messages-heading">
+                <h2 id="messages-heading">"Messages from the owners"</h2>
+                <ul class="messages">
+                    {tracking.messages.iter().map(|m| view! {
+                        <li><span class="when">{format_time(m.at)}</span>" " {m.body.clone()}</li>
+                    }).collect_view()}
+                </ul>
+            </section>
+        })}
+        {tracking.bug.clone().map(|bug| view! {
+            <section class="panel" aria-labelledby="timeline-heading">
+                <h2 id="timeline-heading">"History"</h2>
+                <ol class="timeline" data-testid="timeline">
+                    {bug.timeline.iter().map(|entry| view! {
+                        <li><span class="when">{format_time(entry.at)}</span>" " {entry.label.clone()}</li>
+                    }).collect_view()}
+                </ol>
+            </section>
+        })}
+        <section class="panel" aria-labelledby="yours-heading">
+            <h2 id="yours-heading">"Your report, as the desk keeps it"</h2>
+            {if quarantined {
+                view! { <p>"Nothing of its text was kept — only the time, the component and a fingerprint."</p> }.into_any()
+            } else {
+                view! {
+                    <dl class="facts" data-testid="own-report">
+                        <dt>"Component"</dt><dd>{report.component.clone()}</dd>
+                        <dt>"Title"</dt><dd data-testid="own-title">{report.title.clone().unwrap_or_default()}</dd>
+                        <dt>"What happened"</dt><dd class="prose">{report.what_happened.clone().unwrap_or_default()}</dd>
+                        <dt>"Expected"</dt><dd class="prose">{report.expected.clone().unwrap_or_default()}</dd>
+                        <dt>"Steps"</dt>
+                        <dd><ol>{report.steps.iter().map(|s| view! { <li>{s.clone()}</li> }).collect_view()}</ol></dd>
+                        <dt>"Filed"</dt><dd>{format_time(report.submitted_at)}</dd>
+                    </dl>
+                    {(!report.redactions.is_empty()).then(|| view! {
+                        <p class="hint" data-testid="redactions">
+                            "Removed before anyone read it: "
+                            {report.redactions.iter().map(|(k, n)| format!("{n} {}", k.replace('_', " "))).collect::<Vec<_>>().join(", ")}
+                            "."
+                        </p>
+                    })}
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -> impl IntoView {
+    let reason = RwSignal::new(String::new());
+    let evidence = match question.kind.as_str() {
+        "reproduction" => tracking.bug.as_ref().and_then(|b| b.reproduction.clone()).map(|r| view! {
+            <p>"The crew wrote this test. It fails on the current code:"</p>
+            <dl class="facts">
+                <dt>"Test"</dt><dd><code data-testid="test-path">{r.test_path}</code></dd>
+                <dt>"Failure"</dt><dd><pre class="output" data-testid="test-failure">{r.failure}</pre></dd>
+            </dl>
+        }.into_any()),
+        _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| view! {
+            <p>"A fix is live. The desk checked that this exact commit is deployed:"</p>
+            <dl class="facts">
+                <dt>"Commit"</dt><dd><code data-testid="release-commit">{r.commit}</code></dd>
+                <dt>"Live since"</dt><dd>{format_time(r.at)}</dd>
+            </dl>
+        }.into_any()),
+    };
+    let reason_label = if question.kind == "reproduction" {
+        "If not, what is different from what you saw? (needed for “No”)"
+    } else {
+        "If not, what still goes wrong? (needed for “No”)"
+    };
+    let buttons = match mode {
+        AnswerMode::Form(capability) => view! {
+            <form method="post" action="/track/answer" class="report-form">
+                <input type="hidden" name="capability" value=capability/>
+                <input type="hidden" name="request_id" value=question.request_id.clone()/>
+                <input type="hidden" name="kind" value=question.kind.clone()/>
+                <div class="field">
+                    <label for="reason">{reason_label}</label>
+                    <textarea id="reason" name="reason" rows="3"></textarea>
+                </div>
+                <div class="answer-buttons">
+                    <button type="submit" name="answer" value="yes" class="button">"Yes"</button>
+                    <button type="submit" name="answer" value="no" class="button secondary">"No"</button>
+                </div>
+            </form>
+        }
+        .into_any(),
+        AnswerMode::Live(answer) => {
+            let request_id = question.request_id.clone();
+            let kind = question.kind.clone();
+            let send = move |yes: bool| {
+                let text = reason.get_untracked();
+                answer.run(Answer {
+                    request_id: request_id.clone(),
+                    kind: kind.clone(),
+                    yes,
+                    reason: (!text.trim().is_empty()).then_some(text),
+                });
+            };
+            let send_no = send.clone();
+            view! {
+                <div class="report-form">
+                    <div class="field">
+                        <label for="reason">{reason_label}</label>
+                        <textarea id="reason" name="reason" rows="3"
+                            on:input=move |ev| reason.set(event_target_value(&ev))></textarea>
+                    </div>
+                    <div class="answer-buttons">
+                        <button type="button" class="button" on:click=move |_| send(true)>"Yes"</button>
+                        <button type="button" class="button secondary" on:click=move |_| send_no(false)>"No"</button>
+                    </div>
+                </div>
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <section class="panel question" aria-labelledby="question-heading" data-testid="question" data-kind=question.kind.clone()>
+            <h2 id="question-heading">{question.prompt.clone()}</h2>
+            {evidence}
+            <p class="hint">{format!("Please answer by {}; after that the desk asks again.", format_time(question.expires_at))}</p>
+            {buttons}
+        </section>
+    }
+}

@@ -1,0 +1,1166 @@
+//! Everything a member of the public touches: filing a report (JSON API and a script-free
+//! form), the private tracking link, and the two questions.
+//!
+//! The reporter's capability arrives only in the `X-R2R-Capability` header (or, for the
+//! script-free forms, a POST body field) — never in a path or query string — and is never
+//! logged: handlers log report ids only.
+
+use crate::clock::now_ms;
+use crate::http::AppState;
+use crate::ratelimit::{client_key, retry_after_seconds, Limiter};
+use app::dto::{
+    limits, Answer, AnswerOutcome, ApiError, BugView, Components, MessageView, QuestionView,
+    ReleaseView, ReportForm, ReportPageState, ReportReceipt, ReportView, ReproductionView,
+    TimelineEntry, TrackPageState, Tracking, CAPABILITY_HEADER,
+};
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use domain::airlock::{admit, screen, Admission, RawReport};
+use domain::cluster::{choose, title_terms, Candidate};
+use domain::workflow::{
+    decide, open_bug, Actor, Bug, Command, DeploymentStatus, Evidence, Policy, QuestionKind,
+};
+use domain::{BugState, Capability, CapabilityHash};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+use store::{ApplyError, NewReport, OpenCluster, ReportContent, StoredReport};
+
+/// The reporter side's settings and limiters, shared by every handler.
+#[derive(Debug)]
+pub struct ReporterDesk {
+    /// Components a report may name.
+    pub components: Vec<String>,
+    /// Per-client limit on filing.
+    pub intake: Limiter,
+    /// Per-client limit on tracking reads and answers.
+    pub answers: Limiter,
+    /// Whether `X-Forwarded-For` names the client.
+    pub trust_forwarded_for: bool,
+    /// The crew's rules (the engine needs them).
+    pub policy: Policy,
+}
+
+impl ReporterDesk {
+    /// From the configuration.
+    pub fn new(config: &crate::config::IntakeConfig, policy: Policy) -> Self {
+        ReporterDesk {
+            components: config.components.clone(),
+            intake: Limiter::new(config.intake_rate),
+            answers: Limiter::new(config.answer_rate),
+            trust_forwarded_for: config.trust_forwarded_for,
+            policy,
+        }
+    }
+}
+
+/// The client's address as the listener saw it (absent in in-process tests).
+#[derive(Clone, Copy, Debug)]
+pub struct ClientAddr(pub Option<SocketAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddr(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|info| info.0),
+        ))
+    }
+}
+
+/// A request body of at most [`limits::BODY_BYTES`]; a larger one is refused with a JSON
+/// error (413) before anything reads it.
+#[derive(Debug)]
+pub struct LimitedBody(pub Bytes);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
+    type Rejection = Refused;
+    async fn from_request(request: Request<Body>, _: &S) -> Result<Self, Self::Rejection> {
+        axum::body::to_bytes(request.into_body(), limits::BODY_BYTES)
+            .await
+            .map(LimitedBody)
+            .map_err(|_| {
+                Refused::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "too_large",
+                    format!(
+                        "The request is larger than {} KiB; shorten the text (see the per-field limits).",
+                        limits::BODY_BYTES / 1024
+                    ),
+                )
+            })
+    }
+}
+
+fn client_of(desk: &ReporterDesk, addr: ClientAddr, headers: &HeaderMap) -> String {
+    if desk.trust_forwarded_for {
+        let forwarded = headers
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .and_then(|v| v.trim().parse().ok());
+        if let Some(ip) = forwarded {
+            return client_key(ip);
+        }
+    }
+    addr.0
+        .map_or_else(|| "unknown".to_owned(), |a| client_key(a.ip()))
+}
+
+/// A refusal with its HTTP status (and, for 429, how long to wait).
+#[derive(Debug)]
+pub struct Refused {
+    status: StatusCode,
+    error: ApiError,
+    retry_after: Option<u64>,
+}
+
+impl Refused {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Refused {
+            status,
+            error: ApiError {
+                error: code.to_owned(),
+                message: message.into(),
+                fields: BTreeMap::new(),
+            },
+            retry_after: None,
+        }
+    }
+
+    fn not_found() -> Self {
+        // One answer for a wrong, malformed or missing capability.
+        Refused::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "No report matches this link. Check that you copied the whole link, including \
+             everything after the #.",
+        )
+    }
+
+    fn storage(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "reporter request: storage failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            "The desk could not reach its database; nothing was recorded. Please try again.",
+        )
+    }
+
+    fn rate_limited(wait: std::time::Duration) -> Self {
+        let seconds = retry_after_seconds(wait);
+        let mut refused = Refused::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("Too many requests from your network; try again in {seconds} s."),
+        );
+        refused.retry_after = Some(seconds);
+        refused
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.error)).into_response();
+        if let Some(seconds) = self.retry_after {
+            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        no_store(response)
+    }
+}
+
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+/// Reads and checks a report's fields from a JSON object (or form fields, as strings).
+/// Every problem is reported against its field, all at once.
+pub fn validate_report(
+    object: &Map<String, Value>,
+    components: &[String],
+) -> Result<ReportForm, ApiError> {
+    const KNOWN: [&str; 6] = [
+        "component",
+        "title",
+        "what_happened",
+        "expected",
+        "steps",
+        "contact",
+    ];
+    let mut fields = BTreeMap::new();
+    for key in object.keys() {
+        if !KNOWN.contains(&key.as_str()) {
+            fields.insert(
+                key.clone(),
+                format!("unknown field; a report has {}", KNOWN.join(", ")),
+            );
+        }
+    }
+    let mut text = |name: &str, required: bool, max: usize| -> String {
+        match object.get(name) {
+            None | Some(Value::Null) if required => {
+                fields.insert(name.to_owned(), "required".to_owned());
+                String::new()
+            }
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(value)) => {
+                let trimmed = value.trim();
+                if required && trimmed.is_empty() {
+                    fields.insert(name.to_owned(), "required; it cannot be blank".to_owned());
+                } else if trimmed.chars().count() > max {
+                    fields.insert(
+                        name.to_owned(),
+                        format!(
+                            "too long: {} characters, the limit is {max}",
+                            trimmed.chars().count()
+                        ),
+                    );
+                } else if trimmed.contains('\0') {
+                    fields.insert(name.to_owned(), "contains a NUL character".to_owned());
+                }
+                trimmed.to_owned()
+            }
+            Some(_) => {
+                fields.insert(name.to_owned(), "must be a string".to_owned());
+                String::new()
+            }
+        }
+    };
+    let component = text("component", true, 40);
+    let title = text("title", true, limits::TITLE);
+    let what_happened = text("what_happened", true, limits::WHAT_HAPPENED);
+    let expected = text("expected", false, limits::EXPECTED);
+    let steps = text("steps", false, limits::STEPS);
+    let contact = text("contact", false, limits::CONTACT);
+    if !component.is_empty() && !components.contains(&component) {
+        fields.insert(
+            "component".to_owned(),
+            format!(
+                "unknown component; choose one of: {}",
+                components.join(", ")
+            ),
+        );
+    }
+    if !contact.is_empty()
+        && !fields.contains_key("contact")
+        && (!crate::config::looks_like_email(&contact) || contact.chars().any(char::is_control))
+    {
+        fields.insert(
+            "contact".to_owned(),
+            "expected an email address such as you@example.org, or leave it empty".to_owned(),
+        );
+    }
+    let form = ReportForm {
+        component,
+        title,
+        what_happened,
+        expected,
+        steps,
+        contact: (!contact.is_empty()).then_some(contact),
+    };
+    if fields.is_empty() {
+        Ok(form)
+    } else {
+        Err(ApiError {
+            error: "invalid_report".to_owned(),
+            message: format!(
+                "The report was not filed: {} field(s) need attention. Nothing was stored.",
+                fields.len()
+            ),
+            fields,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filing
+
+fn random_hex(bytes: usize) -> String {
+    use rand::RngCore;
+    let mut buffer = vec![0u8; bytes];
+    rand::rngs::OsRng.fill_bytes(&mut buffer);
+    hex::encode(buffer)
+}
+
+fn new_capability() -> Capability {
+    use rand::RngCore;
+    let mut bytes = [0u8; domain::capability::CAPABILITY_BYTES];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    Capability::from_random(bytes)
+}
+
+/// Runs a validated report through the airlock, clustering and the ledger; answers once it
+/// is durable.
+pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportReceipt, Refused> {
+    let raw = RawReport {
+        component: form.component.clone(),
+        title: form.title,
+        what_happened: form.what_happened,
+        expected: form.expected,
+        steps: form.steps,
+    };
+    let (content, raw_sha256) = match admit(&raw) {
+        Admission::Admitted {
+            dossier,
+            raw_sha256,
+        } => (ReportContent::Admitted(dossier), raw_sha256),
+        Admission::Quarantined {
+            families,
+            raw_sha256,
+        } => (
+            ReportContent::Quarantined {
+                families: families.iter().map(|f| f.as_str().to_owned()).collect(),
+            },
+            raw_sha256,
+        ),
+    };
+    drop(raw);
+    let capability = new_capability();
+    let report = NewReport {
+        id: format!("r-{}", random_hex(8)),
+        capability_hash: capability.hash().to_hex(),
+        component: form.component.clone(),
+        raw_sha256,
+        contact: form.contact,
+        content,
+    };
+    let title = match &report.content {
+        ReportContent::Admitted(dossier) => dossier.title.clone(),
+        ReportContent::Quarantined { .. } => String::new(),
+    };
+    let bug_id = format!("bug-{}", random_hex(5));
+    let now = now_ms();
+    let policy = &state.reporter.policy;
+    let filed = state
+        .store
+        .file_report(
+            &report,
+            now,
+            |open: &[OpenCluster]| {
+                let candidates: Vec<Candidate> = open
+                    .iter()
+                    .map(|c| Candidate {
+                        bug_id: c.bug_id.clone(),
+                        component: c.component.clone(),
+                        terms: title_terms(&c.title),
+                    })
+                    .collect();
+                choose(&report.component, &title, &candidates).map(|(c, _)| c.bug_id.clone())
+            },
+            |bug: &Bug| {
+                decide(
+                    bug,
+                    &Command::AttachReport {
+                        report: report.id.clone(),
+                    },
+                    &Actor::Desk,
+                    &Evidence::default(),
+                    policy,
+                    now,
+                )
+            },
+            || open_bug(&bug_id, &report.component, &report.id, now),
+        )
+        .await
+        .map_err(Refused::storage)?;
+    let quarantined = filed.bug_id.is_none();
+    tracing::info!(
+        report = %report.id,
+        bug = filed.bug_id.as_deref().unwrap_or("-"),
+        quarantined,
+        joined = !filed.opened && !quarantined,
+        repeat = filed.repeat_of.is_some(),
+        "report filed"
+    );
+    let message = if quarantined {
+        "Your report was received and set aside for a person to read: parts of it look like \
+         instructions to an automated system, so no automation will see it. An owner will \
+         follow up through your private link."
+            .to_owned()
+    } else if !filed.opened {
+        "Thank you. Others reported the same bug; your report joined theirs. Keep your private \
+         link: you will be asked to confirm the failing test and, later, the fix."
+            .to_owned()
+    } else {
+        "Thank you. Your report opened a new bug. Keep your private link: you will be asked to \
+         confirm the failing test and, later, the fix."
+            .to_owned()
+    };
+    Ok(ReportReceipt {
+        report_id: report.id,
+        bug_id: filed.bug_id,
+        status: if quarantined {
+            "quarantined"
+        } else {
+            "admitted"
+        }
+        .to_owned(),
+        joined_existing: !filed.opened && !quarantined,
+        repeat: filed.repeat_of.is_some(),
+        tracking_link: format!("/track#{}", capability.expose_for_link()),
+        message,
+    })
+}
+
+fn take_token(limiter: &Limiter, client: &str) -> Result<(), Refused> {
+    limiter
+        .check(client, Instant::now())
+        .map_err(Refused::rate_limited)
+}
+
+/// `GET /api/v1/components`.
+pub async fn components(State(state): State<AppState>) -> Json<Components> {
+    Json(Components {
+        components: state.reporter.components.clone(),
+    })
+}
+
+/// `POST /api/v1/reports`.
+pub async fn file_json(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        take_token(
+            &state.reporter.intake,
+            &client_of(&state.reporter, addr, &headers),
+        )?;
+        let is_json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !is_json {
+            return Err(Refused::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Send the report as JSON with Content-Type: application/json.",
+            ));
+        }
+        let value: Value = serde_json::from_slice(&body).map_err(|error| {
+            Refused::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                format!("The body is not valid JSON: {error}."),
+            )
+        })?;
+        let Value::Object(object) = value else {
+            return Err(Refused::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_json",
+                "The body must be a JSON object with component, title, what_happened, expected \
+                 and steps.",
+            ));
+        };
+        let form =
+            validate_report(&object, &state.reporter.components).map_err(|error| Refused {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                error,
+                retry_after: None,
+            })?;
+        file_report(&state, form).await
+    }
+    .await;
+    match result {
+        Ok(receipt) => no_store((StatusCode::CREATED, Json(receipt)).into_response()),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// `POST /report`: the script-free form.
+pub async fn file_form(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let mut object = Map::new();
+    for (key, value) in pairs {
+        // An empty optional contact field is the same as none.
+        if key == "contact" && value.trim().is_empty() {
+            continue;
+        }
+        object.insert(key, Value::String(value));
+    }
+    let typed = ReportForm {
+        component: string_field(&object, "component"),
+        title: string_field(&object, "title"),
+        what_happened: string_field(&object, "what_happened"),
+        expected: string_field(&object, "expected"),
+        steps: string_field(&object, "steps"),
+        contact: object
+            .get("contact")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    let outcome = async {
+        take_token(
+            &state.reporter.intake,
+            &client_of(&state.reporter, addr, &headers),
+        )?;
+        let form =
+            validate_report(&object, &state.reporter.components).map_err(|error| Refused {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                error,
+                retry_after: None,
+            })?;
+        file_report(&state, form).await
+    }
+    .await;
+    match outcome {
+        Ok(receipt) => {
+            render(
+                &state,
+                "/report",
+                StatusCode::CREATED,
+                None,
+                PageContext::Report(ReportPageState::Filed(Box::new(receipt))),
+            )
+            .await
+        }
+        Err(refused) => {
+            let retry = refused.retry_after;
+            render(
+                &state,
+                "/report",
+                refused.status,
+                retry,
+                PageContext::Report(ReportPageState::Refused(refused.error, typed)),
+            )
+            .await
+        }
+    }
+}
+
+fn string_field(object: &Map<String, Value>, key: &str) -> String {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tracking
+
+/// Finds the report a presented capability belongs to. Malformed, unknown and missing all
+/// come back as `None`; the stored hash is re-checked in constant time.
+async fn find_report(
+    state: &AppState,
+    presented: Option<&str>,
+) -> Result<Option<StoredReport>, Refused> {
+    let Some(capability) = presented.and_then(|text| Capability::parse(text.trim()).ok()) else {
+        return Ok(None);
+    };
+    let hash = capability.hash().to_hex();
+    let Some(report) = state
+        .store
+        .report_by_capability_hash(&hash)
+        .await
+        .map_err(Refused::storage)?
+    else {
+        return Ok(None);
+    };
+    let stored = CapabilityHash::try_from(report.capability_hash.clone()).ok();
+    Ok(stored
+        .filter(|stored| stored.matches(&capability))
+        .map(|_| report))
+}
+
+fn state_label(state: BugState) -> &'static str {
+    match state {
+        BugState::New => "Received; waiting for triage",
+        BugState::Triaged => "Triaged; a failing test is next",
+        BugState::Reproducing => "The crew is writing a test that fails because of this bug",
+        BugState::AwaitingReporter => "A failing test is ready: is it the bug you saw?",
+        BugState::Confirmed => "Confirmed by a reporter; a fix is next",
+        BugState::Fixing => "The crew is drafting a fix",
+        BugState::InReview => "A fix is waiting for people to review it",
+        BugState::Approved => "People approved the fix; waiting for a person to merge it",
+        BugState::Merged => "Merged; waiting for it to go live",
+        BugState::Deployed => "The fix is live: does it work for you?",
+        BugState::Verified => "A reporter confirmed the fix works",
+        BugState::Reopened => "Reopened; the loop starts again",
+        BugState::NeedsHuman => "A person is looking at it",
+    }
+}
+
+/// The public words for an audit event, or `None` for events reporters do not see.
+fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Option<String> {
+    let own = evidence.first().is_some_and(|e| e == own_report);
+    let label = match kind {
+        "bug_opened" if own => "Your report opened this bug",
+        "bug_opened" => "Bug opened by an earlier report",
+        "report_attached" if own => "Your report joined this bug",
+        "report_attached" => "Another report of the same bug joined",
+        "triaged" => "Triaged",
+        "reproduction_started" => "The crew started writing a failing test",
+        "needs_human" => "Handed to a person",
+        "reproduction_proposed" => "A failing test reproduces the bug; reporters were asked",
+        "reproduction_confirmed" => "A reporter confirmed the failing test is their bug",
+        "reproduction_rejected" => {
+            "A reporter said the test is not their bug; the crew tries again"
+        }
+        "fix_started" => "The crew started a fix",
+        "fix_attempt_failed" => "A fix attempt failed its checks",
+        "fix_submitted" => "A fix is waiting for review",
+        "head_changed" => "The fix changed; earlier approvals were cleared",
+        "approval_recorded" => "A person approved the fix",
+        "merged" => "A person merged the fix",
+        "deployment_contains_fix" | "deployment_reconciled" => "The fix is live",
+        "questions_reasked" => "Questions were asked again after expiring",
+        "fix_confirmed" => "A reporter confirmed the live fix works",
+        "reopened_by_reporter" => "A reporter said the fix does not work; reopened",
+        "reopened_by_owner" => "An owner reopened the bug",
+        _ => return None,
+    };
+    Some(label.to_owned())
+}
+
+/// The allowlisted projection of a report and its bug for its own reporter.
+pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tracking, Refused> {
+    let dossier = report.dossier.as_ref();
+    let report_view = ReportView {
+        id: report.id.clone(),
+        component: report.component.clone(),
+        status: if report.quarantined {
+            "quarantined"
+        } else {
+            "admitted"
+        }
+        .to_owned(),
+        title: dossier.map(|d| d.title.clone()),
+        what_happened: dossier.map(|d| d.what_happened.clone()),
+        expected: dossier.map(|d| d.expected.clone()),
+        steps: dossier.map(|d| d.steps.clone()).unwrap_or_default(),
+        redactions: dossier.map(|d| d.redactions.clone()).unwrap_or_default(),
+        submitted_at: report.created_at,
+    };
+    let now = now_ms();
+    let mut bug_view = None;
+    let mut question = None;
+    if let Some(bug_id) = &report.bug_id {
+        let stored = state
+            .store
+            .load_bug(bug_id)
+            .await
+            .map_err(Refused::storage)?
+            .ok_or_else(|| {
+                Refused::storage(format!("bug {bug_id} of report {} is missing", report.id))
+            })?;
+        let events = state
+            .store
+            .events_of(bug_id)
+            .await
+            .map_err(Refused::storage)?;
+        let bug = stored.bug;
+        let timeline = events
+            .iter()
+            .filter_map(|e| {
+                timeline_label(&e.event.kind, &e.event.evidence, &report.id).map(|label| {
+                    TimelineEntry {
+                        at: e.event.at,
+                        label,
+                    }
+                })
+            })
+            .collect();
+        question = bug
+            .questions
+            .iter()
+            .filter(|q| q.report == report.id && now < q.expires_at)
+            .min_by_key(|q| q.asked_at)
+            .map(|q| QuestionView {
+                request_id: q.request_id.clone(),
+                kind: match q.kind {
+                    QuestionKind::Reproduction => "reproduction",
+                    QuestionKind::Fix => "fix",
+                }
+                .to_owned(),
+                prompt: match q.kind {
+                    QuestionKind::Reproduction => "Is this the bug you saw?",
+                    QuestionKind::Fix => "Does the live fix work for you?",
+                }
+                .to_owned(),
+                expires_at: q.expires_at,
+            });
+        let release = bug
+            .deployments
+            .iter()
+            .find(|d| d.status == DeploymentStatus::ContainsFix)
+            .map(|d| ReleaseView {
+                commit: d.commit.to_string(),
+                deployment: d.id.clone(),
+                at: d.at,
+            });
+        bug_view = Some(BugView {
+            id: bug.id.clone(),
+            state: bug.state.as_str().to_owned(),
+            state_label: state_label(bug.state).to_owned(),
+            reports: bug.reports.len(),
+            timeline,
+            reproduction: bug.reproduction.as_ref().map(|r| ReproductionView {
+                test_path: r.test_path.clone(),
+                failure: r.assertion.clone(),
+            }),
+            release,
+        });
+    }
+    let messages = state
+        .store
+        .report_messages(&report.id)
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .map(|m| MessageView {
+            at: m.at,
+            body: m.body,
+        })
+        .collect();
+    Ok(Tracking {
+        report: report_view,
+        bug: bug_view,
+        question,
+        messages,
+    })
+}
+
+fn header_capability(headers: &HeaderMap) -> Option<&str> {
+    headers.get(CAPABILITY_HEADER).and_then(|v| v.to_str().ok())
+}
+
+/// `GET /api/v1/track` with the capability in `X-R2R-Capability`.
+pub async fn track_json(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        take_token(
+            &state.reporter.answers,
+            &client_of(&state.reporter, addr, &headers),
+        )?;
+        let report = find_report(&state, header_capability(&headers))
+            .await?
+            .ok_or_else(Refused::not_found)?;
+        tracking_view(&state, &report).await
+    }
+    .await;
+    match result {
+        Ok(view) => no_store(Json(view).into_response()),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// Records a reporter's answer through the engine. A "no" reason goes through the airlock:
+/// clean text is redacted; hostile text is withheld (the "no" still counts).
+pub async fn record_answer(
+    state: &AppState,
+    report: &StoredReport,
+    answer: &Answer,
+) -> Result<AnswerOutcome, Refused> {
+    let invalid = |field: &str, reason: &str| {
+        let mut refused = Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_answer",
+            format!("The answer was not recorded: {field} {reason}."),
+        );
+        refused
+            .error
+            .fields
+            .insert(field.to_owned(), reason.to_owned());
+        refused
+    };
+    let Some(bug_id) = &report.bug_id else {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "no_question",
+            "There is no question for this report.",
+        ));
+    };
+    let reason = match answer.reason.as_deref().map(str::trim) {
+        Some(text) if text.chars().count() > limits::REASON => {
+            return Err(invalid(
+                "reason",
+                &format!("is too long (the limit is {} characters)", limits::REASON),
+            ))
+        }
+        Some(text) if !text.is_empty() => Some(match screen(text) {
+            Ok((redacted, _)) => redacted,
+            Err(families) => {
+                let names: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
+                tracing::info!(report = %report.id, families = %names.join(","), "answer reason withheld by the airlock");
+                format!("[reason withheld by the airlock: {}]", names.join(", "))
+            }
+        }),
+        _ => None,
+    };
+    if !answer.yes && reason.is_none() {
+        return Err(invalid(
+            "reason",
+            "is required with a no: say what is different",
+        ));
+    }
+    let command = match answer.kind.as_str() {
+        "reproduction" => Command::AnswerReproduction {
+            request_id: answer.request_id.clone(),
+            confirmed: answer.yes,
+            reason: if answer.yes { None } else { reason },
+        },
+        "fix" => Command::AnswerFix {
+            request_id: answer.request_id.clone(),
+            works: answer.yes,
+            reason: if answer.yes { None } else { reason },
+        },
+        _ => return Err(invalid("kind", "must be reproduction or fix")),
+    };
+    let actor = Actor::Reporter {
+        report: report.id.clone(),
+    };
+    let now = now_ms();
+    let policy = &state.reporter.policy;
+    let applied = state
+        .store
+        .apply(bug_id, now, |bug| {
+            decide(bug, &command, &actor, &Evidence::default(), policy, now)
+        })
+        .await;
+    match applied {
+        Ok(applied) => {
+            tracing::info!(report = %report.id, bug = %bug_id, recorded = applied.changed, kind = %answer.kind, yes = answer.yes, "answer");
+            let message = match (applied.changed, answer.yes, answer.kind.as_str()) {
+                (false, _, _) => "This question is no longer open (the bug has moved on), so nothing changed. Thank you all the same.",
+                (true, true, "reproduction") => "Thank you: the crew will now draft a fix for this exact failure.",
+                (true, false, "reproduction") => "Thank you: that test was set aside and the crew will try again.",
+                (true, true, _) => "Thank you: the bug is closed as fixed.",
+                (true, false, _) => "Thank you: the bug is reopened and the loop starts again.",
+            };
+            Ok(AnswerOutcome {
+                recorded: applied.changed,
+                state: applied.bug.state.as_str().to_owned(),
+                message: message.to_owned(),
+            })
+        }
+        Err(ApplyError::Refused(refusal)) => Err(Refused::new(
+            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
+            &refusal.code,
+            refusal.message,
+        )),
+        Err(ApplyError::Contended { .. }) => {
+            let mut refused = Refused::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "The bug is changing right now; nothing was recorded. Please try again.",
+            );
+            refused.retry_after = Some(1);
+            Err(refused)
+        }
+        Err(ApplyError::NotFound(id)) => Err(Refused::storage(format!("bug {id} missing"))),
+        Err(ApplyError::Store(error)) => Err(Refused::storage(error)),
+    }
+}
+
+/// `POST /api/v1/track/answer` with the capability in `X-R2R-Capability`.
+pub async fn answer_json(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        take_token(&state.reporter.answers, &client_of(&state.reporter, addr, &headers))?;
+        let report = find_report(&state, header_capability(&headers))
+            .await?
+            .ok_or_else(Refused::not_found)?;
+        let answer: Answer = serde_json::from_slice(&body).map_err(|error| {
+            Refused::new(
+                StatusCode::BAD_REQUEST,
+                "malformed_answer",
+                format!(
+                    "Send JSON {{\"request_id\", \"kind\": \"reproduction\"|\"fix\", \"yes\": true|false, \"reason\"}}: {error}."
+                ),
+            )
+        })?;
+        record_answer(&state, &report, &answer).await
+    }
+    .await;
+    match result {
+        Ok(outcome) => no_store(Json(outcome).into_response()),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+/// `POST /track`: the script-free way to open a tracking page (the capability in the body).
+pub async fn track_form(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let fields: BTreeMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let capability = fields.get("capability").map(|c| extract_capability(c));
+    track_page(&state, addr, &headers, capability, None).await
+}
+
+/// Accepts a pasted link or a bare capability.
+fn extract_capability(text: &str) -> String {
+    let text = text.trim();
+    text.rsplit_once('#')
+        .map_or(text, |(_, fragment)| fragment)
+        .trim()
+        .to_owned()
+}
+
+/// `POST /track/answer`: the script-free answer form.
+pub async fn answer_form(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let fields: BTreeMap<String, String> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let field = |name: &str| fields.get(name).cloned().unwrap_or_default();
+    let answer = Answer {
+        request_id: field("request_id"),
+        kind: field("kind"),
+        yes: field("answer") == "yes",
+        reason: fields.get("reason").cloned(),
+    };
+    if !matches!(field("answer").as_str(), "yes" | "no") {
+        let refused = Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_answer",
+            "Choose yes or no.",
+        );
+        return render(
+            &state,
+            "/track",
+            refused.status,
+            None,
+            PageContext::Track(TrackPageState::Refused(refused.error)),
+        )
+        .await;
+    }
+    track_page(
+        &state,
+        addr,
+        &headers,
+        Some(field("capability")),
+        Some(answer),
+    )
+    .await
+}
+
+async fn track_page(
+    state: &AppState,
+    addr: ClientAddr,
+    headers: &HeaderMap,
+    capability: Option<String>,
+    answer: Option<Answer>,
+) -> Response {
+    let result: Result<Option<(Tracking, Option<String>)>, Refused> = async {
+        take_token(
+            &state.reporter.answers,
+            &client_of(&state.reporter, addr, headers),
+        )?;
+        let Some(report) = find_report(state, capability.as_deref()).await? else {
+            return Ok(None);
+        };
+        let notice = match &answer {
+            Some(answer) => Some(record_answer(state, &report, answer).await?.message),
+            None => None,
+        };
+        let tracking = tracking_view(state, &report).await?;
+        Ok(Some((tracking, notice)))
+    }
+    .await;
+    match result {
+        Ok(Some((tracking, notice))) => {
+            let capability = capability.unwrap_or_default();
+            render(
+                state,
+                "/track",
+                StatusCode::OK,
+                None,
+                PageContext::Track(TrackPageState::Found {
+                    tracking: Box::new(tracking),
+                    capability,
+                    notice,
+                }),
+            )
+            .await
+        }
+        Ok(None) => {
+            render(
+                state,
+                "/track",
+                StatusCode::NOT_FOUND,
+                None,
+                PageContext::Track(TrackPageState::NotFound),
+            )
+            .await
+        }
+        Err(refused) => {
+            let retry = refused.retry_after;
+            render(
+                state,
+                "/track",
+                refused.status,
+                retry,
+                PageContext::Track(TrackPageState::Refused(refused.error)),
+            )
+            .await
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Script-free page rendering
+
+/// What a server-rendered reporter page shows.
+#[derive(Clone, Debug)]
+pub enum PageContext {
+    /// `/report` after a post.
+    Report(ReportPageState),
+    /// `/track` after a post.
+    Track(TrackPageState),
+}
+
+/// Renders a page without hydration scripts (the answer to a form post, so it must work
+/// without JavaScript and must not hydrate against state the browser does not have).
+async fn render(
+    state: &AppState,
+    path: &str,
+    status: StatusCode,
+    retry_after: Option<u64>,
+    context: PageContext,
+) -> Response {
+    let options = state.leptos_options.clone();
+    let context_options = options.clone();
+    let settings = state.site_settings();
+    let handler = leptos_axum::render_app_to_stream_in_order_with_context(
+        move || {
+            leptos::prelude::provide_context(context_options.clone());
+            leptos::prelude::provide_context(settings.clone());
+            match context.clone() {
+                PageContext::Report(page) => leptos::prelude::provide_context(page),
+                PageContext::Track(page) => leptos::prelude::provide_context(page),
+            }
+        },
+        move || app::shell_without_scripts(options.clone()),
+    );
+    let request = match Request::builder().uri(path).body(Body::empty()) {
+        Ok(request) => request,
+        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let mut response = handler(request).await.into_response();
+    *response.status_mut() = status;
+    if let Some(seconds) = retry_after {
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+    }
+    no_store(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    fn components() -> Vec<String> {
+        vec!["shoplite".into(), "desk".into()]
+    }
+
+    #[test]
+    fn a_complete_report_passes_trimmed() {
+        let form = validate_report(
+            &object(serde_json::json!({
+                "component": "shoplite", "title": "  Total wrong ", "what_happened": "x",
+                "expected": "", "steps": "", "contact": "me@example.org"
+            })),
+            &components(),
+        )
+        .unwrap();
+        assert_eq!(form.title, "Total wrong");
+        assert_eq!(form.contact.as_deref(), Some("me@example.org"));
+    }
+
+    #[test]
+    fn every_problem_is_named_against_its_field() {
+        let long = "x".repeat(limits::TITLE + 1);
+        let error = validate_report(
+            &object(serde_json::json!({
+                "component": "billing", "title": long, "what_happened": "   ",
+                "expected": 5, "contact": "not an address", "colour": "red"
+            })),
+            &components(),
+        )
+        .unwrap_err();
+        assert_eq!(error.error, "invalid_report");
+        assert!(error.fields["component"].contains("shoplite, desk"));
+        assert!(error.fields["title"].contains("too long: 201 characters, the limit is 200"));
+        assert!(error.fields["what_happened"].contains("blank"));
+        assert_eq!(error.fields["expected"], "must be a string");
+        assert!(error.fields["contact"].contains("email"));
+        assert!(error.fields["colour"].contains("unknown field"));
+        assert!(!error.fields.contains_key("steps"), "steps may be left out");
+        let missing = validate_report(&Map::new(), &components()).unwrap_err();
+        for field in ["component", "title", "what_happened"] {
+            assert_eq!(missing.fields[field], "required", "{field}");
+        }
+    }
+
+    #[test]
+    fn a_pasted_link_or_a_bare_capability_both_work() {
+        let cap = "ab".repeat(32);
+        assert_eq!(
+            extract_capability(&format!("https://desk.example/track#{cap}")),
+            cap
+        );
+        assert_eq!(extract_capability(&format!("  {cap} ")), cap);
+    }
+
+    #[test]
+    fn internal_events_never_reach_the_timeline() {
+        for kind in [
+            "advisory_note",
+            "deployment_without_fix",
+            "deployment_kept_before_merge",
+            "something_new",
+        ] {
+            assert_eq!(timeline_label(kind, &[], "r-1"), None, "{kind}");
+        }
+        assert_eq!(
+            timeline_label("report_attached", &["r-1".into()], "r-1").as_deref(),
+            Some("Your report joined this bug")
+        );
+        assert_eq!(
+            timeline_label("report_attached", &["r-2".into()], "r-1").as_deref(),
+            Some("Another report of the same bug joined")
+        );
+    }
+}
