@@ -7,7 +7,12 @@ import * as fs from 'node:fs';
 // SQLite file, on a loopback port of its own.
 const port = Number(process.env.R2R_E2E_PORT ?? 3107);
 const baseURL = `http://127.0.0.1:${port}`;
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'r2r-e2e-'));
+// The config is evaluated in the runner and again in every worker: create the folder once.
+const dataDir = process.env.R2R_E2E_DATA_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), 'r2r-e2e-'));
+const databaseUrl = `sqlite://${dataDir}/desk.db`;
+// Scenarios that play the crew's part (`r2r demo drive`) write to the same database.
+process.env.R2R_E2E_DATABASE_URL = databaseUrl;
+process.env.R2R_E2E_DATA_DIR = dataDir;
 
 // Debian's Chromium; Playwright never downloads a browser here.
 const launchOptions = {
@@ -41,7 +46,10 @@ export default defineConfig({
     reuseExistingServer: false,
     timeout: 60_000,
     env: {
-      DATABASE_URL: `sqlite://${dataDir}/desk.db`,
+      DATABASE_URL: databaseUrl,
+      // Every scenario files from 127.0.0.1: lift the per-client limits (tested in Rust).
+      R2R_RATE_INTAKE: '1000/60s',
+      R2R_RATE_ANSWERS: '5000/60s',
       LEPTOS_SITE_ROOT: 'target/site',
       RUST_LOG: 'warn',
     },

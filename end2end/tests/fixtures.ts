@@ -17,12 +17,16 @@ export async function waitForHydration(page: Page): Promise<void> {
  */
 export const test = base.extend<{ consoleErrors: string[] }>({
   consoleErrors: [
-    async ({ page }, use) => {
+    async ({ page }, use, testInfo) => {
       const errors: string[] = [];
+      // A scenario that provokes a refusal declares the statuses it expects the browser to log.
+      const allowed = () => testInfo.annotations.filter((a) => a.type === 'allow-http-status').map((a) => a.description);
       page.on('console', (message) => {
         if (message.type() !== 'error') return;
         // A page that is meant to be missing logs its own 404; nothing else may.
         const intended404 = message.text().includes('404') && message.location().url.includes(MISSING_PAGE);
+        const status = /status of (\d{3})/.exec(message.text())?.[1];
+        if (status && allowed().includes(status)) return;
         if (!intended404) errors.push(`${message.text()} (${message.location().url})`);
       });
       page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`));

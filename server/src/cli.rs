@@ -126,6 +126,36 @@ enum BenchCommand {
         #[arg(long, value_name = "URL")]
         database_url: Option<String>,
     },
+    /// Reports/s filed over HTTP (airlock, clustering, ledger commit) against bare
+    /// single-transaction inserts into the same kind of database.
+    Intake {
+        /// Reports to file.
+        #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        reports: u32,
+        /// Concurrent clients.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+        clients: u16,
+        /// Scratch database for the HTTP run (default: a temporary SQLite file).
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+        /// A second scratch database for the baseline (default: a temporary SQLite file).
+        #[arg(long, value_name = "URL")]
+        raw_database_url: Option<String>,
+    },
+    /// Airlock MB/s against a bare RegexSet pass over the same shared corpus.
+    Airlock {
+        /// The shared test-data folder.
+        #[arg(
+            long,
+            env = "R2R_SHARED_DATA",
+            default_value = "../shared/data",
+            value_name = "DIR"
+        )]
+        data: PathBuf,
+        /// Passes over the corpus.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        passes: u16,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -142,6 +172,19 @@ enum DemoCommand {
         /// Wall-clock limit for the test run, in seconds.
         #[arg(long, default_value_t = 300, value_name = "SECS")]
         timeout: u64,
+    },
+    /// Move a ShopLite bug through the crew's and people's steps (measured reproduction,
+    /// scripted fix, review, merge and deployment) so its reporters get their questions.
+    Drive {
+        /// The bug id (shown to the reporter after filing).
+        #[arg(long)]
+        bug: String,
+        /// `question`: propose the measured failing test; `release`: fix, merge and deploy.
+        #[arg(long, value_enum)]
+        to: crate::demo_drive::Stage,
+        /// The ShopLite crate folder.
+        #[arg(long, default_value = "shoplite", value_name = "DIR")]
+        shoplite: PathBuf,
     },
 }
 
@@ -198,6 +241,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     timeout,
                 },
         } => demo_reproduce(&shoplite, fixed, timeout).await,
+        Command::Demo {
+            command: DemoCommand::Drive { bug, to, shoplite },
+        } => {
+            let config = load_config(&cli.env_file, None)?;
+            let store = store::Store::connect(&config.database_url).await?;
+            store.migrate().await?;
+            crate::demo_drive::drive(&store, &bug, to, &shoplite, &config.policy).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ledger {
             command: LedgerCommand::Verify,
         } => ledger_verify(&cli.env_file).await,
@@ -248,6 +300,31 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     database_url,
                 },
         } => bench_ledger(writers, commands, database_url).await,
+        Command::Bench {
+            command:
+                BenchCommand::Intake {
+                    reports,
+                    clients,
+                    database_url,
+                    raw_database_url,
+                },
+        } => {
+            let scratch = tempfile::tempdir()?;
+            let http = scratch_url(database_url, &scratch, "intake.db", "--database-url")?;
+            let raw = scratch_url(raw_database_url, &scratch, "raw.db", "--raw-database-url")?;
+            let figures =
+                crate::bench_reporter::intake(&http, &raw, reports as usize, usize::from(clients))
+                    .await?;
+            print!("{figures}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            command: BenchCommand::Airlock { data, passes },
+        } => {
+            let figures = crate::bench_reporter::airlock(&data, usize::from(passes))?;
+            print!("{figures}");
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -286,6 +363,22 @@ async fn bench_ledger(
     let figures = crate::bench::ledger(&url, usize::from(writers), usize::from(commands)).await?;
     print!("{figures}");
     Ok(ExitCode::SUCCESS)
+}
+
+fn scratch_url(
+    given: Option<String>,
+    scratch: &tempfile::TempDir,
+    file: &str,
+    flag: &str,
+) -> anyhow::Result<store::DatabaseUrl> {
+    match given {
+        Some(text) => {
+            store::DatabaseUrl::parse(&text).map_err(|e| anyhow::anyhow!("{flag} is invalid: {e}"))
+        }
+        None => Ok(store::DatabaseUrl::Sqlite {
+            path: scratch.path().join(file).display().to_string(),
+        }),
+    }
 }
 
 fn load_config(env_file: &std::path::Path, addr: Option<&str>) -> anyhow::Result<Config> {

@@ -5,12 +5,14 @@
 
 pub mod airlock_cli;
 pub mod bench;
+pub mod bench_reporter;
 pub mod build_info;
 pub mod cli;
 pub mod clock;
 pub mod cluster_cli;
 pub mod config;
 pub mod demo;
+pub mod demo_drive;
 pub mod http;
 pub mod ratelimit;
 pub mod reporter;

@@ -59,3 +59,31 @@ impl Store {
         }
     }
 }
+
+impl Store {
+    /// Benchmark baseline: inserts one report row in its own transaction, nothing else (no
+    /// airlock, no clustering, no ledger).
+    pub async fn bench_raw_report_insert(
+        &self,
+        report: &crate::NewReport,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            sqlx::query(
+                "INSERT INTO reports (id, bug_id, capability_hash, component, status, families, \
+                 raw_sha256, dossier, opens_bug, repeat_of, contact, created_at) \
+                 VALUES ($1, NULL, $2, $3, 'quarantined', '[]', $4, NULL, 0, NULL, NULL, $5)",
+            )
+            .bind(&report.id)
+            .bind(&report.capability_hash)
+            .bind(&report.component)
+            .bind(&report.raw_sha256)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+}

@@ -237,7 +237,7 @@ fn Receipt(receipt: ReportReceipt) -> impl IntoView {
             <h2 id="receipt-heading">{if quarantined { "Received and set aside" } else { "Thank you — your report is filed" }}</h2>
             <p data-testid="receipt-message">{receipt.message.clone()}</p>
             <p><strong>"Your private link"</strong>" (the only way back to your report; the desk keeps just a fingerprint of it, so it cannot send it again):"</p>
-            <p class="private-link"><a href=link.clone() data-testid="tracking-link">{link.clone()}</a></p>
+            <p class="private-link"><a href=link.clone() rel="external" data-testid="tracking-link">{link.clone()}</a></p>
             <p class="hint">"Bookmark it or copy it somewhere safe. Anyone with the link can answer for you."</p>
             <dl class="facts">
                 <dt>"Report"</dt><dd data-testid="report-id">{receipt.report_id.clone()}</dd>

@@ -322,3 +322,13 @@ pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
     }
     families
 }
+
+/// The baseline the airlock's speed is measured against: one bare pass of the family
+/// `RegexSet`s over `text` (no normalisation, decoding, hidden-text or redaction work).
+/// Returns how many families' sets matched.
+pub fn bare_regexset_pass(text: &str) -> usize {
+    FAMILY_PATTERNS
+        .iter()
+        .filter(|(_, patterns)| patterns.is_match(text))
+        .count()
+}

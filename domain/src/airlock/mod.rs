@@ -9,7 +9,7 @@ mod decode;
 mod detect;
 mod redact;
 
-pub use detect::Family;
+pub use detect::{bare_regexset_pass, Family};
 pub use redact::{redact, RedactionKind};
 
 use serde::{Deserialize, Serialize};
