@@ -26,15 +26,25 @@ pub struct IntakeBench {
     pub bugs_opened: usize,
 }
 
+const WORDS: [&str; 24] = [
+    "coupon", "cart", "price", "checkout", "invoice", "search", "login", "image", "filter",
+    "shipping", "address", "receipt", "refund", "currency", "stock", "review", "wishlist",
+    "banner", "footer", "sitemap", "session", "language", "font", "tooltip",
+];
+
+/// A report; every third repeats the previous one's subject in other words (so it joins),
+/// the others name a subject of their own (so they open bugs).
 fn report_json(n: usize) -> serde_json::Value {
-    // Every third report repeats an earlier title in other words, so clustering joins some.
-    let topic = [
-        "coupon", "cart", "price", "checkout", "invoice", "search", "login",
-    ][n % 7];
+    let base = if n % 3 == 2 { n - 1 } else { n };
+    let (a, b, c) = (
+        WORDS[base % 24],
+        WORDS[(base * 5 + 7) % 24],
+        WORDS[(base * 11 + 13) % 24],
+    );
     let title = if n % 3 == 2 {
-        format!("{topic} total wrong for order {}", n - 1)
+        format!("{c} {b} {a} broken again (order {base})")
     } else {
-        format!("Order {n} shows a wrong {topic} total")
+        format!("The {a} {b} {c} is broken for order {base}")
     };
     serde_json::json!({
         "component": "shoplite",

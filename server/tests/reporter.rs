@@ -215,6 +215,53 @@ async fn hostile_text_and_personal_data_never_reach_the_database(backend: &str) 
     let view: Tracking = serde_json::from_str(&view).unwrap();
     assert_eq!(view.report.status, "quarantined");
     assert_eq!(view.report.title, None);
+    // Owners see it in the queue (metadata only) and reach the reporter through the link.
+    let scratch = tempfile::tempdir().unwrap();
+    let listed = common::r2r(scratch.path())
+        .args(["quarantine", "list"])
+        .env("DATABASE_URL", url_text(&url))
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.contains(&quarantined.report_id), "{listed}");
+    assert!(listed.contains("instruction_override"), "{listed}");
+    assert!(!listed.contains(MARKER));
+    let sent = common::r2r(scratch.path())
+        .args(["quarantine", "message", "--report", &quarantined.report_id])
+        .args([
+            "--from",
+            "owner@example.org",
+            "--text",
+            "Could you describe it again?",
+        ])
+        .env("DATABASE_URL", url_text(&url))
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let (_, view) = track(&client, &server.base, Some(&capability_of(&quarantined))).await;
+    let view: Tracking = serde_json::from_str(&view).unwrap();
+    assert_eq!(view.messages.len(), 1);
+    assert_eq!(view.messages[0].body, "Could you describe it again?");
+    let refused = common::r2r(scratch.path())
+        .args([
+            "quarantine",
+            "message",
+            "--report",
+            "r-none",
+            "--from",
+            "o@example.org",
+            "--text",
+            "x",
+        ])
+        .env("DATABASE_URL", url_text(&url))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
 
     let personal = [
         ("a.rao@example.in", "email"),

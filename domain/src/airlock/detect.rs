@@ -242,30 +242,73 @@ pub(crate) fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// What the cheap checks say about a sentence: a request, not one, or "depends on whether it
+/// shares a subject with the rest of the report".
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Request,
+    NotRequest,
+    NeedsContext,
+}
+
 /// Whether a sentence asks the reader to do something unrelated to the product. In hidden
 /// text any imperative or question counts.
-fn is_request_to_reader(sentence: &str, hidden: bool, context: &[String]) -> bool {
+fn request_to_reader(sentence: &str, hidden: bool) -> Verdict {
     if hidden && HIDDEN_IMPERATIVE.is_match(sentence) {
-        return true;
+        return Verdict::Request;
     }
     if REPLY_MANNER.is_match(sentence) {
-        return true;
+        return Verdict::Request;
     }
     if !(TASK_START.is_match(sentence) || QUESTION.is_match(sentence)) {
-        return false;
+        return Verdict::NotRequest;
     }
     if hidden {
-        return true;
+        return Verdict::Request;
     }
     if FORUM.is_match(sentence)
         || PRODUCT_WORDS.is_match(sentence)
         || TECHNICAL_TOKEN.is_match(sentence)
     {
-        return false;
+        return Verdict::NotRequest;
     }
-    let words = content_words(sentence);
-    // A task for an assistant shares no subject with the rest of the report.
-    words.len() >= 3 && !words.iter().any(|w| context.contains(w))
+    Verdict::NeedsContext
+}
+
+/// Whether any sentence is a request to the reader. A task for an assistant shares no
+/// subject with the rest of the report: its content words (three or more) appear in no other
+/// sentence. Word counts over the whole text are built once, only if a sentence needs them.
+fn any_request_to_reader(text: &str, hidden: bool) -> bool {
+    let sentences = sentences(text);
+    let mut totals: Option<std::collections::HashMap<String, usize>> = None;
+    for sentence in &sentences {
+        match request_to_reader(sentence, hidden) {
+            Verdict::Request => return true,
+            Verdict::NotRequest => continue,
+            Verdict::NeedsContext => {}
+        }
+        let totals = totals.get_or_insert_with(|| {
+            let mut counts = std::collections::HashMap::new();
+            for s in &sentences {
+                for word in content_words(s) {
+                    *counts.entry(word).or_insert(0usize) += 1;
+                }
+            }
+            counts
+        });
+        let words = content_words(sentence);
+        let mut own: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for word in &words {
+            *own.entry(word.as_str()).or_insert(0) += 1;
+        }
+        let shared = words.iter().any(|w| {
+            totals.get(w).copied().unwrap_or(0) > own.get(w.as_str()).copied().unwrap_or(0)
+        });
+        if words.len() >= 3 && !shared {
+            return true;
+        }
+    }
+    false
 }
 
 /// Scans normalised text. `hidden` marks text a human reader would not see.
@@ -276,18 +319,8 @@ pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
             families.insert(*family);
         }
     }
-    let sentences = sentences(text);
-    for (index, sentence) in sentences.iter().enumerate() {
-        let context: Vec<String> = sentences
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != index)
-            .flat_map(|(_, s)| content_words(s))
-            .collect();
-        if is_request_to_reader(sentence, hidden, &context) {
-            families.insert(Family::AddressedToAgent);
-            break;
-        }
+    if any_request_to_reader(text, hidden) {
+        families.insert(Family::AddressedToAgent);
     }
     if depth < 2 {
         for captures in HTML_COMMENT.captures_iter(text) {
