@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Prints the desk's benchmark figures (benchmarks are never timed tests):
 #   ledger: commands/s with 32 writers on distinct bugs, against the seed design (one JSON
-#   document per workspace written by compare-and-swap), on SQLite and on PostgreSQL.
+#   document per workspace written by compare-and-swap), on SQLite and on PostgreSQL;
+#   intake: reports/s over HTTP against raw single-row inserts, on SQLite and PostgreSQL;
+#   airlock: MB/s against a bare RegexSet pass over the shared corpus.
+# Arguments are passed to the ledger benchmark.
 # Starts PostgreSQL like the test command and uses a fresh scratch database for each run.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$R2R_ROOT"
@@ -13,10 +16,31 @@ r2r=./target/release/r2r
 log "ledger benchmark on SQLite (temporary file)"
 "$r2r" --env-file /dev/null bench ledger "$@"
 
-scratch="r2r_test_bench_$$"
 admin="$R2R_TEST_POSTGRES_URL"
-pg_url="${admin%/*}/$scratch"
-log "ledger benchmark on PostgreSQL (scratch database $scratch)"
-as_root runuser -u postgres -- psql -qAt -c "CREATE DATABASE $scratch OWNER r2r_test" >/dev/null
-trap 'as_root runuser -u postgres -- psql -qAt -c "DROP DATABASE IF EXISTS $scratch" >/dev/null' EXIT
-"$r2r" --env-file /dev/null bench ledger --database-url "$pg_url" "$@"
+scratches=()
+cleanup() {
+  for db in "${scratches[@]}"; do
+    as_root runuser -u postgres -- psql -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null
+  done
+}
+trap cleanup EXIT
+scratch_db() {
+  local name="r2r_test_bench_$$_$1"
+  as_root runuser -u postgres -- psql -qAt -c "CREATE DATABASE $name OWNER r2r_test" >/dev/null
+  scratches+=("$name")
+  scratch_url="${admin%/*}/$name"
+}
+
+scratch_db ledger
+log "ledger benchmark on PostgreSQL"
+"$r2r" --env-file /dev/null bench ledger --database-url "$scratch_url" "$@"
+
+log "intake benchmark on SQLite (temporary files)"
+RUST_LOG=warn "$r2r" --env-file /dev/null bench intake
+scratch_db intake; intake_db="$scratch_url"
+scratch_db raw; raw_db="$scratch_url"
+log "intake benchmark on PostgreSQL"
+RUST_LOG=warn "$r2r" --env-file /dev/null bench intake --database-url "$intake_db" --raw-database-url "$raw_db"
+
+log "airlock benchmark"
+"$r2r" --env-file /dev/null bench airlock --data "${R2R_SHARED_DATA:-$R2R_ROOT/../shared/data}"

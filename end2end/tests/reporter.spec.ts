@@ -56,6 +56,7 @@ test('a reporter files, confirms the test, and reopens a fix that does not work 
   const bug = (await page.getByTestId('bug-id').textContent())!.trim();
   const link = (await page.getByTestId('tracking-link').textContent())!.trim();
   expect(link).toMatch(/^\/track#[0-9a-f]{64}$/);
+  await axe(page);
   expect(page.url()).not.toContain(link.slice(7)); // the secret is not in the address bar
 
   // A second reporter of the same bug: one cluster, two links.

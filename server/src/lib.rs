@@ -15,6 +15,7 @@ pub mod demo;
 pub mod demo_drive;
 pub mod http;
 pub mod ratelimit;
+pub mod reasker;
 pub mod reporter;
 pub mod secret;
 pub mod serve;

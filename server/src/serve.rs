@@ -64,12 +64,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         "r2r listening on http://{bound} (storage: {})",
         store.backend().as_str()
     );
+    let reasker = tokio::spawn(crate::reasker::run(store.clone(), config.policy.clone()));
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown_signal())
     .await?;
+    reasker.abort();
     store.close().await;
     Ok(())
 }

@@ -659,6 +659,64 @@ async fn the_two_questions_are_answered_over_http(backend: &str) {
     assert!(store.verify_ledger().await.unwrap().is_ok());
 }
 
+async fn an_expired_question_is_asked_afresh_and_the_old_id_is_stale(backend: &str) {
+    let (url, _dir) = database(backend).await;
+    let server = start_server(&url_text(&url));
+    let client = reqwest::Client::new();
+    let (_, a) = file(
+        &client,
+        &server.base,
+        &report("Coupon makes the total negative", "A"),
+    )
+    .await;
+    let a: ReportReceipt = serde_json::from_value(a).unwrap();
+    let bug = a.bug_id.clone().unwrap();
+    let store = Store::connect(&url).await.unwrap();
+    drive(
+        &store,
+        &bug,
+        Command::StartReproduction,
+        role(Role::Reproducer),
+        None,
+    )
+    .await;
+    propose(&store, &bug, &"3".repeat(64)).await;
+    let policy = Policy::default();
+    let now = server::clock::now_ms();
+    assert_eq!(
+        server::reasker::reask_expired(&store, &policy, now)
+            .await
+            .unwrap(),
+        0,
+        "not yet"
+    );
+    let before = store.load_bug(&bug).await.unwrap().unwrap().bug.questions;
+    let later = now + domain::workflow::QUESTION_TTL_MS + 1;
+    assert_eq!(
+        server::reasker::reask_expired(&store, &policy, later)
+            .await
+            .unwrap(),
+        1
+    );
+    let after = store.load_bug(&bug).await.unwrap().unwrap().bug.questions;
+    assert_eq!(after.len(), 1);
+    assert_ne!(
+        after[0].request_id, before[0].request_id,
+        "a fresh request id"
+    );
+    assert!(after[0].expires_at > later);
+    // The old id no longer addresses an open question: acknowledged, nothing recorded.
+    let (status, outcome) = answer(
+        &client,
+        &server.base,
+        &capability_of(&a),
+        json!({"request_id": before[0].request_id, "kind": "reproduction", "yes": true}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(outcome["recorded"], false);
+}
+
 async fn the_capability_is_never_logged(backend: &str) {
     let (url, _dir) = database(backend).await;
     let server = start_server_with(&url_text(&url), &[("RUST_LOG", "trace")]);
@@ -780,6 +838,7 @@ on_both!(
     bad_input_gets_field_errors_and_stores_nothing,
     rate_limits_answer_429_with_retry_after,
     the_two_questions_are_answered_over_http,
+    an_expired_question_is_asked_afresh_and_the_old_id_is_stale,
     the_capability_is_never_logged,
     the_script_free_forms_file_and_track,
 );

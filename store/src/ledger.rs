@@ -170,6 +170,33 @@ impl Store {
         })
     }
 
+    /// Ids of the bugs in any of `states`, oldest first.
+    pub async fn bug_ids_in_states(
+        &self,
+        states: &[domain::BugState],
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ids = Vec::new();
+        for state in states {
+            let sql = "SELECT id FROM bugs WHERE state = $1 ORDER BY created_at, id";
+            let found: Vec<String> = match &self.pool {
+                Pool::Sqlite(pool) => {
+                    sqlx::query_scalar(sql)
+                        .bind(state.as_str())
+                        .fetch_all(pool)
+                        .await?
+                }
+                Pool::Postgres(pool) => {
+                    sqlx::query_scalar(sql)
+                        .bind(state.as_str())
+                        .fetch_all(pool)
+                        .await?
+                }
+            };
+            ids.extend(found);
+        }
+        Ok(ids)
+    }
+
     /// Writes a decision made on version `read_version`, only if the bug is still at it.
     pub async fn commit_decision(
         &self,
