@@ -65,8 +65,10 @@ pub enum DriveError {
     Store(#[from] store::StoreError),
 }
 
-/// Commits in this drive: a merge commit is "identical" to itself and unknown otherwise.
-struct SelfOnly;
+/// An ancestry oracle that knows only that a commit contains itself (everything else is
+/// unknown, which fails closed): enough when the deployed commit is the merge commit.
+#[derive(Debug)]
+pub struct SelfOnly;
 impl AncestryOracle for SelfOnly {
     fn relation(&self, base: &CommitSha, candidate: &CommitSha) -> Ancestry {
         if base == candidate {

@@ -19,8 +19,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use domain::airlock::{admit, screen, Admission, RawReport};
-use domain::cluster::{choose, title_terms, Candidate};
+use domain::airlock::{admit, screen, RawReport};
 use domain::workflow::{
     decide, open_bug, Actor, Bug, Command, DeploymentStatus, Evidence, Policy, QuestionKind,
 };
@@ -29,7 +28,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Instant;
-use store::{ApplyError, NewReport, OpenCluster, ReportContent, StoredReport};
+use store::{choose_cluster, ApplyError, NewReport, OpenCluster, ReportContent, StoredReport};
 
 /// The reporter side's settings and limiters, shared by every handler.
 #[derive(Debug)]
@@ -314,21 +313,7 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
         expected: form.expected,
         steps: form.steps,
     };
-    let (content, raw_sha256) = match admit(&raw) {
-        Admission::Admitted {
-            dossier,
-            raw_sha256,
-        } => (ReportContent::Admitted(dossier), raw_sha256),
-        Admission::Quarantined {
-            families,
-            raw_sha256,
-        } => (
-            ReportContent::Quarantined {
-                families: families.iter().map(|f| f.as_str().to_owned()).collect(),
-            },
-            raw_sha256,
-        ),
-    };
+    let (content, raw_sha256) = ReportContent::from_admission(admit(&raw));
     drop(raw);
     let capability = new_capability();
     let report = NewReport {
@@ -339,10 +324,7 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
         contact: form.contact,
         content,
     };
-    let title = match &report.content {
-        ReportContent::Admitted(dossier) => dossier.title.clone(),
-        ReportContent::Quarantined { .. } => String::new(),
-    };
+    let title = report.content.title().to_owned();
     let bug_id = format!("bug-{}", random_hex(5));
     let now = now_ms();
     let policy = &state.reporter.policy;
@@ -351,17 +333,7 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
         .file_report(
             &report,
             now,
-            |open: &[OpenCluster]| {
-                let candidates: Vec<Candidate> = open
-                    .iter()
-                    .map(|c| Candidate {
-                        bug_id: c.bug_id.clone(),
-                        component: c.component.clone(),
-                        terms: title_terms(&c.title),
-                    })
-                    .collect();
-                choose(&report.component, &title, &candidates).map(|(c, _)| c.bug_id.clone())
-            },
+            |open: &[OpenCluster]| choose_cluster(&report.component, &title, open),
             |bug: &Bug| {
                 decide(
                     bug,
@@ -417,6 +389,19 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
     })
 }
 
+/// Validates a report's fields and files it; a field problem is a 422.
+async fn validate_and_file(
+    state: &AppState,
+    object: &Map<String, Value>,
+) -> Result<ReportReceipt, Refused> {
+    let form = validate_report(object, &state.reporter.components).map_err(|error| Refused {
+        status: StatusCode::UNPROCESSABLE_ENTITY,
+        error,
+        retry_after: None,
+    })?;
+    file_report(state, form).await
+}
+
 fn take_token(limiter: &Limiter, client: &str) -> Result<(), Refused> {
     limiter
         .check(client, Instant::now())
@@ -468,13 +453,7 @@ pub async fn file_json(
                  and steps.",
             ));
         };
-        let form =
-            validate_report(&object, &state.reporter.components).map_err(|error| Refused {
-                status: StatusCode::UNPROCESSABLE_ENTITY,
-                error,
-                retry_after: None,
-            })?;
-        file_report(&state, form).await
+        validate_and_file(&state, &object).await
     }
     .await;
     match result {
@@ -515,13 +494,7 @@ pub async fn file_form(
             &state.reporter.intake,
             &client_of(&state.reporter, addr, &headers),
         )?;
-        let form =
-            validate_report(&object, &state.reporter.components).map_err(|error| Refused {
-                status: StatusCode::UNPROCESSABLE_ENTITY,
-                error,
-                retry_after: None,
-            })?;
-        file_report(&state, form).await
+        validate_and_file(&state, &object).await
     }
     .await;
     match outcome {

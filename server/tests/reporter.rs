@@ -8,10 +8,7 @@ mod common;
 
 use app::dto::{AnswerOutcome, ApiError, ReportReceipt, Tracking, CAPABILITY_HEADER};
 use common::{start_server, start_server_with};
-use domain::workflow::{
-    decide, Actor, Ancestry, AncestryOracle, Command, CommitSha, Evidence, Policy, Reproduction,
-    Rerun,
-};
+use domain::workflow::{decide, Actor, Command, CommitSha, Evidence, Policy, Reproduction, Rerun};
 use domain::Role;
 use serde_json::{json, Value};
 use store::{DatabaseUrl, Store};
@@ -412,20 +409,9 @@ async fn rate_limits_answer_429_with_retry_after(backend: &str) {
     assert_eq!(status, 429, "tracking reads and answers are limited too");
 }
 
-struct SameOrUnknown;
-impl AncestryOracle for SameOrUnknown {
-    fn relation(&self, base: &CommitSha, candidate: &CommitSha) -> Ancestry {
-        if base == candidate {
-            Ancestry::Identical
-        } else {
-            Ancestry::Unknown
-        }
-    }
-}
-
 /// Applies a crew or people's command directly to the ledger (what issue 5/6's services do).
 async fn drive(store: &Store, bug: &str, command: Command, actor: Actor, rerun: Option<Rerun>) {
-    let oracle = SameOrUnknown;
+    let oracle = server::demo_drive::SelfOnly;
     let now = server::clock::now_ms();
     store
         .apply(bug, now, |b| {

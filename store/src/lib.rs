@@ -16,7 +16,9 @@ pub const SCHEMA_VERSION: i64 = 3;
 
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
 pub use outbox::{ClaimedJob, LEASE_MS};
-pub use reports::{Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport};
+pub use reports::{
+    choose_cluster, Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport,
+};
 pub use url::{DatabaseUrl, DatabaseUrlError};
 
 use sqlx::postgres::{PgPool, PgPoolOptions};

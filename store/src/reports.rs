@@ -26,6 +26,50 @@ pub enum ReportContent {
     },
 }
 
+impl ReportContent {
+    /// The airlock's verdict as stored content, with the raw text's SHA-256.
+    pub fn from_admission(admission: domain::airlock::Admission) -> (ReportContent, String) {
+        use domain::airlock::Admission;
+        match admission {
+            Admission::Admitted {
+                dossier,
+                raw_sha256,
+            } => (ReportContent::Admitted(dossier), raw_sha256),
+            Admission::Quarantined {
+                families,
+                raw_sha256,
+            } => (
+                ReportContent::Quarantined {
+                    families: families.iter().map(|f| f.as_str().to_owned()).collect(),
+                },
+                raw_sha256,
+            ),
+        }
+    }
+
+    /// The redacted title clustering compares (empty when quarantined).
+    pub fn title(&self) -> &str {
+        match self {
+            ReportContent::Admitted(dossier) => &dossier.title,
+            ReportContent::Quarantined { .. } => "",
+        }
+    }
+}
+
+/// The open bug among `open` that a report titled `title` in `component` joins, by the
+/// clustering rule ([`domain::cluster::choose`]).
+pub fn choose_cluster(component: &str, title: &str, open: &[OpenCluster]) -> Option<String> {
+    let candidates: Vec<domain::cluster::Candidate> = open
+        .iter()
+        .map(|c| domain::cluster::Candidate {
+            bug_id: c.bug_id.clone(),
+            component: c.component.clone(),
+            terms: domain::cluster::title_terms(&c.title),
+        })
+        .collect();
+    domain::cluster::choose(component, title, &candidates).map(|(c, _)| c.bug_id.clone())
+}
+
 /// A report to file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewReport {

@@ -5,13 +5,12 @@
 
 mod support;
 
-use domain::airlock::{admit, Admission, RawReport};
-use domain::cluster::{choose, title_terms, Candidate};
+use domain::airlock::{admit, RawReport};
 use domain::workflow::{decide, open_bug, Actor, Command, Evidence, Policy};
 use domain::BugState;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use store::{Filed, NewReport, OpenCluster, ReportContent, Store};
+use store::{choose_cluster, Filed, NewReport, OpenCluster, ReportContent, Store};
 use support::fresh;
 
 const NOW: i64 = 1_700_000_000_000;
@@ -27,21 +26,7 @@ fn raw(component: &str, title: &str) -> RawReport {
 }
 
 fn new_report(id: &str, raw: &RawReport) -> NewReport {
-    let (content, raw_sha256) = match admit(raw) {
-        Admission::Admitted {
-            dossier,
-            raw_sha256,
-        } => (ReportContent::Admitted(dossier), raw_sha256),
-        Admission::Quarantined {
-            families,
-            raw_sha256,
-        } => (
-            ReportContent::Quarantined {
-                families: families.iter().map(|f| f.as_str().to_owned()).collect(),
-            },
-            raw_sha256,
-        ),
-    };
+    let (content, raw_sha256) = ReportContent::from_admission(admit(raw));
     NewReport {
         id: id.into(),
         capability_hash: format!("{:0>64}", id.replace('-', "")),
@@ -54,26 +39,13 @@ fn new_report(id: &str, raw: &RawReport) -> NewReport {
 
 /// Files the way the server does: cluster by title, attach through the engine, else open.
 async fn file(store: &Store, report: &NewReport, bug_id: &str) -> Filed {
-    let title = match &report.content {
-        ReportContent::Admitted(d) => d.title.clone(),
-        ReportContent::Quarantined { .. } => String::new(),
-    };
+    let title = report.content.title().to_owned();
     let component = report.component.clone();
     store
         .file_report(
             report,
             NOW,
-            |open: &[OpenCluster]| {
-                let candidates: Vec<Candidate> = open
-                    .iter()
-                    .map(|c| Candidate {
-                        bug_id: c.bug_id.clone(),
-                        component: c.component.clone(),
-                        terms: title_terms(&c.title),
-                    })
-                    .collect();
-                choose(&component, &title, &candidates).map(|(c, _)| c.bug_id.clone())
-            },
+            |open: &[OpenCluster]| choose_cluster(&component, &title, open),
             |bug| {
                 decide(
                     bug,
