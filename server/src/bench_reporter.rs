@@ -4,7 +4,6 @@
 use crate::bench::BenchError;
 use crate::http::{router, AppState};
 use crate::ratelimit::RateLimit;
-use crate::reporter::ReporterDesk;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{DatabaseUrl, NewReport, ReportContent, Store};
@@ -76,14 +75,14 @@ pub async fn intake(
     };
     config.intake.intake_rate = unlimited;
     config.intake.answer_rate = unlimited;
-    let state = AppState {
-        leptos_options: leptos::prelude::LeptosOptions::builder()
+    let state = AppState::new(
+        leptos::prelude::LeptosOptions::builder()
             .output_name("r2r")
             .build(),
-        store: store.clone(),
-        instance: "bench".to_owned(),
-        reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
-    };
+        store.clone(),
+        "bench".to_owned(),
+        &config,
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| BenchError::Writer(e.to_string()))?;

@@ -62,11 +62,39 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// The roles' bearer tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Reports the airlock set aside (metadata only: their text was never kept).
     Quarantine {
         #[command(subcommand)]
         command: QuarantineCommand,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum TokenCommand {
+    /// Replace a role's token: the old one stops working at once (running servers check the
+    /// database), the new one is written to the env file and printed once.
+    Rotate {
+        /// concierge, manager, reproducer, fixer, reviewer or recorder.
+        #[arg(long, value_parser = parse_role)]
+        role: domain::Role,
+    },
+}
+
+fn parse_role(text: &str) -> Result<domain::Role, String> {
+    domain::Role::ALL
+        .into_iter()
+        .find(|r| r.as_str() == text.trim())
+        .ok_or_else(|| {
+            format!(
+                "unknown role {text:?}; one of: {}",
+                domain::Role::ALL.map(|r| r.as_str()).join(", ")
+            )
+        })
 }
 
 #[derive(Subcommand, Debug)]
@@ -346,6 +374,29 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Quarantine { command } => quarantine(&cli.env_file, command).await,
+        Command::Token {
+            command: TokenCommand::Rotate { role },
+        } => {
+            let config = load_config(&cli.env_file, None)?;
+            let store = store::Store::connect(&config.database_url).await?;
+            store.migrate().await?;
+            let token = crate::setup::new_role_token(role);
+            store
+                .set_role_token_hash(
+                    role.as_str(),
+                    &crate::auth::hash_secret(&token),
+                    crate::clock::now_ms(),
+                    false,
+                )
+                .await?;
+            crate::setup::set_variable(&cli.env_file, role.token_variable(), &token)?;
+            println!("{}={token}", role.token_variable());
+            println!(
+                "The {role} token was replaced: the old one no longer works. The new one is in {} and shown here once.",
+                cli.env_file.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Bench {
             command: BenchCommand::Airlock { data, passes },
         } => {

@@ -52,6 +52,26 @@ pub struct Config {
     pub intake: IntakeConfig,
     /// The crew's rules.
     pub policy: domain::workflow::Policy,
+    /// Owner sessions and role tokens.
+    pub auth: AuthConfig,
+}
+
+/// Default per-client and per-email limit on sign-in attempts.
+pub const DEFAULT_LOGIN_RATE: &str = "10/15m";
+
+/// Credentials the server checks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthConfig {
+    /// Key of the CSRF tokens (`R2R_SESSION_KEY`); `None` means a random one per start.
+    pub session_key: Option<crate::secret::Secret>,
+    /// Mark the session cookie `Secure` (`R2R_SECURE_COOKIES`; on whenever the desk is served
+    /// over TLS).
+    pub secure_cookies: bool,
+    /// Sign-in attempts per client and per email (`R2R_RATE_LOGIN`).
+    pub login_rate: RateLimit,
+    /// Role tokens from `.env.local` (`R2R_<ROLE>_TOKEN`), imported at start-up when the
+    /// database has none for that role.
+    pub role_tokens: Vec<(domain::Role, crate::secret::Secret)>,
 }
 
 /// Default components a report may name.
@@ -261,6 +281,41 @@ impl Config {
         if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
             policy.allowed_components = component_list("R2R_CREW_COMPONENTS", text)?;
         }
+        let session_key = match env.get("R2R_SESSION_KEY") {
+            None => None,
+            Some(key) if key.trim().len() >= 32 => Some(crate::secret::Secret::new(key.trim())),
+            Some(_) => {
+                return Err(ConfigError::new(
+                    "R2R_SESSION_KEY",
+                    "too short: at least 32 characters (r2r setup writes 128 hex characters)",
+                ))
+            }
+        };
+        let mut role_tokens = Vec::new();
+        for role in domain::Role::ALL {
+            if let Some(token) = env.get(role.token_variable()) {
+                let token = token.trim();
+                let prefix = format!("r2r_{}_", role.as_str());
+                let valid = token.strip_prefix(&prefix).is_some_and(|secret| {
+                    secret.len() >= 32 && secret.bytes().all(|b| b.is_ascii_hexdigit())
+                });
+                if !valid {
+                    return Err(ConfigError::new(
+                        role.token_variable(),
+                        format!(
+                            "expected {prefix}<at least 32 hex characters> (r2r setup writes one)"
+                        ),
+                    ));
+                }
+                role_tokens.push((role, crate::secret::Secret::new(token)));
+            }
+        }
+        let auth = AuthConfig {
+            session_key,
+            secure_cookies: boolean(env, "R2R_SECURE_COOKIES")?,
+            login_rate: rate(env, "R2R_RATE_LOGIN", DEFAULT_LOGIN_RATE)?,
+            role_tokens,
+        };
         Ok(Config {
             database_url,
             addr,
@@ -268,6 +323,7 @@ impl Config {
             leptos_toml,
             intake,
             policy,
+            auth,
         })
     }
 }

@@ -1,5 +1,6 @@
 //! The HTTP surface: JSON API routes, the Leptos pages and static files.
 
+use crate::api;
 use crate::reporter::{self, ReporterDesk};
 use app::dto::{limits, SiteSettings};
 use app::dto::{Health, SERVICE_NAME};
@@ -30,9 +31,27 @@ pub struct AppState {
     pub instance: String,
     /// The reporter side: components, limits, policy.
     pub reporter: Arc<ReporterDesk>,
+    /// Owner sessions and sign-in limits.
+    pub auth: Arc<crate::auth::AuthDesk>,
 }
 
 impl AppState {
+    /// The state for `config`.
+    pub fn new(
+        leptos_options: LeptosOptions,
+        store: Store,
+        instance: String,
+        config: &crate::config::Config,
+    ) -> Self {
+        AppState {
+            leptos_options,
+            store,
+            instance,
+            reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
+            auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
+        }
+    }
+
     /// What the pages need from the configuration.
     pub fn site_settings(&self) -> SiteSettings {
         SiteSettings {
@@ -55,9 +74,29 @@ pub fn router(state: AppState) -> Router {
         .route("/track", post(reporter::track_form))
         .route("/track/answer", post(reporter::answer_form))
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
+    let api_routes = Router::new()
+        .route("/api/openapi.json", get(api::openapi))
+        .route("/api/v1/session", post(api::login).delete(api::logout))
+        .route("/api/v1/me", get(api::me))
+        .route("/api/v1/owners/invites", post(api::invite))
+        .route("/api/v1/owners/accept", post(api::accept_invite))
+        .route("/api/v1/bugs", get(api::list_bugs))
+        .route("/api/v1/bugs/{id}", get(api::get_bug))
+        .route(
+            "/api/v1/bugs/{id}/reproduction/start",
+            post(api::start_reproduction),
+        )
+        .route("/api/v1/bugs/{id}/{action}", post(api::bug_command))
+        .route(
+            "/api/v1/outbox/concierge/claim",
+            post(api::claim_notifications),
+        )
+        .route("/api/v1/outbox/jobs/{key}/ack", post(api::ack_notification))
+        .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     Router::new()
         .route("/api/health", get(health))
         .merge(reporter_routes)
+        .merge(api_routes)
         .leptos_routes_with_context(
             &state,
             routes,

@@ -4,6 +4,8 @@
 //! stable error code and never an internal message.
 
 pub mod airlock_cli;
+pub mod api;
+pub mod auth;
 pub mod bench;
 pub mod bench_reporter;
 pub mod build_info;

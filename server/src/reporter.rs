@@ -98,6 +98,11 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
     }
 }
 
+/// The rate-limit key of the client making a request.
+pub fn client_key_of(state: &AppState, addr: ClientAddr, headers: &HeaderMap) -> String {
+    client_of(&state.reporter, addr, headers)
+}
+
 fn client_of(desk: &ReporterDesk, addr: ClientAddr, headers: &HeaderMap) -> String {
     if desk.trust_forwarded_for {
         let forwarded = headers
@@ -122,7 +127,8 @@ pub struct Refused {
 }
 
 impl Refused {
-    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    /// A refusal with a stable code and plain words.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
         Refused {
             status,
             error: ApiError {
@@ -134,7 +140,8 @@ impl Refused {
         }
     }
 
-    fn not_found() -> Self {
+    /// The one answer for a wrong, malformed or missing capability.
+    pub fn not_found() -> Self {
         // One answer for a wrong, malformed or missing capability.
         Refused::new(
             StatusCode::NOT_FOUND,
@@ -144,7 +151,8 @@ impl Refused {
         )
     }
 
-    fn storage(error: impl std::fmt::Display) -> Self {
+    /// A storage failure (logged; the caller hears only that nothing was recorded).
+    pub fn storage(error: impl std::fmt::Display) -> Self {
         tracing::error!(%error, "reporter request: storage failed");
         Refused::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -153,7 +161,8 @@ impl Refused {
         )
     }
 
-    fn rate_limited(wait: std::time::Duration) -> Self {
+    /// Over a rate limit.
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
         let seconds = retry_after_seconds(wait);
         let mut refused = Refused::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -162,6 +171,13 @@ impl Refused {
         );
         refused.retry_after = Some(seconds);
         refused
+    }
+}
+
+impl Refused {
+    /// Per-field reasons, to add to.
+    pub fn fields_mut(&mut self) -> &mut BTreeMap<String, String> {
+        &mut self.error.fields
     }
 }
 

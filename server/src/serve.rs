@@ -20,6 +20,7 @@ pub async fn prepare(config: &Config) -> anyhow::Result<(Store, String)> {
         .await
         .with_context(|| format!("DATABASE_URL={:?}", config.database_url))?;
     store.migrate().await?;
+    crate::auth::import_role_tokens(&store, &config.auth).await?;
     let instance = store.ensure_instance(&random_id("desk"), now_ms()).await?;
     if let Some(owner) = &config.bootstrap_owner {
         let created = store
@@ -50,15 +51,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let bound = listener.local_addr()?;
-    let state = AppState {
-        leptos_options,
-        store: store.clone(),
-        instance,
-        reporter: std::sync::Arc::new(crate::reporter::ReporterDesk::new(
-            &config.intake,
-            config.policy.clone(),
-        )),
-    };
+    let state = AppState::new(leptos_options, store.clone(), instance, &config);
     // Tests and scripts read this line to learn the port.
     println!(
         "r2r listening on http://{bound} (storage: {})",

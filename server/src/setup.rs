@@ -118,9 +118,7 @@ pub fn run(path: &Path, owner_email: &str) -> Result<SetupReport, SetupError> {
         }
     };
     for role in Role::ALL {
-        want(role.token_variable(), &mut || {
-            Ok(format!("r2r_{}_{}", role.as_str(), random_hex(32)))
-        })?;
+        want(role.token_variable(), &mut || Ok(new_role_token(role)))?;
     }
     want("R2R_GITHUB_WEBHOOK_SECRET", &mut || Ok(random_hex(32)))?;
     want("R2R_SESSION_KEY", &mut || Ok(random_hex(64)))?;
@@ -153,6 +151,59 @@ pub fn run(path: &Path, owner_email: &str) -> Result<SetupReport, SetupError> {
         })?;
     }
     Ok(report)
+}
+
+/// A fresh token for `role`: `r2r_<role>_<64 hex>`.
+pub fn new_role_token(role: Role) -> String {
+    format!("r2r_{}_{}", role.as_str(), random_hex(32))
+}
+
+/// Sets one variable in an env file (replacing its line, or appending it), keeping every
+/// other line as it was; the file stays owner-only.
+pub fn set_variable(path: &Path, name: &str, value: &str) -> Result<(), SetupError> {
+    let display = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => {
+            return Err(SetupError::Io {
+                path: display,
+                source,
+            })
+        }
+    };
+    parse_env_file(&text).map_err(|(line, reason)| SetupError::Malformed {
+        path: display.clone(),
+        line,
+        reason,
+    })?;
+    let line_of = |line: &str| {
+        let bare = line.trim().strip_prefix("export ").unwrap_or(line.trim());
+        bare.split_once('=')
+            .is_some_and(|(key, _)| key.trim() == name)
+    };
+    let new_line = format!("{name}='{value}'");
+    let mut replaced = false;
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if line_of(line) {
+                replaced = true;
+                new_line.clone()
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    if !replaced {
+        lines.push(new_line);
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    write_private(path, &out).map_err(|source| SetupError::Io {
+        path: display,
+        source,
+    })
 }
 
 /// Writes the file atomically with owner-only permissions.
@@ -230,6 +281,22 @@ mod tests {
         let values = parse_env_file(&text).unwrap();
         assert_eq!(values["R2R_FIXER_TOKEN"], "custom");
         assert!(values["R2R_REVIEWER_TOKEN"].starts_with("r2r_reviewer_"));
+    }
+
+    #[test]
+    fn set_variable_replaces_one_line_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".env.local");
+        std::fs::write(&path, "# keep\nA=1\nexport R2R_FIXER_TOKEN='old'\nB=2\n").unwrap();
+        set_variable(&path, "R2R_FIXER_TOKEN", "new").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# keep\nA=1\nR2R_FIXER_TOKEN='new'\nB=2\n"
+        );
+        set_variable(&path, "C", "3").unwrap();
+        assert!(std::fs::read_to_string(&path)
+            .unwrap()
+            .ends_with("B=2\nC='3'\n"));
     }
 
     #[test]

@@ -14,17 +14,14 @@ async fn health_is_503_with_a_reason_when_the_database_is_gone() {
     let store = store::Store::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let config = server::config::Config::from_env(&Default::default(), None).unwrap();
-    let state = server::http::AppState {
-        leptos_options: leptos::prelude::LeptosOptions::builder()
+    let state = server::http::AppState::new(
+        leptos::prelude::LeptosOptions::builder()
             .output_name("r2r")
             .build(),
-        store: store.clone(),
-        instance: "desk-test".into(),
-        reporter: std::sync::Arc::new(server::reporter::ReporterDesk::new(
-            &config.intake,
-            config.policy.clone(),
-        )),
-    };
+        store.clone(),
+        "desk-test".into(),
+        &config,
+    );
     let router = server::http::router(state);
 
     let ok = router

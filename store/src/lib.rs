@@ -4,6 +4,7 @@
 
 #[macro_use]
 mod macros;
+pub mod auth;
 mod bench;
 pub mod ledger;
 pub mod outbox;
@@ -12,8 +13,9 @@ pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
+pub use auth::{InviteOutcome, OwnerAccount};
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
 pub use outbox::{ClaimedJob, LEASE_MS};
 pub use reports::{

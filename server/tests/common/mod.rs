@@ -15,11 +15,16 @@ pub fn repo_root() -> PathBuf {
 
 /// An `r2r` command with a clean configuration: no `.env.local`, no inherited R2R_* variables.
 pub fn r2r(scratch: &std::path::Path) -> Command {
+    r2r_with_env_file(&scratch.join("absent.env"))
+}
+
+/// An `r2r` command reading `env_file`, with no inherited R2R_* variables.
+pub fn r2r_with_env_file(env_file: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_r2r"));
     command
         .current_dir(repo_root())
         .arg("--env-file")
-        .arg(scratch.join("absent.env"));
+        .arg(env_file);
     for (name, _) in std::env::vars() {
         if name.starts_with("R2R_") || name == "DATABASE_URL" {
             command.env_remove(name);

@@ -1,0 +1,894 @@
+//! The versioned API's authenticated part: owner sessions and invitations, the engineering
+//! view of bugs, the commands people and the crew may send, and the concierge's outbox — and
+//! the OpenAPI document generated from the same operation table the handlers enforce.
+
+use crate::auth::{
+    authorize, csrf_token, csrf_valid, hash_secret, random_secret, Credential, Principal, Realm,
+    CSRF_HEADER, INVITE_TTL_MS, SESSION_COOKIE, SESSION_TTL_MS,
+};
+use crate::clock::now_ms;
+use crate::http::AppState;
+use crate::reporter::{ClientAddr, LimitedBody, Refused};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use domain::workflow::{decide, Actor, Command, CommitSha, Evidence};
+use domain::Role;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::time::Instant;
+use store::{ApplyError, InviteOutcome, NewOwner};
+
+/// One operation of the API: the single source for routing checks and the OpenAPI document.
+#[derive(Debug)]
+pub struct Operation {
+    /// `operationId`.
+    pub id: &'static str,
+    /// HTTP method.
+    pub method: &'static str,
+    /// Path template (`{id}` parameters).
+    pub path: &'static str,
+    /// What it does.
+    pub summary: &'static str,
+    /// Where its credentials come from.
+    pub realm: Realm,
+    /// Who may call it (empty for public operations).
+    pub accepts: &'static [Principal],
+    /// Reporter operations: the capability header, and 404 for a wrong or missing one.
+    pub reporter: bool,
+}
+
+use Principal::{Owner, Role as R};
+
+const CREW_AND_OWNERS: &[Principal] = &[
+    Owner,
+    R(Role::Manager),
+    R(Role::Reproducer),
+    R(Role::Fixer),
+    R(Role::Reviewer),
+    R(Role::Recorder),
+];
+
+/// Every operation under `/api`.
+pub const OPERATIONS: &[Operation] = &[
+    Operation {
+        id: "health",
+        method: "GET",
+        path: "/api/health",
+        summary: "Service, version, commit and storage status",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: false,
+    },
+    Operation {
+        id: "openapi",
+        method: "GET",
+        path: "/api/openapi.json",
+        summary: "This document",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: false,
+    },
+    Operation {
+        id: "components",
+        method: "GET",
+        path: "/api/v1/components",
+        summary: "Components a report may name",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: false,
+    },
+    Operation {
+        id: "fileReport",
+        method: "POST",
+        path: "/api/v1/reports",
+        summary: "File a bug report (answers with the private tracking link)",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: false,
+    },
+    Operation {
+        id: "track",
+        method: "GET",
+        path: "/api/v1/track",
+        summary: "A reporter's own report and bug (X-R2R-Capability)",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: true,
+    },
+    Operation {
+        id: "answer",
+        method: "POST",
+        path: "/api/v1/track/answer",
+        summary: "Answer one of the two questions (X-R2R-Capability)",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: true,
+    },
+    Operation {
+        id: "login",
+        method: "POST",
+        path: "/api/v1/session",
+        summary: "Sign in as an owner: sets the session cookie, returns the CSRF token",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: false,
+    },
+    Operation {
+        id: "acceptInvite",
+        method: "POST",
+        path: "/api/v1/owners/accept",
+        summary: "Create an owner account from an invitation",
+        realm: Realm::Public,
+        accepts: &[],
+        reporter: false,
+    },
+    Operation {
+        id: "logout",
+        method: "DELETE",
+        path: "/api/v1/session",
+        summary: "Sign out (ends this session)",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "me",
+        method: "GET",
+        path: "/api/v1/me",
+        summary: "Who the credential names (and an owner's CSRF token)",
+        realm: Realm::Engineering,
+        accepts: CREW_AND_OWNERS,
+        reporter: false,
+    },
+    Operation {
+        id: "invite",
+        method: "POST",
+        path: "/api/v1/owners/invites",
+        summary: "Invite another owner (a one-time link, valid 72 hours)",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "listBugs",
+        method: "GET",
+        path: "/api/v1/bugs",
+        summary: "Every bug with its state",
+        realm: Realm::Engineering,
+        accepts: CREW_AND_OWNERS,
+        reporter: false,
+    },
+    Operation {
+        id: "getBug",
+        method: "GET",
+        path: "/api/v1/bugs/{id}",
+        summary: "One bug with its reports' redacted dossiers",
+        realm: Realm::Engineering,
+        accepts: CREW_AND_OWNERS,
+        reporter: false,
+    },
+    Operation {
+        id: "triage",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/triage",
+        summary: "Record the manager's triage",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Manager)],
+        reporter: false,
+    },
+    Operation {
+        id: "startReproduction",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/reproduction/start",
+        summary: "Start writing the failing test",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Manager), R(Role::Reproducer)],
+        reporter: false,
+    },
+    Operation {
+        id: "addNote",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/notes",
+        summary: "Add an advisory note (never a decision)",
+        realm: Realm::Engineering,
+        accepts: &[
+            R(Role::Manager),
+            R(Role::Reproducer),
+            R(Role::Fixer),
+            R(Role::Reviewer),
+        ],
+        reporter: false,
+    },
+    Operation {
+        id: "approve",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/approve",
+        summary: "Approve the exact head commit of the fix",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "reopen",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/reopen",
+        summary: "Send the bug back to the start of the loop",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "claimNotifications",
+        method: "POST",
+        path: "/api/v1/outbox/concierge/claim",
+        summary: "Lease the next notifications to deliver to reporters",
+        realm: Realm::Concierge,
+        accepts: &[R(Role::Concierge)],
+        reporter: false,
+    },
+    Operation {
+        id: "ackNotification",
+        method: "POST",
+        path: "/api/v1/outbox/jobs/{key}/ack",
+        summary: "Confirm a delivered notification",
+        realm: Realm::Concierge,
+        accepts: &[R(Role::Concierge)],
+        reporter: false,
+    },
+];
+
+fn operation(id: &str) -> &'static Operation {
+    OPERATIONS
+        .iter()
+        .find(|op| op.id == id)
+        .unwrap_or(&OPERATIONS[0])
+}
+
+/// Checks the credential against operation `id`; for an owner's session on a state-changing
+/// method, also the CSRF token.
+fn guard(
+    state: &AppState,
+    credential: &Credential,
+    headers: &HeaderMap,
+    id: &str,
+) -> Result<(), Refused> {
+    let op = operation(id);
+    authorize(credential, op.realm, op.accepts)
+        .map_err(|(status, code, message)| Refused::new(status, code, message))?;
+    if let Credential::Owner { session, .. } = credential {
+        let unsafe_method = !matches!(op.method, "GET" | "HEAD" | "OPTIONS");
+        let presented = headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
+        if unsafe_method
+            && !csrf_valid(
+                state.auth.session_key.expose().as_bytes(),
+                session,
+                presented,
+            )
+        {
+            return Err(Refused::new(
+                StatusCode::FORBIDDEN,
+                "csrf",
+                "missing or wrong X-CSRF-Token: reload the page (or GET /api/v1/me) and try again",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Refused> {
+    serde_json::from_slice(body).map_err(|error| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("The body does not match this operation: {error}."),
+        )
+    })
+}
+
+fn session_cookie_header(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
+    let secure = if state.auth.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
+    HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions and invitations
+
+#[derive(Deserialize)]
+struct Login {
+    email: String,
+    password: String,
+}
+
+async fn verify_password(hash: String, password: String) -> bool {
+    tokio::task::spawn_blocking(move || {
+        use argon2::password_hash::{PasswordHash, PasswordVerifier};
+        PasswordHash::new(&hash)
+            .map(|parsed| {
+                argon2::Argon2::default()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+            })
+            .unwrap_or(false)
+    })
+    .await
+    .unwrap_or(false)
+}
+
+/// `POST /api/v1/session`.
+pub async fn login(
+    State(state): State<AppState>,
+    addr: ClientAddr,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        let login: Login = json_body(&body)?;
+        let client = crate::reporter::client_key_of(&state, addr, &headers);
+        let now = Instant::now();
+        state
+            .auth
+            .login_limiter
+            .check(&format!("ip:{client}"), now)
+            .and_then(|()| {
+                state
+                    .auth
+                    .login_limiter
+                    .check(&format!("email:{}", login.email.to_lowercase()), now)
+            })
+            .map_err(Refused::rate_limited)?;
+        let account = state
+            .store
+            .owner_by_email(login.email.trim())
+            .await
+            .map_err(Refused::storage)?;
+        // Verify against a real hash even for an unknown email, so timing says nothing.
+        let hash = account.as_ref().map_or_else(
+            || state.auth.dummy_password_hash.clone(),
+            |a| a.password_hash.clone(),
+        );
+        let ok = verify_password(hash, login.password).await && account.is_some();
+        let Some(account) = account.filter(|_| ok) else {
+            tracing::info!("login refused");
+            return Err(Refused::new(
+                StatusCode::UNAUTHORIZED,
+                "bad_credentials",
+                "That email and password do not match an owner account.",
+            ));
+        };
+        let session = random_secret(32);
+        let now = now_ms();
+        state
+            .store
+            .create_session(
+                &hash_secret(&session),
+                &account.id,
+                now,
+                now + SESSION_TTL_MS,
+            )
+            .await
+            .map_err(Refused::storage)?;
+        tracing::info!(owner = %account.id, "owner signed in");
+        let csrf = csrf_token(state.auth.session_key.expose().as_bytes(), &session);
+        let mut response = (
+            StatusCode::CREATED,
+            Json(json!({"owner": {"id": account.id, "email": account.email}, "csrf_token": csrf})),
+        )
+            .into_response();
+        response.headers_mut().insert(
+            header::SET_COOKIE,
+            session_cookie_header(&state, &session, SESSION_TTL_MS / 1000),
+        );
+        Ok(response)
+    }
+    .await;
+    no_store(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// `DELETE /api/v1/session`.
+pub async fn logout(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "logout")?;
+        if let Credential::Owner { session, account } = &credential {
+            state
+                .store
+                .delete_session(&hash_secret(session))
+                .await
+                .map_err(Refused::storage)?;
+            tracing::info!(owner = %account.id, "owner signed out");
+        }
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        response
+            .headers_mut()
+            .insert(header::SET_COOKIE, session_cookie_header(&state, "", 0));
+        Ok::<_, Refused>(response)
+    }
+    .await;
+    no_store(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+/// `GET /api/v1/me`.
+pub async fn me(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "me")?;
+        Ok::<_, Refused>(match &credential {
+            Credential::Owner { account, session } => Json(json!({
+                "kind": "owner",
+                "id": account.id,
+                "email": account.email,
+                "csrf_token": csrf_token(state.auth.session_key.expose().as_bytes(), session),
+            })),
+            Credential::Role(role) => Json(json!({"kind": "role", "role": role.as_str()})),
+            _ => Json(json!({})),
+        })
+    }
+    .await;
+    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+}
+
+/// `POST /api/v1/owners/invites`.
+pub async fn invite(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "invite")?;
+        let Credential::Owner { account, .. } = &credential else {
+            return Err(Refused::new(StatusCode::FORBIDDEN, "forbidden", "owners only"));
+        };
+        let token = random_secret(32);
+        let now = now_ms();
+        state
+            .store
+            .create_invite(&hash_secret(&token), &account.id, now, now + INVITE_TTL_MS)
+            .await
+            .map_err(Refused::storage)?;
+        tracing::info!(owner = %account.id, "owner invitation created");
+        Ok((
+            StatusCode::CREATED,
+            Json(json!({"invite_link": format!("/invite#{token}"), "expires_at": now + INVITE_TTL_MS})),
+        )
+            .into_response())
+    }
+    .await;
+    no_store(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+#[derive(Deserialize)]
+struct Accept {
+    token: String,
+    email: String,
+    password: String,
+}
+
+/// Shortest owner password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+
+/// `POST /api/v1/owners/accept`.
+pub async fn accept_invite(
+    State(state): State<AppState>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        let accept: Accept = json_body(&body)?;
+        let mut fields = std::collections::BTreeMap::new();
+        if !crate::config::looks_like_email(accept.email.trim()) {
+            fields.insert("email".to_owned(), "expected an email address".to_owned());
+        }
+        if accept.password.chars().count() < MIN_PASSWORD_CHARS {
+            fields.insert(
+                "password".to_owned(),
+                format!("at least {MIN_PASSWORD_CHARS} characters"),
+            );
+        }
+        if !fields.is_empty() {
+            let mut refused = Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_account",
+                "The account was not created.",
+            );
+            refused.fields_mut().extend(fields);
+            return Err(refused);
+        }
+        let password = accept.password.clone();
+        let hash = tokio::task::spawn_blocking(move || crate::setup::hash_password(&password))
+            .await
+            .map_err(Refused::storage)?
+            .map_err(Refused::storage)?;
+        let owner = NewOwner {
+            id: format!("owner-{}", random_secret(12)),
+            email: accept.email.trim().to_owned(),
+            password_hash: hash,
+        };
+        let outcome = state
+            .store
+            .accept_invite(&hash_secret(accept.token.trim()), &owner, now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        match outcome {
+            InviteOutcome::Created => {
+                tracing::info!(owner = %owner.id, "owner account created from an invitation");
+                Ok((
+                    StatusCode::CREATED,
+                    Json(json!({"id": owner.id, "email": owner.email})),
+                )
+                    .into_response())
+            }
+            InviteOutcome::Unknown => Err(Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_invite",
+                "This invitation does not exist or has expired.",
+            )),
+            InviteOutcome::Used => Err(Refused::new(
+                StatusCode::CONFLICT,
+                "invite_used",
+                "This invitation was already used.",
+            )),
+            InviteOutcome::EmailTaken => Err(Refused::new(
+                StatusCode::CONFLICT,
+                "email_taken",
+                "An owner with this email exists.",
+            )),
+        }
+    }
+    .await;
+    no_store(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bugs
+
+/// `GET /api/v1/bugs`.
+pub async fn list_bugs(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "listBugs")?;
+        let mut bugs = Vec::new();
+        for id in state.store.bug_ids().await.map_err(Refused::storage)? {
+            if let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? {
+                let bug = stored.bug;
+                bugs.push(json!({
+                    "id": bug.id, "component": bug.component, "state": bug.state.as_str(),
+                    "version": bug.version, "reports": bug.reports.len(),
+                }));
+            }
+        }
+        Ok::<_, Refused>(Json(json!({"bugs": bugs})))
+    }
+    .await;
+    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+}
+
+/// `GET /api/v1/bugs/{id}`.
+pub async fn get_bug(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getBug")?;
+        let stored = state
+            .store
+            .load_bug(&id)
+            .await
+            .map_err(Refused::storage)?
+            .ok_or_else(|| Refused::new(StatusCode::NOT_FOUND, "unknown_bug", format!("No bug {id}.")))?;
+        let reports: Vec<Value> = state
+            .store
+            .reports_of_bug(&id)
+            .await
+            .map_err(Refused::storage)?
+            .into_iter()
+            .map(|r| json!({"id": r.id, "filed_at": r.created_at, "dossier": r.dossier, "repeat_of": r.repeat_of}))
+            .collect();
+        Ok::<_, Refused>(Json(json!({"bug": stored.bug, "reports": reports, "events": stored.event_count})))
+    }
+    .await;
+    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+}
+
+fn actor_of(credential: &Credential) -> Actor {
+    match credential {
+        Credential::Owner { account, .. } => Actor::Owner {
+            id: account.email.clone(),
+        },
+        Credential::Role(role) => Actor::Role { role: *role },
+        _ => Actor::Anonymous,
+    }
+}
+
+async fn run_command(
+    state: &AppState,
+    bug: &str,
+    command: Command,
+    actor: &Actor,
+) -> Result<Response, Refused> {
+    let now = now_ms();
+    let policy = &state.reporter.policy;
+    match state
+        .store
+        .apply(bug, now, |b| {
+            decide(b, &command, actor, &Evidence::default(), policy, now)
+        })
+        .await
+    {
+        Ok(applied) => Ok(Json(json!({
+            "recorded": applied.changed,
+            "state": applied.bug.state.as_str(),
+            "version": applied.bug.version,
+        }))
+        .into_response()),
+        Err(ApplyError::Refused(refusal)) => Err(Refused::new(
+            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
+            &refusal.code,
+            refusal.message,
+        )),
+        Err(ApplyError::NotFound(id)) => Err(Refused::new(
+            StatusCode::NOT_FOUND,
+            "unknown_bug",
+            format!("No bug {id}."),
+        )),
+        Err(error) => Err(Refused::storage(error)),
+    }
+}
+
+#[derive(Deserialize)]
+struct NoteBody {
+    note: String,
+}
+
+#[derive(Deserialize)]
+struct ApproveBody {
+    head: String,
+}
+
+#[derive(Deserialize)]
+struct ReopenBody {
+    reason: String,
+}
+
+/// `POST /api/v1/bugs/{id}/{command}` for the commands in [`OPERATIONS`].
+pub async fn bug_command(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path((id, action)): Path<(String, String)>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let op_id = match action.as_str() {
+        "triage" => "triage",
+        "notes" => "addNote",
+        "approve" => "approve",
+        "reopen" => "reopen",
+        _ => {
+            return Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_operation",
+                "No such operation.",
+            )
+            .into_response()
+        }
+    };
+    bug_operation(state, credential, headers, id, op_id, body).await
+}
+
+/// `POST /api/v1/bugs/{id}/reproduction/start`.
+pub async fn start_reproduction(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    bug_operation(
+        state,
+        credential,
+        headers,
+        id,
+        "startReproduction",
+        Default::default(),
+    )
+    .await
+}
+
+async fn bug_operation(
+    state: AppState,
+    credential: Credential,
+    headers: HeaderMap,
+    id: String,
+    op_id: &str,
+    body: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, op_id)?;
+        let command = match op_id {
+            "triage" => {
+                let note: NoteBody = json_body(&body)?;
+                Command::RecordTriage { note: note.note }
+            }
+            "addNote" => {
+                let note: NoteBody = json_body(&body)?;
+                Command::AddNote { note: note.note }
+            }
+            "approve" => {
+                let approve: ApproveBody = json_body(&body)?;
+                let head = CommitSha::parse(&approve.head).map_err(|e| {
+                    Refused::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_head",
+                        e.to_string(),
+                    )
+                })?;
+                Command::Approve { head }
+            }
+            "reopen" => {
+                let reopen: ReopenBody = json_body(&body)?;
+                Command::OwnerReopen {
+                    reason: reopen.reason,
+                }
+            }
+            _ => Command::StartReproduction,
+        };
+        run_command(&state, &id, command, &actor_of(&credential)).await
+    }
+    .await;
+    no_store(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The concierge's outbox
+
+/// `POST /api/v1/outbox/concierge/claim`.
+pub async fn claim_notifications(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "claimNotifications")?;
+        let jobs = state
+            .store
+            .claim_jobs("concierge", 20, now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        let jobs: Vec<Value> = jobs
+            .into_iter()
+            .map(|j| json!({"key": j.key, "kind": j.kind, "payload": j.payload, "attempts": j.attempts, "lease_id": j.lease_id, "leased_until": j.leased_until}))
+            .collect();
+        Ok::<_, Refused>(Json(json!({"jobs": jobs})))
+    }
+    .await;
+    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+}
+
+#[derive(Deserialize)]
+struct AckBody {
+    lease_id: String,
+}
+
+/// `POST /api/v1/outbox/jobs/{key}/ack`.
+pub async fn ack_notification(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(key): Path<String>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "ackNotification")?;
+        let ack: AckBody = json_body(&body)?;
+        let done = state
+            .store
+            .ack_job(&key, &ack.lease_id, now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        if done {
+            Ok(StatusCode::NO_CONTENT.into_response())
+        } else {
+            Err(Refused::new(
+                StatusCode::CONFLICT,
+                "lease_lost",
+                "No live lease with that id on this job.",
+            ))
+        }
+    }
+    .await;
+    no_store(result.unwrap_or_else(IntoResponse::into_response))
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenAPI
+
+/// The OpenAPI 3.1 document: every operation with the credentials it accepts as `security`
+/// (none for public ones) and its realm as `x-r2r-realm`.
+pub fn openapi_document() -> Value {
+    let mut paths = serde_json::Map::new();
+    for op in OPERATIONS {
+        let security: Vec<Value> = if op.reporter {
+            vec![json!({"reporterCapability": []})]
+        } else {
+            op.accepts
+                .iter()
+                .map(|p| match p {
+                    Principal::Owner => json!({"ownerSession": []}),
+                    Principal::Role(role) => json!({"roleToken": [role.as_str()]}),
+                })
+                .collect()
+        };
+        let parameters: Vec<Value> = op
+            .path
+            .split('/')
+            .filter_map(|part| part.strip_prefix('{').and_then(|p| p.strip_suffix('}')))
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .collect();
+        let mut operation = json!({
+            "operationId": op.id,
+            "summary": op.summary,
+            "security": security,
+            "x-r2r-realm": if op.reporter { "reporter" } else { op.realm.as_str() },
+            "responses": {
+                "200": {"description": "Done"},
+                "401": {"description": "No credential for this part of the desk"},
+                "403": {"description": "A valid credential without this power (or a missing CSRF token)"},
+            },
+        });
+        if !parameters.is_empty() {
+            operation["parameters"] = Value::Array(parameters);
+        }
+        if op.method != "GET" {
+            operation["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object"}}}});
+        }
+        let entry = paths.entry(op.path.to_owned()).or_insert_with(|| json!({}));
+        entry[op.method.to_lowercase()] = operation;
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "Reporter-to-Release", "version": crate::build_info::VERSION},
+        "paths": paths,
+        "components": {"securitySchemes": {
+            "ownerSession": {"type": "apiKey", "in": "cookie", "name": SESSION_COOKIE,
+                "description": "An owner's session; state-changing calls also need the X-CSRF-Token header"},
+            "roleToken": {"type": "http", "scheme": "bearer",
+                "description": "A role's token r2r_<role>_<hex>; the security entry lists the roles"},
+            "reporterCapability": {"type": "apiKey", "in": "header", "name": app::dto::CAPABILITY_HEADER,
+                "description": "The secret from the reporter's private link (#fragment)"},
+        }},
+    })
+}
+
+/// `GET /api/openapi.json`.
+pub async fn openapi() -> Json<Value> {
+    Json(openapi_document())
+}
+
+/// The method of an operation, for routing tables.
+pub fn method_of(op: &Operation) -> Method {
+    Method::from_bytes(op.method.as_bytes()).unwrap_or(Method::GET)
+}
