@@ -26,24 +26,27 @@ pub struct IntakeBench {
 }
 
 const WORDS: [&str; 24] = [
-    "coupon", "cart", "price", "checkout", "invoice", "search", "login", "image", "filter",
-    "shipping", "address", "receipt", "refund", "currency", "stock", "review", "wishlist",
-    "banner", "footer", "sitemap", "session", "language", "font", "tooltip",
+    "coupon", "cart", "invoice", "search", "login", "image", "filter", "shipping", "address",
+    "receipt", "refund", "currency", "stock", "review", "wishlist", "banner", "footer", "sitemap",
+    "session", "language", "font", "tooltip", "avatar", "calendar",
 ];
 
-/// A report; every third repeats the previous one's subject in other words (so it joins),
-/// the others name a subject of their own (so they open bugs).
+/// A report. Titles are four words that encode the subject, so two different subjects share
+/// at most two of four terms (Dice 0.5, below the 0.55 join threshold); every third report
+/// repeats the previous subject in another order (Dice 0.89: it joins).
 fn report_json(n: usize) -> serde_json::Value {
     let base = if n % 3 == 2 { n - 1 } else { n };
-    let (a, b, c) = (
-        WORDS[base % 24],
-        WORDS[(base * 5 + 7) % 24],
-        WORDS[(base * 11 + 13) % 24],
+    let (low, high) = (base % 24, base / 24);
+    let (a, b, c, d) = (
+        WORDS[low],
+        WORDS[high % 24],
+        WORDS[(high / 24) % 24],
+        WORDS[(low + 5 * high + 3) % 24],
     );
     let title = if n % 3 == 2 {
-        format!("{c} {b} {a} broken again (order {base})")
+        format!("{d} {c} {b} {a} again")
     } else {
-        format!("The {a} {b} {c} is broken for order {base}")
+        format!("{a} {b} {c} {d}")
     };
     serde_json::json!({
         "component": "shoplite",

@@ -54,6 +54,8 @@ pub struct Config {
     pub policy: domain::workflow::Policy,
     /// Owner sessions and role tokens.
     pub auth: AuthConfig,
+    /// GitHub webhooks and REST API.
+    pub github: crate::github::GitHubConfig,
 }
 
 /// Default per-client and per-email limit on sign-in attempts.
@@ -316,6 +318,53 @@ impl Config {
             login_rate: rate(env, "R2R_RATE_LOGIN", DEFAULT_LOGIN_RATE)?,
             role_tokens,
         };
+        let mut repositories = Vec::new();
+        if let Some(list) = env.get("R2R_GITHUB_REPOSITORIES") {
+            for item in list.split(',') {
+                let item = item.trim();
+                let valid = item.split_once('/').is_some_and(|(owner, name)| {
+                    !owner.is_empty()
+                        && !name.is_empty()
+                        && !name.contains('/')
+                        && item
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
+                });
+                if !valid {
+                    return Err(ConfigError::new(
+                        "R2R_GITHUB_REPOSITORIES",
+                        format!("expected comma-separated owner/name pairs, got {item:?}"),
+                    ));
+                }
+                repositories.push(item.to_owned());
+            }
+        }
+        let api_url = env
+            .get("R2R_GITHUB_API_URL")
+            .unwrap_or("https://api.github.com")
+            .trim()
+            .to_owned();
+        if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+            return Err(ConfigError::new(
+                "R2R_GITHUB_API_URL",
+                format!("expected an http(s) URL such as https://api.github.com, got {api_url:?}"),
+            ));
+        }
+        let github = crate::github::GitHubConfig {
+            webhook_secret: env
+                .get("R2R_GITHUB_WEBHOOK_SECRET")
+                .map(|s| crate::secret::Secret::new(s.trim())),
+            repositories,
+            api_url,
+            token: env
+                .get("R2R_GITHUB_TOKEN")
+                .map(|s| crate::secret::Secret::new(s.trim())),
+            production_environment: env
+                .get("R2R_PRODUCTION_ENVIRONMENT")
+                .unwrap_or("production")
+                .trim()
+                .to_owned(),
+        };
         Ok(Config {
             database_url,
             addr,
@@ -324,6 +373,7 @@ impl Config {
             intake,
             policy,
             auth,
+            github,
         })
     }
 }

@@ -33,6 +33,8 @@ pub struct AppState {
     pub reporter: Arc<ReporterDesk>,
     /// Owner sessions and sign-in limits.
     pub auth: Arc<crate::auth::AuthDesk>,
+    /// GitHub settings.
+    pub github: Arc<crate::github::GitHubConfig>,
 }
 
 impl AppState {
@@ -49,6 +51,7 @@ impl AppState {
             instance,
             reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
             auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
+            github: Arc::new(config.github.clone()),
         }
     }
 
@@ -93,8 +96,12 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/v1/outbox/jobs/{key}/ack", post(api::ack_notification))
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
+    let webhook_routes = Router::new()
+        .route("/webhooks/github", post(crate::github::webhook))
+        .layer(DefaultBodyLimit::max(crate::github::MAX_WEBHOOK_BYTES));
     Router::new()
         .route("/api/health", get(health))
+        .merge(webhook_routes)
         .merge(reporter_routes)
         .merge(api_routes)
         .leptos_routes_with_context(

@@ -58,6 +58,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         store.backend().as_str()
     );
     let reasker = tokio::spawn(crate::reasker::run(store.clone(), config.policy.clone()));
+    let github_worker = tokio::spawn(crate::github::run_worker(
+        store.clone(),
+        config.github.clone(),
+        config.policy.clone(),
+    ));
     axum::serve(
         listener,
         router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
@@ -65,6 +70,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     .with_graceful_shutdown(shutdown_signal())
     .await?;
     reasker.abort();
+    github_worker.abort();
     store.close().await;
     Ok(())
 }

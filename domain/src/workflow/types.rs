@@ -606,6 +606,8 @@ pub enum Consumer {
     Concierge,
     /// The crew manager.
     Manager,
+    /// The forge worker (signed GitHub events waiting to be applied).
+    Forge,
 }
 
 impl Consumer {
@@ -614,6 +616,7 @@ impl Consumer {
         match self {
             Consumer::Concierge => "concierge",
             Consumer::Manager => "manager",
+            Consumer::Forge => "forge",
         }
     }
 }

@@ -1,0 +1,545 @@
+//! Signed GitHub webhooks against the real binary, with GitHub's own example payloads
+//! (npm `@octokit/webhooks-examples`, ids and SHAs adapted) and the REST client talking to a
+//! protocol-level double of the API on 127.0.0.1.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use domain::workflow::{decide, Actor, Command, CommitSha, Evidence, Policy, Reproduction, Rerun};
+use domain::{BugState, Role};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use store::Store;
+
+const SECRET: &str = "webhook-test-secret";
+const REPO: &str = "octo-org/shop";
+
+fn examples() -> Vec<Value> {
+    let path = common::repo_root()
+        .join("end2end/node_modules/@octokit/webhooks-examples/api.github.com/index.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run the README's test command (it installs end2end's npm packages)",
+            path.display()
+        )
+    });
+    serde_json::from_str(&text).unwrap()
+}
+
+/// GitHub's example for `event`/`action`, with `edits` (JSON pointer → value) applied.
+fn example(all: &[Value], event: &str, action: &str, edits: &[(&str, Value)]) -> Value {
+    let mut payload = all
+        .iter()
+        .find(|e| e["name"] == event)
+        .and_then(|e| {
+            e["examples"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["action"] == action)
+        })
+        .unwrap_or_else(|| panic!("no example {event}/{action}"))
+        .clone();
+    *payload.pointer_mut("/repository/full_name").unwrap() = json!(REPO);
+    for (pointer, value) in edits {
+        *payload
+            .pointer_mut(pointer)
+            .unwrap_or_else(|| panic!("{event}/{action} has no {pointer}")) = value.clone();
+    }
+    payload
+}
+
+fn sign(body: &[u8]) -> String {
+    server::github::signature(SECRET.as_bytes(), body)
+}
+
+async fn deliver(
+    base: &str,
+    event: &str,
+    delivery: &str,
+    payload: &Value,
+    signature: Option<String>,
+) -> (u16, Value) {
+    let body = serde_json::to_vec(payload).unwrap();
+    let signature = signature.unwrap_or_else(|| sign(&body));
+    let response = reqwest::Client::new()
+        .post(format!("{base}/webhooks/github"))
+        .header("x-github-event", event)
+        .header("x-github-delivery", delivery)
+        .header("x-hub-signature-256", signature)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The GitHub API double: compare results and CODEOWNERS files, and the requests it saw.
+#[derive(Clone, Default)]
+struct Double {
+    compare: Arc<Mutex<HashMap<String, String>>>,
+    codeowners: Arc<Mutex<Option<String>>>,
+    authorized: Arc<Mutex<Vec<bool>>>,
+}
+
+async fn compare(
+    State(double): State<Double>,
+    headers: HeaderMap,
+    Path((_o, _r, spec)): Path<(String, String, String)>,
+) -> impl IntoResponse {
+    double.authorized.lock().unwrap().push(
+        headers
+            .get("authorization")
+            .is_some_and(|v| v == "Bearer ghs_test_token"),
+    );
+    match double.compare.lock().unwrap().get(&spec) {
+        Some(status) => (
+            StatusCode::OK,
+            Json(json!({"status": status, "ahead_by": 1, "behind_by": 0})),
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response(),
+    }
+}
+
+async fn contents(
+    State(double): State<Double>,
+    Path((_o, _r, path)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> impl IntoResponse {
+    assert!(query.contains_key("ref"), "CODEOWNERS is read at a commit");
+    match (path.as_str(), double.codeowners.lock().unwrap().clone()) {
+        (".github/CODEOWNERS", Some(text)) => (StatusCode::OK, text).into_response(),
+        _ => (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response(),
+    }
+}
+
+async fn start_double() -> (String, Double) {
+    let double = Double::default();
+    let app = Router::new()
+        .route("/repos/{o}/{r}/compare/{spec}", get(compare))
+        .route("/repos/{o}/{r}/contents/{*path}", get(contents))
+        .with_state(double.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, double)
+}
+
+fn sha(c: char) -> String {
+    c.to_string().repeat(40)
+}
+
+async fn step(store: &Store, bug: &str, command: Command, actor: Actor, rerun: Option<Rerun>) {
+    let now = server::clock::now_ms();
+    store
+        .apply(bug, now, |b| {
+            let evidence = Evidence {
+                rerun,
+                ..Evidence::default()
+            };
+            decide(b, &command, &actor, &evidence, &Policy::default(), now)
+        })
+        .await
+        .unwrap();
+}
+
+/// Files a report over HTTP and brings its bug to review with PR `number` at `head`.
+async fn bug_in_review(
+    base: &str,
+    store: &Store,
+    title: &str,
+    number: u64,
+    head: &str,
+    paths: &[&str],
+) -> (String, String) {
+    let client = reqwest::Client::new();
+    let filed: Value = client
+        .post(format!("{base}/api/v1/reports"))
+        .json(&json!({"component": "shoplite", "title": title, "what_happened": "x", "expected": "", "steps": ""}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let reproducer = Actor::Role {
+        role: Role::Reproducer,
+    };
+    step(
+        store,
+        &bug,
+        Command::StartReproduction,
+        reproducer.clone(),
+        None,
+    )
+    .await;
+    let reproduction = Reproduction {
+        id: format!("run-{number}"),
+        test_path: "shoplite/regressions/coupon_save300.rs".into(),
+        test_sha256: format!("{number:064x}"),
+        assertion: "payable < 0".into(),
+    };
+    step(
+        store,
+        &bug,
+        Command::ProposeReproduction { reproduction },
+        reproducer,
+        Some(Rerun::Reproduced),
+    )
+    .await;
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let request_id = tracking["question"]["request_id"].as_str().unwrap();
+    let answered = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": request_id, "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let fixer = Actor::Role { role: Role::Fixer };
+    step(store, &bug, Command::StartFix, fixer.clone(), None).await;
+    step(
+        store,
+        &bug,
+        Command::SubmitFix {
+            number,
+            head: CommitSha::parse(head).unwrap(),
+            changed_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+        },
+        fixer,
+        None,
+    )
+    .await;
+    (bug, capability)
+}
+
+/// Waits until the worker has applied queued events and the bug reaches `state` (or fails).
+async fn wait_for(store: &Store, bug: &str, state: BugState) -> domain::workflow::Bug {
+    for _ in 0..100 {
+        let current = store.load_bug(bug).await.unwrap().unwrap().bug;
+        if current.state == state {
+            return current;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "bug {bug} never reached {state:?}: {:?}",
+        store.load_bug(bug).await.unwrap().unwrap().bug.state
+    );
+}
+
+/// Lets the worker drain the queue, then returns the bug.
+async fn settled(store: &Store, bug: &str) -> domain::workflow::Bug {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    store.load_bug(bug).await.unwrap().unwrap().bug
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_events_drive_review_merge_and_release_and_bad_ones_change_nothing() {
+    let all = examples();
+    let (api, double) = start_double().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+            ("R2R_GITHUB_REPOSITORIES", REPO),
+            ("R2R_GITHUB_API_URL", &api),
+            ("R2R_GITHUB_TOKEN", "ghs_test_token"),
+            ("R2R_RATE_INTAKE", "100/60s"),
+        ],
+    );
+    let base = &server.base;
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let (h1, h2, merge) = (sha('1'), sha('2'), sha('3'));
+    let (bug, _) = bug_in_review(
+        base,
+        &store,
+        "SAVE300 total negative",
+        2,
+        &h1,
+        &["shoplite/src/lib.rs"],
+    )
+    .await;
+
+    let approve = |head: &str, login: &str, kind: &str| {
+        example(
+            &all,
+            "pull_request_review",
+            "submitted",
+            &[
+                ("/review/state", json!("approved")),
+                ("/review/commit_id", json!(head)),
+                ("/review/user/login", json!(login)),
+                ("/review/user/type", json!(kind)),
+                ("/pull_request/number", json!(2)),
+            ],
+        )
+    };
+
+    // A forged signature and a foreign repository are refused before anything is queued.
+    let (status, _) = deliver(
+        base,
+        "pull_request_review",
+        "d-forged",
+        &approve(&h1, "alice", "User"),
+        Some("sha256=".to_owned() + &"0".repeat(64)),
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (status, _) = deliver(
+        base,
+        "pull_request_review",
+        "d-unsigned",
+        &approve(&h1, "alice", "User"),
+        Some(String::new()),
+    )
+    .await;
+    assert_eq!(status, 401);
+    let mut foreign = approve(&h1, "alice", "User");
+    *foreign.pointer_mut("/repository/full_name").unwrap() = json!("someone/else");
+    let (status, _) = deliver(base, "pull_request_review", "d-foreign", &foreign, None).await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        settled(&store, &bug).await.state,
+        BugState::InReview,
+        "nothing recorded"
+    );
+
+    // A real approval of the exact head; its replay is acknowledged and ignored.
+    let (status, body) = deliver(
+        base,
+        "pull_request_review",
+        "d-approve-1",
+        &approve(&h1, "alice", "User"),
+        None,
+    )
+    .await;
+    assert_eq!((status, body["replay"].clone()), (202, json!(false)));
+    let approved = wait_for(&store, &bug, BugState::Approved).await;
+    assert_eq!(approved.approvals.len(), 1);
+    let (status, body) = deliver(
+        base,
+        "pull_request_review",
+        "d-approve-1",
+        &approve(&h1, "alice", "User"),
+        None,
+    )
+    .await;
+    assert_eq!((status, body["replay"].clone()), (202, json!(true)));
+
+    // A push after the approval clears it.
+    let push = example(
+        &all,
+        "pull_request",
+        "synchronize",
+        &[
+            ("/pull_request/number", json!(2)),
+            ("/pull_request/head/sha", json!(h2)),
+        ],
+    );
+    deliver(base, "pull_request", "d-push", &push, None).await;
+    let pushed = wait_for(&store, &bug, BugState::InReview).await;
+    assert!(pushed.approvals.is_empty());
+    assert_eq!(pushed.pull_request.as_ref().unwrap().head.as_str(), h2);
+
+    // A merge of the old head is refused (the bug is back in review).
+    let merged = |head: &str, by: &str, kind: &str| {
+        example(
+            &all,
+            "pull_request",
+            "closed",
+            &[
+                ("/pull_request/number", json!(2)),
+                ("/pull_request/merged", json!(true)),
+                ("/pull_request/head/sha", json!(head)),
+                ("/pull_request/merge_commit_sha", json!(merge)),
+                (
+                    "/pull_request/merged_by",
+                    json!({"login": by, "type": kind, "id": 7}),
+                ),
+            ],
+        )
+    };
+    deliver(
+        base,
+        "pull_request",
+        "d-merge-stale",
+        &merged(&h1, "bob", "User"),
+        None,
+    )
+    .await;
+    assert_eq!(settled(&store, &bug).await.state, BugState::InReview);
+    deliver(
+        base,
+        "pull_request_review",
+        "d-approve-2",
+        &approve(&h2, "alice", "User"),
+        None,
+    )
+    .await;
+    wait_for(&store, &bug, BugState::Approved).await;
+
+    // A bot's merge is refused.
+    deliver(
+        base,
+        "pull_request",
+        "d-merge-bot",
+        &merged(&h2, "dependabot[bot]", "Bot"),
+        None,
+    )
+    .await;
+    assert_eq!(settled(&store, &bug).await.state, BugState::Approved);
+
+    // The recorder's deployment arrives before the merge: kept, then reconciled at the merge.
+    double
+        .compare
+        .lock()
+        .unwrap()
+        .insert(format!("{merge}...{merge}"), "identical".into());
+    let deployment = example(
+        &all,
+        "deployment_status",
+        "created",
+        &[
+            ("/deployment_status/state", json!("success")),
+            ("/deployment/task", json!("verify:production")),
+            ("/deployment/environment", json!("production")),
+            ("/deployment/sha", json!(merge)),
+            ("/deployment/id", json!(4242)),
+        ],
+    );
+    deliver(base, "deployment_status", "d-deploy", &deployment, None).await;
+    let kept = settled(&store, &bug).await;
+    assert_eq!(kept.state, BugState::Approved);
+    assert_eq!(kept.deployments.len(), 1, "kept until the merge");
+    deliver(
+        base,
+        "pull_request",
+        "d-merge",
+        &merged(&h2, "bob", "User"),
+        None,
+    )
+    .await;
+    let deployed = wait_for(&store, &bug, BugState::Deployed).await;
+    assert_eq!(deployed.merge.as_ref().unwrap().merger.id, "bob");
+    assert!(deployed
+        .questions
+        .iter()
+        .any(|q| q.kind == domain::workflow::QuestionKind::Fix));
+    assert!(
+        double.authorized.lock().unwrap().iter().all(|ok| *ok),
+        "the client sent its token"
+    );
+    assert!(
+        !double.authorized.lock().unwrap().is_empty(),
+        "the client asked the forge"
+    );
+    assert!(store.verify_ledger().await.unwrap().is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_that_head() {
+    let all = examples();
+    let (api, double) = start_double().await;
+    *double.codeowners.lock().unwrap() = Some("* @alice\nsrc/auth/ @carol\n".to_owned());
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+            ("R2R_GITHUB_REPOSITORIES", REPO),
+            ("R2R_GITHUB_API_URL", &api),
+            ("R2R_CREW_COMPONENTS", "shoplite"),
+        ],
+    );
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let head = sha('a');
+    let (bug, _) = bug_in_review(
+        &server.base,
+        &store,
+        "Login token leaks",
+        9,
+        &head,
+        &["src/auth/token.rs"],
+    )
+    .await;
+    let approve = |login: &str| {
+        example(
+            &all,
+            "pull_request_review",
+            "submitted",
+            &[
+                ("/review/state", json!("approved")),
+                ("/review/commit_id", json!(head)),
+                ("/review/user/login", json!(login)),
+                ("/review/user/type", json!("User")),
+                ("/pull_request/number", json!(9)),
+            ],
+        )
+    };
+    deliver(
+        &server.base,
+        "pull_request_review",
+        "s-1",
+        &approve("alice"),
+        None,
+    )
+    .await;
+    deliver(
+        &server.base,
+        "pull_request_review",
+        "s-2",
+        &approve("bob"),
+        None,
+    )
+    .await;
+    let two_without_owner = settled(&store, &bug).await;
+    assert_eq!(two_without_owner.approvals.len(), 2);
+    assert_eq!(
+        two_without_owner.state,
+        BugState::InReview,
+        "two people, neither owns src/auth/"
+    );
+    deliver(
+        &server.base,
+        "pull_request_review",
+        "s-3",
+        &approve("carol"),
+        None,
+    )
+    .await;
+    wait_for(&store, &bug, BugState::Approved).await;
+}
