@@ -31,22 +31,17 @@ const WORDS: [&str; 24] = [
     "session", "language", "font", "tooltip", "avatar", "calendar",
 ];
 
-/// A report. Titles are four words that encode the subject, so two different subjects share
-/// at most two of four terms (Dice 0.5, below the 0.55 join threshold); every third report
-/// repeats the previous subject in another order (Dice 0.89: it joins).
+/// A report. A title names two product words and an item code unique to its subject, so two
+/// different subjects share at most one of three terms (Dice ≤ 0.4, below the 0.55 join
+/// threshold); every third report repeats the previous subject in other words (Dice 0.86: it
+/// joins).
 fn report_json(n: usize) -> serde_json::Value {
     let base = if n % 3 == 2 { n - 1 } else { n };
-    let (low, high) = (base % 24, base / 24);
-    let (a, b, c, d) = (
-        WORDS[low],
-        WORDS[high % 24],
-        WORDS[(high / 24) % 24],
-        WORDS[(low + 5 * high + 3) % 24],
-    );
+    let (a, b) = (WORDS[base % 24], WORDS[(base / 24) % 24]);
     let title = if n % 3 == 2 {
-        format!("{d} {c} {b} {a} again")
+        format!("SKU{base} {b} {a} again")
     } else {
-        format!("{a} {b} {c} {d}")
+        format!("{a} {b} for SKU{base}")
     };
     serde_json::json!({
         "component": "shoplite",

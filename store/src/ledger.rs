@@ -234,6 +234,7 @@ impl Store {
         for attempt in 1..=MAX_ATTEMPTS {
             let result = match &self.pool {
                 Pool::Sqlite(pool) => {
+                    let _writer = self.writer.lock().await;
                     let mut tx = match pool.begin_with("BEGIN IMMEDIATE").await {
                         Ok(tx) => tx,
                         Err(error) if is_busy(&error) => {

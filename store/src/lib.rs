@@ -13,7 +13,7 @@ pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 pub use auth::{InviteOutcome, OwnerAccount};
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
@@ -101,6 +101,12 @@ pub(crate) enum Pool {
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: Pool,
+    /// SQLite admits one writer at a time. Writers of this process queue here (and are woken
+    /// the moment the previous one commits) instead of polling SQLite's busy handler, which
+    /// sleeps between retries and leaves the database idle under contention.
+    writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// SQLite only: the open clusters intake chooses from, loaded once.
+    clusters: std::sync::Arc<std::sync::Mutex<reports::ClusterCache>>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -141,6 +147,8 @@ impl Store {
                     })?;
                 Ok(Store {
                     pool: Pool::Sqlite(pool),
+                    writer: Default::default(),
+                    clusters: Default::default(),
                 })
             }
             DatabaseUrl::Postgres { url } => {
@@ -155,6 +163,8 @@ impl Store {
                     })?;
                 Ok(Store {
                     pool: Pool::Postgres(pool),
+                    writer: Default::default(),
+                    clusters: Default::default(),
                 })
             }
         }

@@ -4,11 +4,12 @@
 
 /// Runs `$body` with `$pool` bound to the backend's pool and `$begin()` opening a write
 /// transaction (SQLite: `BEGIN IMMEDIATE`, taking the write lock up front so two writers never
-/// deadlock upgrading a read lock).
+/// deadlock upgrading a read lock, after queueing on the store's in-process writer lock).
 macro_rules! for_each_backend {
     ($store:expr, $pool:ident, $begin:ident => $body:block) => {
         match &$store.pool {
             $crate::Pool::Sqlite($pool) => {
+                let _writer = $store.writer.lock().await;
                 let $begin = || $pool.begin_with("BEGIN IMMEDIATE");
                 $body
             }

@@ -102,6 +102,7 @@ impl Store {
         let returning = "RETURNING idempotency_key, bug_id, kind, payload, attempts, leased_until";
         let rows: Vec<JobRow> = match &self.pool {
             Pool::Sqlite(pool) => {
+                let _writer = self.writer.lock().await;
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
                 let sql = format!(
                     "UPDATE outbox_jobs SET lease_id = $1, leased_until = $2 WHERE idempotency_key IN \

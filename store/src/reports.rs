@@ -57,17 +57,18 @@ impl ReportContent {
 }
 
 /// The open bug among `open` that a report titled `title` in `component` joins, by the
-/// clustering rule ([`domain::cluster::choose`]).
+/// clustering rule (Dice of title terms ≥ [`domain::cluster::JOIN_THRESHOLD`], same
+/// component, the most similar; the earliest on a tie).
 pub fn choose_cluster(component: &str, title: &str, open: &[OpenCluster]) -> Option<String> {
-    let candidates: Vec<domain::cluster::Candidate> = open
-        .iter()
-        .map(|c| domain::cluster::Candidate {
-            bug_id: c.bug_id.clone(),
-            component: c.component.clone(),
-            terms: domain::cluster::title_terms(&c.title),
-        })
-        .collect();
-    domain::cluster::choose(component, title, &candidates).map(|(c, _)| c.bug_id.clone())
+    let terms = domain::cluster::title_terms(title);
+    let mut best: Option<(&OpenCluster, f64)> = None;
+    for candidate in open.iter().filter(|c| c.component == component) {
+        let score = domain::cluster::similarity_to_stored(&terms, &candidate.terms);
+        if score >= domain::cluster::JOIN_THRESHOLD && best.is_none_or(|(_, b)| score > b) {
+            best = Some((candidate, score));
+        }
+    }
+    best.map(|(c, _)| c.bug_id.clone())
 }
 
 /// A report to file.
@@ -87,15 +88,15 @@ pub struct NewReport {
     pub content: ReportContent,
 }
 
-/// An open bug a new report may join: the title of the report that opened it.
+/// An open bug a new report may join, by the title of the report that opened it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpenCluster {
     /// The bug.
     pub bug_id: String,
     /// Its component.
     pub component: String,
-    /// The (redacted) title of its first report.
-    pub title: String,
+    /// The terms of its first report's (redacted) title, as [`domain::cluster::stored_terms`].
+    pub terms: String,
 }
 
 /// Where a filed report went.
@@ -195,8 +196,8 @@ macro_rules! insert_report {
     ($tx:ident, $report:expr, $status:expr, $families:expr, $dossier:expr, $bug:expr, $opens:expr, $repeat:expr, $now:expr) => {
         sqlx::query(
             "INSERT INTO reports (id, bug_id, capability_hash, component, status, families, raw_sha256, \
-             dossier, opens_bug, repeat_of, contact, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+             dossier, opens_bug, repeat_of, contact, created_at, title_terms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(&$report.id)
         .bind($bug)
@@ -210,13 +211,59 @@ macro_rules! insert_report {
         .bind($repeat)
         .bind(&$report.contact)
         .bind($now)
+        .bind(match &$report.content {
+            ReportContent::Admitted(dossier) => Some(domain::cluster::stored_terms(&dossier.title)),
+            ReportContent::Quarantined { .. } => None,
+        })
         .execute(&mut *$tx)
         .await
         .map_err(StoreError::from)?
     };
 }
 
+/// The open clusters of a SQLite store, kept in memory once loaded (a SQLite desk has one
+/// writing process; intake runs under its writer lock).
+#[derive(Debug, Default)]
+pub(crate) struct ClusterCache {
+    open: Option<Vec<OpenCluster>>,
+}
+
 impl Store {
+    fn cluster_cache(&self) -> std::sync::MutexGuard<'_, ClusterCache> {
+        match self.clusters.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn cached_clusters(&self, component: &str) -> Option<Vec<OpenCluster>> {
+        if self.backend() != crate::Backend::Sqlite {
+            return None;
+        }
+        self.cluster_cache().open.as_ref().map(|open| {
+            open.iter()
+                .filter(|c| c.component == component)
+                .cloned()
+                .collect()
+        })
+    }
+
+    fn fill_cluster_cache(&self, open: Vec<OpenCluster>) {
+        self.cluster_cache().open = Some(open);
+    }
+
+    fn remember_cluster(&self, cluster: OpenCluster) {
+        if let Some(open) = self.cluster_cache().open.as_mut() {
+            open.push(cluster);
+        }
+    }
+
+    fn forget_cluster(&self, bug_id: &str) {
+        if let Some(open) = self.cluster_cache().open.as_mut() {
+            open.retain(|c| c.bug_id != bug_id);
+        }
+    }
+
     /// Files a report in one transaction.
     ///
     /// A quarantined report is stored alone (no bug) and the concierge is told. An admitted
@@ -279,24 +326,47 @@ impl Store {
                     let mut target = repeat_of
                         .and_then(|(_, bug, state)| bug.filter(|_| state != "verified"));
                     if target.is_none() {
-                        let rows: Vec<(String, String, String)> = sqlx::query_as(
-                            "SELECT r.bug_id, r.component, r.dossier FROM reports r \
-                             JOIN bugs b ON b.id = r.bug_id \
-                             WHERE r.component = $1 AND r.opens_bug = 1 AND b.state <> 'verified' \
-                             ORDER BY r.created_at, r.id",
-                        )
-                        .bind(&report.component)
-                        .fetch_all(&mut *tx)
-                        .await?;
-                        let open_clusters = rows
-                            .into_iter()
-                            .map(|(bug_id, component, dossier)| {
-                                let dossier: Dossier = serde_json::from_str(&dossier).map_err(|e| {
-                                    StoreError::Corrupt(format!("dossier of bug {bug_id}: {e}"))
-                                })?;
-                                Ok(OpenCluster { bug_id, component, title: dossier.title })
-                            })
-                            .collect::<Result<Vec<_>, StoreError>>()?;
+                        let cached = self.cached_clusters(&report.component);
+                        let open_clusters = match cached {
+                            Some(list) => list,
+                            None => {
+                                // SQLite (one writer, this process): load every component once
+                                // and keep the list in memory; PostgreSQL: ask each time.
+                                let every = self.backend() == crate::Backend::Sqlite;
+                                let component = if every { "" } else { report.component.as_str() };
+                                // Reports filed before terms had their own column fall back to the dossier.
+                                let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
+                                    "SELECT r.bug_id, r.component, r.title_terms, \
+                                     CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
+                                     JOIN bugs b ON b.id = r.bug_id \
+                                     WHERE ($1 = '' OR r.component = $1) AND r.opens_bug = 1 AND b.state <> 'verified' \
+                                     ORDER BY r.created_at, r.id",
+                                )
+                                .bind(component)
+                                .fetch_all(&mut *tx)
+                                .await?;
+                                let all = rows
+                                    .into_iter()
+                                    .map(|(bug_id, component, terms, dossier)| {
+                                        let terms = match (terms, dossier) {
+                                            (Some(terms), _) => terms,
+                                            (None, dossier) => domain::cluster::stored_terms(
+                                                &serde_json::from_str::<Dossier>(dossier.as_deref().unwrap_or_default())
+                                                    .map_err(|e| {
+                                                        StoreError::Corrupt(format!("dossier of bug {bug_id}: {e}"))
+                                                    })?
+                                                    .title,
+                                            ),
+                                        };
+                                        Ok(OpenCluster { bug_id, component, terms })
+                                    })
+                                    .collect::<Result<Vec<_>, StoreError>>()?;
+                                if every {
+                                    self.fill_cluster_cache(all.clone());
+                                }
+                                all.into_iter().filter(|c| c.component == report.component).collect()
+                            }
+                        };
                         target = choose(&open_clusters);
                     }
                     let joined = match &target {
@@ -311,8 +381,11 @@ impl Store {
                                     }
                                 }
                                 // Already in the cluster (cannot happen for a new id) or refused
-                                // (the bug closed meanwhile): open a new bug instead.
-                                _ => Some(None),
+                                // (the bug closed meanwhile): forget it, open a new bug instead.
+                                _ => {
+                                    self.forget_cluster(bug_id);
+                                    Some(None)
+                                }
                             }
                         }
                         None => Some(None),
@@ -345,6 +418,11 @@ impl Store {
                             insert_report!(tx, report, status, &families, &dossier, Some(&bug.id),
                                 true, &repeat_id, now);
                             tx.commit().await?;
+                            self.remember_cluster(OpenCluster {
+                                bug_id: bug.id.clone(),
+                                component: report.component.clone(),
+                                terms: domain::cluster::stored_terms(report.content.title()),
+                            });
                             Some(Filed { bug_id: Some(bug.id.clone()), opened: true, repeat_of: repeat_id })
                         }
                     }

@@ -195,7 +195,9 @@ async fn a_verified_bug_takes_no_new_reports(backend: &str) {
     )
     .await;
     // Someone with database access marks it verified (the engine path is tested elsewhere).
-    let sql = "UPDATE bugs SET state = 'verified' WHERE id = 'bug-a'";
+    let sql = "UPDATE bugs SET state = 'verified', \
+               document = replace(document, '\"state\":\"new\"', '\"state\":\"verified\"') \
+               WHERE id = 'bug-a'";
     match &url {
         store::DatabaseUrl::Sqlite { path } => {
             use sqlx::Connection;

@@ -323,13 +323,24 @@ pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
         families.insert(Family::AddressedToAgent);
     }
     if depth < 2 {
-        for captures in HTML_COMMENT.captures_iter(text) {
+        // Markup needs a `<`: skip the capture-group searches (the regex crate's slowest
+        // engine) for the many texts without one.
+        let markup = text.contains('<');
+        let comments = markup
+            .then(|| HTML_COMMENT.captures_iter(text))
+            .into_iter()
+            .flatten();
+        for captures in comments {
             let inner = captures.get(1).map_or("", |m| m.as_str());
             if !scan(inner, true, depth + 1).is_empty() {
                 families.insert(Family::HiddenMarkup);
             }
         }
-        for captures in HIDDEN_ELEMENT.captures_iter(text) {
+        let hidden_elements = markup
+            .then(|| HIDDEN_ELEMENT.captures_iter(text))
+            .into_iter()
+            .flatten();
+        for captures in hidden_elements {
             let inner = captures.get(2).map_or("", |m| m.as_str());
             if !scan(inner, true, depth + 1).is_empty() {
                 families.insert(Family::HiddenMarkup);

@@ -1,6 +1,6 @@
 //! Redaction of personal data, secrets, links and mentions from clean reports.
 
-use regex::{Captures, Regex};
+use regex::Regex;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
@@ -204,35 +204,36 @@ static RULES: LazyLock<Vec<(RedactionKind, Regex, Option<Check>)>> = LazyLock::n
     ]
 });
 
-/// Replaces every match with its placeholder, counting per kind.
+/// Replaces every match with its placeholder, counting per kind. Matches are found with
+/// `find_iter` (the regex crate's fast engines; no capture groups needed) and the text is
+/// rebuilt only for the rules that hit.
 pub fn redact(text: &str, counts: &mut BTreeMap<String, u32>) -> String {
     let mut text = text.to_owned();
     for (kind, pattern, check) in RULES.iter() {
         let mut hits = 0u32;
-        let replaced = pattern.replace_all(&text, |captures: &Captures<'_>| {
-            let found = captures.get(0).map_or("", |m| m.as_str());
-            if check.is_some_and(|check| !check(found)) {
-                return found.to_owned();
+        let mut out = String::new();
+        let mut last = 0;
+        for found in pattern.find_iter(&text) {
+            let matched = found.as_str();
+            if check.is_some_and(|check| !check(matched)) {
+                continue;
             }
             hits += 1;
-            // Keep the whitespace or bracket a mention pattern consumed before the `@`.
-            let lead: String = found
-                .chars()
-                .take_while(|c| *c != '@' || *kind != RedactionKind::Mention)
-                .collect();
+            out.push_str(&text[last..found.start()]);
             if *kind == RedactionKind::Mention {
-                format!("{lead}{}", kind.placeholder())
-            } else {
-                kind.placeholder().to_owned()
+                // Keep the whitespace or bracket the pattern consumed before the `@`.
+                out.extend(matched.chars().take_while(|c| *c != '@'));
             }
-        });
-        let replaced = replaced.into_owned();
+            out.push_str(kind.placeholder());
+            last = found.end();
+        }
         if hits > 0 {
+            out.push_str(&text[last..]);
+            text = out;
             *counts
                 .entry(kind.placeholder().trim_matches(['[', ']']).to_owned())
                 .or_default() += hits;
         }
-        text = replaced;
     }
     text
 }
