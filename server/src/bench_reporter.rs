@@ -72,6 +72,7 @@ pub async fn intake(
         per: Duration::from_secs(1),
     };
     config.intake.intake_rate = unlimited;
+    config.auth.session_key = Some(crate::secret::Secret::new(crate::auth::random_secret(32)));
     config.intake.answer_rate = unlimited;
     let state = AppState::new(
         leptos::prelude::LeptosOptions::builder()
