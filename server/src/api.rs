@@ -220,6 +220,42 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "submitFix",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/fix",
+        summary: "Open the draft pull request of a pushed branch on the local forge",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Fixer)],
+        reporter: false,
+    },
+    Operation {
+        id: "getDiff",
+        method: "GET",
+        path: "/api/v1/bugs/{id}/diff",
+        summary: "The fix's diff on the local forge",
+        realm: Realm::Engineering,
+        accepts: CREW_AND_OWNERS,
+        reporter: false,
+    },
+    Operation {
+        id: "merge",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/merge",
+        summary: "Merge the approved head into the default branch (local forge)",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "recordDeployment",
+        method: "POST",
+        path: "/api/v1/deployments",
+        summary: "Record a verified deployment of a commit (local forge)",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Recorder)],
+        reporter: false,
+    },
+    Operation {
         id: "claimNotifications",
         method: "POST",
         path: "/api/v1/outbox/concierge/claim",
@@ -248,7 +284,7 @@ fn operation(id: &str) -> &'static Operation {
 
 /// Checks the credential against operation `id`; for an owner's session on a state-changing
 /// method, also the CSRF token.
-fn guard(
+pub(crate) fn guard(
     state: &AppState,
     credential: &Credential,
     headers: &HeaderMap,
@@ -277,7 +313,7 @@ fn guard(
     Ok(())
 }
 
-fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Refused> {
+pub(crate) fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Refused> {
     serde_json::from_slice(body).map_err(|error| {
         Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -393,7 +429,7 @@ pub async fn login(
     no_store(result.unwrap_or_else(IntoResponse::into_response))
 }
 
-fn no_store(mut response: Response) -> Response {
+pub(crate) fn no_store(mut response: Response) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -615,7 +651,7 @@ pub async fn get_bug(
     no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
 }
 
-fn actor_of(credential: &Credential) -> Actor {
+pub(crate) fn actor_of(credential: &Credential) -> Actor {
     match credential {
         Credential::Owner { account, .. } => Actor::Owner {
             id: account.email.clone(),
@@ -688,6 +724,8 @@ pub async fn bug_command(
         "notes" => "addNote",
         "approve" => "approve",
         "reopen" => "reopen",
+        "fix" => "submitFix",
+        "merge" => "merge",
         _ => {
             return Refused::new(
                 StatusCode::NOT_FOUND,
@@ -698,6 +736,24 @@ pub async fn bug_command(
         }
     };
     bug_operation(state, credential, headers, id, op_id, body).await
+}
+
+/// `POST /api/v1/bugs/{id}/fix/start`.
+pub async fn start_fix(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    bug_operation(
+        state,
+        credential,
+        headers,
+        id,
+        "startFix",
+        Default::default(),
+    )
+    .await
 }
 
 /// `POST /api/v1/bugs/{id}/reproduction/start`.
@@ -728,6 +784,15 @@ async fn bug_operation(
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, op_id)?;
+        let actor = actor_of(&credential);
+        match op_id {
+            "submitFix" => return crate::forge_api::submit_fix(&state, &id, &body).await,
+            "merge" => return crate::forge_api::merge(&state, &id, &body, &actor).await,
+            "approve" if state.local_forge.is_some() => {
+                return crate::forge_api::approve(&state, &id, &body, &actor).await
+            }
+            _ => {}
+        }
         let command = match op_id {
             "triage" => {
                 let note: NoteBody = json_body(&body)?;
@@ -754,9 +819,10 @@ async fn bug_operation(
                     reason: reopen.reason,
                 }
             }
+            "startFix" => Command::StartFix,
             _ => Command::StartReproduction,
         };
-        run_command(&state, &id, command, &actor_of(&credential)).await
+        run_command(&state, &id, command, &actor).await
     }
     .await;
     no_store(result.unwrap_or_else(IntoResponse::into_response))

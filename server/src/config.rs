@@ -56,6 +56,10 @@ pub struct Config {
     pub auth: AuthConfig,
     /// GitHub webhooks and REST API.
     pub github: crate::github::GitHubConfig,
+    /// A bare git repository serving as the local forge (`R2R_LOCAL_FORGE`).
+    pub local_forge: Option<std::path::PathBuf>,
+    /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
+    pub local_forge_branch: String,
 }
 
 /// Default per-client and per-email limit on sign-in attempts.
@@ -374,6 +378,23 @@ impl Config {
             policy,
             auth,
             github,
+            local_forge: env
+                .get("R2R_LOCAL_FORGE")
+                .map(|p| std::path::PathBuf::from(p.trim())),
+            local_forge_branch: {
+                let branch = env.get("R2R_LOCAL_FORGE_BRANCH").unwrap_or("main").trim();
+                if branch.is_empty()
+                    || branch.starts_with('-')
+                    || branch.contains("..")
+                    || branch.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    return Err(ConfigError::new(
+                        "R2R_LOCAL_FORGE_BRANCH",
+                        format!("expected a git branch name such as main, got {branch:?}"),
+                    ));
+                }
+                branch.to_owned()
+            },
         })
     }
 }

@@ -291,7 +291,7 @@ impl GitHubForge {
 
 /// Relations fetched before deciding (the engine's oracle is synchronous and pure).
 #[derive(Debug, Default)]
-struct KnownAncestry(HashMap<(CommitSha, CommitSha), Ancestry>);
+pub(crate) struct KnownAncestry(pub(crate) HashMap<(CommitSha, CommitSha), Ancestry>);
 
 impl AncestryOracle for KnownAncestry {
     fn relation(&self, base: &CommitSha, candidate: &CommitSha) -> Ancestry {
@@ -345,12 +345,12 @@ pub struct EventOutcome {
 /// Evidence fetched before deciding (kept `Send`: the engine's `Evidence` is built inside
 /// the synchronous decision).
 #[derive(Debug, Default)]
-struct Fetched {
-    ancestry: KnownAncestry,
-    code_owners: Option<CodeOwners>,
+pub(crate) struct Fetched {
+    pub(crate) ancestry: KnownAncestry,
+    pub(crate) code_owners: Option<CodeOwners>,
 }
 
-async fn apply(
+pub(crate) async fn apply(
     store: &Store,
     bug: &str,
     command: &Command,

@@ -35,6 +35,8 @@ pub struct AppState {
     pub auth: Arc<crate::auth::AuthDesk>,
     /// GitHub settings.
     pub github: Arc<crate::github::GitHubConfig>,
+    /// The local git forge, when this desk has one.
+    pub local_forge: Option<Arc<crate::local_forge::LocalForge>>,
 }
 
 impl AppState {
@@ -52,6 +54,12 @@ impl AppState {
             reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
             auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
             github: Arc::new(config.github.clone()),
+            local_forge: config.local_forge.as_ref().map(|path| {
+                Arc::new(crate::local_forge::LocalForge::new(
+                    path,
+                    &config.local_forge_branch,
+                ))
+            }),
         }
     }
 
@@ -88,6 +96,12 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/api/v1/bugs/{id}/reproduction/start",
             post(api::start_reproduction),
+        )
+        .route("/api/v1/bugs/{id}/fix/start", post(api::start_fix))
+        .route("/api/v1/bugs/{id}/diff", get(crate::forge_api::diff))
+        .route(
+            "/api/v1/deployments",
+            post(crate::forge_api::record_deployment),
         )
         .route("/api/v1/bugs/{id}/{action}", post(api::bug_command))
         .route(

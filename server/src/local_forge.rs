@@ -1,0 +1,411 @@
+//! The local forge: a bare git repository on disk, driven with the `git` command line, for
+//! desks without GitHub (the demo target's default). Ancestry is `git merge-base
+//! --is-ancestor`; a merge is a real merge commit written with `git merge-tree --write-tree`
+//! and `git commit-tree`, published with a compare-and-swap `git update-ref` on the default
+//! branch (so a concurrent push is never overwritten).
+
+use domain::workflow::{Ancestry, CommitSha};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// Why a git operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// `git` could not be started.
+    #[error("cannot run git: {0}")]
+    Spawn(#[from] std::io::Error),
+    /// git said no.
+    #[error("git {command} failed: {stderr}")]
+    Failed {
+        /// The subcommand.
+        command: String,
+        /// What git printed.
+        stderr: String,
+    },
+    /// The branches do not merge cleanly.
+    #[error("the change does not merge cleanly into {branch}; rebase it first")]
+    Conflict {
+        /// The default branch.
+        branch: String,
+    },
+    /// git printed something that is not a commit id.
+    #[error("git printed {0:?} where a commit id was expected")]
+    NotACommit(String),
+}
+
+/// A bare repository and its default branch.
+#[derive(Clone, Debug)]
+pub struct LocalForge {
+    repository: PathBuf,
+    default_branch: String,
+}
+
+impl LocalForge {
+    /// The forge over `repository` (a bare repository) merging into `default_branch`.
+    pub fn new(repository: impl Into<PathBuf>, default_branch: &str) -> Self {
+        LocalForge {
+            repository: repository.into(),
+            default_branch: default_branch.to_owned(),
+        }
+    }
+
+    /// Creates an empty bare repository whose HEAD names `default_branch`.
+    pub async fn init(repository: &Path, default_branch: &str) -> Result<LocalForge, GitError> {
+        let output = tokio::process::Command::new("git")
+            .args([
+                "init",
+                "--bare",
+                "--quiet",
+                "--initial-branch",
+                default_branch,
+            ])
+            .arg(repository)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .await?;
+        check("init", &output)?;
+        Ok(LocalForge::new(repository, default_branch))
+    }
+
+    /// The repository's folder.
+    pub fn repository(&self) -> &Path {
+        &self.repository
+    }
+
+    async fn git(&self, args: &[&str]) -> Result<Output, GitError> {
+        Ok(tokio::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&self.repository)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", "Reporter-to-Release")
+            .env("GIT_AUTHOR_EMAIL", "desk@reporter-to-release.invalid")
+            .env("GIT_COMMITTER_NAME", "Reporter-to-Release")
+            .env("GIT_COMMITTER_EMAIL", "desk@reporter-to-release.invalid")
+            .output()
+            .await?)
+    }
+
+    async fn commit_of(&self, revision: &str) -> Result<Option<CommitSha>, GitError> {
+        let output = self
+            .git(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{revision}^{{commit}}"),
+            ])
+            .await?;
+        if !output.status.success() {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        CommitSha::parse(&text)
+            .map(Some)
+            .map_err(|_| GitError::NotACommit(text))
+    }
+
+    /// The commit a branch points at.
+    pub async fn branch_head(&self, branch: &str) -> Result<Option<CommitSha>, GitError> {
+        if branch.starts_with('-') || branch.contains("..") {
+            return Ok(None);
+        }
+        self.commit_of(&format!("refs/heads/{branch}")).await
+    }
+
+    /// How `candidate` relates to `base`; a commit the repository lacks is `Unknown`.
+    pub async fn relation(
+        &self,
+        base: &CommitSha,
+        candidate: &CommitSha,
+    ) -> Result<Ancestry, GitError> {
+        if self.commit_of(base.as_str()).await?.is_none()
+            || self.commit_of(candidate.as_str()).await?.is_none()
+        {
+            return Ok(Ancestry::Unknown);
+        }
+        if base == candidate {
+            return Ok(Ancestry::Identical);
+        }
+        let is_ancestor = |a: &CommitSha, b: &CommitSha| {
+            let (a, b) = (a.as_str().to_owned(), b.as_str().to_owned());
+            async move {
+                let output = self.git(&["merge-base", "--is-ancestor", &a, &b]).await?;
+                match output.status.code() {
+                    Some(0) => Ok(true),
+                    Some(1) => Ok(false),
+                    _ => Err(GitError::Failed {
+                        command: "merge-base".into(),
+                        stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+                    }),
+                }
+            }
+        };
+        Ok(if is_ancestor(base, candidate).await? {
+            Ancestry::Ahead
+        } else if is_ancestor(candidate, base).await? {
+            Ancestry::Behind
+        } else {
+            Ancestry::Diverged
+        })
+    }
+
+    /// A file's text at a commit, if it exists there.
+    pub async fn file_at(
+        &self,
+        commit: &CommitSha,
+        path: &str,
+    ) -> Result<Option<String>, GitError> {
+        let output = self
+            .git(&["show", &format!("{}:{path}", commit.as_str())])
+            .await?;
+        Ok(output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
+    }
+
+    /// CODEOWNERS at a commit, from the first of GitHub's three locations that has one.
+    pub async fn codeowners_at(&self, commit: &CommitSha) -> Result<Option<String>, GitError> {
+        for path in [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"] {
+            if let Some(text) = self.file_at(commit, path).await? {
+                return Ok(Some(text));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Paths a change touches relative to where it left the default branch.
+    pub async fn changed_paths(&self, head: &CommitSha) -> Result<Vec<String>, GitError> {
+        let range = format!("refs/heads/{}...{}", self.default_branch, head.as_str());
+        let output = self.git(&["diff", "--name-only", &range]).await?;
+        check("diff", &output)?;
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// The change as a unified diff against where it left the default branch.
+    pub async fn diff(&self, head: &CommitSha) -> Result<String, GitError> {
+        let range = format!("refs/heads/{}...{}", self.default_branch, head.as_str());
+        let output = self.git(&["diff", "--no-color", &range]).await?;
+        check("diff", &output)?;
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+
+    /// Computes the merge commit of `head` into the default branch without publishing it:
+    /// returns it with the branch commit it was made on.
+    pub async fn prepare_merge(
+        &self,
+        head: &CommitSha,
+        message: &str,
+    ) -> Result<(CommitSha, CommitSha), GitError> {
+        let branch = format!("refs/heads/{}", self.default_branch);
+        let base = self
+            .commit_of(&branch)
+            .await?
+            .ok_or_else(|| GitError::Failed {
+                command: "rev-parse".into(),
+                stderr: format!("{branch} does not exist"),
+            })?;
+        let tree = self
+            .git(&["merge-tree", "--write-tree", base.as_str(), head.as_str()])
+            .await?;
+        match tree.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                return Err(GitError::Conflict {
+                    branch: self.default_branch.clone(),
+                })
+            }
+            _ => check("merge-tree", &tree).map(|_| ())?,
+        }
+        let tree_id = String::from_utf8_lossy(&tree.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let commit = self
+            .git(&[
+                "commit-tree",
+                &tree_id,
+                "-p",
+                base.as_str(),
+                "-p",
+                head.as_str(),
+                "-m",
+                message,
+            ])
+            .await?;
+        check("commit-tree", &commit)?;
+        let text = String::from_utf8_lossy(&commit.stdout).trim().to_owned();
+        let merge = CommitSha::parse(&text).map_err(|_| GitError::NotACommit(text))?;
+        Ok((merge, base))
+    }
+
+    /// Points the default branch at `merge` only if it still points at `base`.
+    pub async fn publish_merge(&self, merge: &CommitSha, base: &CommitSha) -> Result<(), GitError> {
+        let branch = format!("refs/heads/{}", self.default_branch);
+        let output = self
+            .git(&["update-ref", &branch, merge.as_str(), base.as_str()])
+            .await?;
+        check("update-ref", &output).map(|_| ())
+    }
+}
+
+fn check<'a>(command: &str, output: &'a Output) -> Result<&'a Output, GitError> {
+    if output.status.success() {
+        Ok(output)
+    } else {
+        Err(GitError::Failed {
+            command: command.to_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A working clone of the forge's repository for writing commits in tests.
+    struct Clone {
+        dir: tempfile::TempDir,
+    }
+
+    impl Clone {
+        fn git(&self, args: &[&str]) -> String {
+            let output = std::process::Command::new("git")
+                .current_dir(self.dir.path())
+                .args(["-c", "user.name=Test", "-c", "user.email=test@example.org"])
+                .args(args)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "git {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).trim().to_owned()
+        }
+
+        fn commit(&self, path: &str, text: &str, message: &str) -> CommitSha {
+            let file = self.dir.path().join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+            self.git(&["add", "."]);
+            self.git(&["commit", "--quiet", "-m", message]);
+            CommitSha::parse(&self.git(&["rev-parse", "HEAD"])).unwrap()
+        }
+    }
+
+    async fn forge_with_main() -> (tempfile::TempDir, LocalForge, Clone, CommitSha) {
+        let bare = tempfile::tempdir().unwrap();
+        let forge = LocalForge::init(&bare.path().join("shop.git"), "main")
+            .await
+            .unwrap();
+        let clone = Clone {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        clone.git(&["init", "--quiet", "--initial-branch", "main"]);
+        clone.git(&[
+            "remote",
+            "add",
+            "origin",
+            forge.repository().to_str().unwrap(),
+        ]);
+        let first = clone.commit(".github/CODEOWNERS", "* @alice\n", "owners");
+        clone.commit("src/lib.rs", "pub fn total() -> i64 { -100 }\n", "shop");
+        clone.git(&["push", "--quiet", "origin", "main"]);
+        (bare, forge, clone, first)
+    }
+
+    #[tokio::test]
+    async fn ancestry_codeowners_diff_and_a_real_merge() {
+        let (_bare, forge, clone, first) = forge_with_main().await;
+        let main = forge.branch_head("main").await.unwrap().unwrap();
+        assert_eq!(
+            forge.relation(&first, &main).await.unwrap(),
+            Ancestry::Ahead
+        );
+        assert_eq!(
+            forge.relation(&main, &first).await.unwrap(),
+            Ancestry::Behind
+        );
+        assert_eq!(
+            forge.relation(&main, &main).await.unwrap(),
+            Ancestry::Identical
+        );
+        let unknown = CommitSha::parse(&"9".repeat(40)).unwrap();
+        assert_eq!(
+            forge.relation(&main, &unknown).await.unwrap(),
+            Ancestry::Unknown
+        );
+        assert_eq!(
+            forge.codeowners_at(&main).await.unwrap().unwrap(),
+            "* @alice\n"
+        );
+
+        clone.git(&["checkout", "--quiet", "-b", "fix/coupon"]);
+        let head = clone.commit("src/lib.rs", "pub fn total() -> i64 { 0 }\n", "fix");
+        clone.git(&["push", "--quiet", "origin", "fix/coupon"]);
+        assert_eq!(
+            forge.branch_head("fix/coupon").await.unwrap(),
+            Some(head.clone())
+        );
+        assert_eq!(forge.changed_paths(&head).await.unwrap(), ["src/lib.rs"]);
+        assert!(forge
+            .diff(&head)
+            .await
+            .unwrap()
+            .contains("+pub fn total() -> i64 { 0 }"));
+
+        let (merge, base) = forge
+            .prepare_merge(&head, "Merge fix/coupon")
+            .await
+            .unwrap();
+        assert_eq!(base, main);
+        assert_eq!(
+            forge.branch_head("main").await.unwrap(),
+            Some(main.clone()),
+            "not yet published"
+        );
+        forge.publish_merge(&merge, &base).await.unwrap();
+        assert_eq!(
+            forge.branch_head("main").await.unwrap(),
+            Some(merge.clone())
+        );
+        assert_eq!(
+            forge.relation(&head, &merge).await.unwrap(),
+            Ancestry::Ahead,
+            "the merge contains the fix"
+        );
+        assert_eq!(
+            forge.relation(&main, &merge).await.unwrap(),
+            Ancestry::Ahead
+        );
+        // Publishing again from a stale base is refused: nothing is overwritten.
+        assert!(forge.publish_merge(&merge, &base).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_conflicting_change_is_refused_and_a_diverged_one_named() {
+        let (_bare, forge, clone, _) = forge_with_main().await;
+        clone.git(&["checkout", "--quiet", "-b", "fix/a"]);
+        let a = clone.commit("src/lib.rs", "pub fn total() -> i64 { 1 }\n", "a");
+        clone.git(&["push", "--quiet", "origin", "fix/a"]);
+        clone.git(&["checkout", "--quiet", "main"]);
+        let main = clone.commit("src/lib.rs", "pub fn total() -> i64 { 2 }\n", "main moves");
+        clone.git(&["push", "--quiet", "origin", "main"]);
+        assert_eq!(forge.relation(&main, &a).await.unwrap(), Ancestry::Diverged);
+        assert!(matches!(
+            forge.prepare_merge(&a, "Merge fix/a").await,
+            Err(GitError::Conflict { .. })
+        ));
+        assert_eq!(forge.branch_head("main").await.unwrap(), Some(main));
+    }
+}

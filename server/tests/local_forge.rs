@@ -1,0 +1,361 @@
+//! The local forge end to end through the HTTP API: a confirmed bug's fix is pushed as a
+//! branch, opened as a draft pull request, reviewed and approved at its exact head by an
+//! owner, merged with a real git merge, recorded live by the recorder and confirmed by the
+//! reporter — and the refusals on the way change nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
+use domain::Role;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command as Process;
+use store::Store;
+
+const PASSWORD: &str = "correct horse battery staple";
+const OWNER: &str = "owner@example.org";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Process::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=Fixer",
+            "-c",
+            "user.email=fixer@example.org",
+        ])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let file = dir.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("shop.git");
+    server::local_forge::LocalForge::init(&bare, "main")
+        .await
+        .unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "--quiet", "--initial-branch", "main"]);
+    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    write(&work, ".github/CODEOWNERS", &format!("* {OWNER}\n"));
+    write(
+        &work,
+        "shoplite/src/lib.rs",
+        "pub fn payable() -> i64 { -100 }\n",
+    );
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "--quiet", "-m", "shop"]);
+    git(&work, &["push", "--quiet", "origin", "main"]);
+
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let hash = server::setup::hash_password(PASSWORD).unwrap();
+    let tokens: Vec<(Role, String)> = Role::ALL
+        .into_iter()
+        .map(|role| (role, server::setup::new_role_token(role)))
+        .collect();
+    let mut env: Vec<(String, String)> = tokens
+        .iter()
+        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
+        .collect();
+    env.extend([
+        ("R2R_OWNER_EMAIL".to_owned(), OWNER.to_owned()),
+        ("R2R_OWNER_PASSWORD_HASH".to_owned(), hash),
+        ("R2R_SESSION_KEY".to_owned(), "s".repeat(64)),
+        ("R2R_LOCAL_FORGE".to_owned(), bare.display().to_string()),
+    ]);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = common::start_server_with(&url, &pairs);
+    let base = server.base.clone();
+    let token = |role: Role| tokens.iter().find(|(r, _)| *r == role).unwrap().1.clone();
+    let client = reqwest::Client::new();
+    let post = |path: String, bearer: Option<String>, body: Value| {
+        let client = client.clone();
+        let url = format!("{base}{path}");
+        async move {
+            let mut request = client.post(url).json(&body);
+            if let Some(bearer) = bearer {
+                request = request.bearer_auth(bearer);
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+
+    // A report; the crew proves it (the proposal carries the desk's own re-run, as the
+    // sandbox will); the reporter confirms.
+    let (status, filed) = post(
+        "/api/v1/reports".into(),
+        None,
+        json!({"component": "shoplite", "title": "SAVE300 negative total", "what_happened": "−₹100", "expected": "₹0", "steps": ""}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let (status, _) = post(
+        format!("/api/v1/bugs/{bug}/reproduction/start"),
+        Some(token(Role::Manager)),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let now = server::clock::now_ms();
+    store
+        .apply(&bug, now, |b| {
+            let evidence = Evidence {
+                rerun: Some(Rerun::Reproduced),
+                ..Evidence::default()
+            };
+            let reproduction = Reproduction {
+                id: "run-1".into(),
+                test_path: "shoplite/regressions/coupon_save300.rs".into(),
+                test_sha256: "5".repeat(64),
+                assertion: "payable -100 < 0".into(),
+            };
+            decide(
+                b,
+                &Command::ProposeReproduction { reproduction },
+                &Actor::Role {
+                    role: Role::Reproducer,
+                },
+                &evidence,
+                &Policy::default(),
+                now,
+            )
+        })
+        .await
+        .unwrap();
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (status, _) = post(
+        "/api/v1/track/answer".into(),
+        None,
+        json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}),
+    )
+    .await;
+    assert_eq!(status, 404, "answers need the capability header");
+    let answered = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+
+    // The fixer pushes a branch and opens the draft pull request.
+    let (status, _) = post(
+        format!("/api/v1/bugs/{bug}/fix/start"),
+        Some(token(Role::Fixer)),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    git(&work, &["checkout", "--quiet", "-b", "fix/save300"]);
+    write(
+        &work,
+        "shoplite/src/lib.rs",
+        "pub fn payable() -> i64 { 0 }\n",
+    );
+    git(&work, &["commit", "--quiet", "-am", "Clamp the discount"]);
+    git(&work, &["push", "--quiet", "origin", "fix/save300"]);
+    let head = git(&work, &["rev-parse", "HEAD"]);
+    let (status, body) = post(
+        format!("/api/v1/bugs/{bug}/fix"),
+        Some(token(Role::Fixer)),
+        json!({"branch": "no/such"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (422, Some("unknown_branch"))
+    );
+    let (status, body) = post(
+        format!("/api/v1/bugs/{bug}/fix"),
+        Some(token(Role::Fixer)),
+        json!({"branch": "fix/save300"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "in_review");
+
+    // The crew cannot approve or merge; an owner reads the diff and approves the exact head.
+    let (status, _) = post(
+        format!("/api/v1/bugs/{bug}/approve"),
+        Some(token(Role::Fixer)),
+        json!({"head": head}),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let signed_in = client
+        .post(format!("{base}/api/v1/session"))
+        .json(&json!({"email": OWNER, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let csrf = signed_in.json::<Value>().await.unwrap()["csrf_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let owner_post = |path: String, body: Value| {
+        let client = client.clone();
+        let url = format!("{base}{path}");
+        let (cookie, csrf) = (cookie.clone(), csrf.clone());
+        async move {
+            let response = client
+                .post(url)
+                .header("cookie", cookie)
+                .header("x-csrf-token", csrf)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let merge = response
+                .headers()
+                .get("x-r2r-merge-commit")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+                merge,
+            )
+        }
+    };
+    let diff: Value = client
+        .get(format!("{base}/api/v1/bugs/{bug}/diff"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(diff["diff"]
+        .as_str()
+        .unwrap()
+        .contains("+pub fn payable() -> i64 { 0 }"));
+    assert_eq!(diff["changed_paths"], json!(["shoplite/src/lib.rs"]));
+    let main_before = git(&work, &["ls-remote", "origin", "refs/heads/main"]);
+    let (status, body, _) =
+        owner_post(format!("/api/v1/bugs/{bug}/merge"), json!({"head": head})).await;
+    assert_eq!(status, 409, "not approved yet: {body}");
+    assert_eq!(
+        git(&work, &["ls-remote", "origin", "refs/heads/main"]),
+        main_before,
+        "nothing merged"
+    );
+    let (status, body, _) =
+        owner_post(format!("/api/v1/bugs/{bug}/approve"), json!({"head": head})).await;
+    assert_eq!((status, body["state"].as_str()), (200, Some("approved")));
+
+    // A stale head is refused; the approved one is merged for real.
+    let (status, _, _) = owner_post(
+        format!("/api/v1/bugs/{bug}/merge"),
+        json!({"head": "f".repeat(40)}),
+    )
+    .await;
+    assert_eq!(status, 409);
+    assert_eq!(
+        git(&work, &["ls-remote", "origin", "refs/heads/main"]),
+        main_before
+    );
+    let (status, body, merge) =
+        owner_post(format!("/api/v1/bugs/{bug}/merge"), json!({"head": head})).await;
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("merged")),
+        "{body}"
+    );
+    let merge = merge.unwrap();
+    git(&work, &["fetch", "--quiet", "origin"]);
+    assert_eq!(git(&work, &["rev-parse", "origin/main"]), merge);
+    git(
+        &work,
+        &["merge-base", "--is-ancestor", &head, "origin/main"],
+    );
+
+    // The recorder records the verified deployment; the reporter confirms the live fix.
+    let (status, _) = post(
+        "/api/v1/deployments".into(),
+        Some(token(Role::Fixer)),
+        json!({"deployment": "d1", "commit": merge}),
+    )
+    .await;
+    assert_eq!(status, 403, "only the recorder records deployments");
+    let (status, body) = post(
+        "/api/v1/deployments".into(),
+        Some(token(Role::Recorder)),
+        json!({"deployment": "d1", "commit": merge}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tracking["bug"]["state"], "deployed");
+    assert_eq!(tracking["bug"]["release"]["commit"], merge.as_str());
+    let answered: Value = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", &capability)
+        .json(
+            &json!({"request_id": tracking["question"]["request_id"], "kind": "fix", "yes": true}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answered["state"], "verified");
+    assert!(store.verify_ledger().await.unwrap().is_ok());
+}
