@@ -62,6 +62,11 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// The recorder: prove an exact commit is live, then record it.
+    Recorder {
+        #[command(subcommand)]
+        command: RecorderCommand,
+    },
     /// The roles' bearer tokens.
     Token {
         #[command(subcommand)]
@@ -71,6 +76,33 @@ enum Command {
     Quarantine {
         #[command(subcommand)]
         command: QuarantineCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum RecorderCommand {
+    /// Check that both URLs serve exactly SHA (and are the same deployment), check again,
+    /// then record the deployment with the desk (R2R_RECORDER_TOKEN). Exits 1 with the reason
+    /// on any failure, recording nothing.
+    Verify {
+        /// The commit that must be live (40 or 64 hex characters).
+        #[arg(long)]
+        sha: String,
+        /// The deployment's immutable URL.
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// The public URL that must resolve to the same deployment.
+        #[arg(long, value_name = "URL")]
+        public_url: String,
+        /// The service name the health answers must carry.
+        #[arg(long, default_value = app::dto::SERVICE_NAME)]
+        project: String,
+        /// The desk that records it.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+        desk: String,
+        /// The deployment id to record (default: verify-<first 12 of the sha>).
+        #[arg(long)]
+        deployment: Option<String>,
     },
 }
 
@@ -374,6 +406,58 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Quarantine { command } => quarantine(&cli.env_file, command).await,
+        Command::Recorder {
+            command:
+                RecorderCommand::Verify {
+                    sha,
+                    url,
+                    public_url,
+                    project,
+                    desk,
+                    deployment,
+                },
+        } => {
+            let sha = domain::workflow::CommitSha::parse(&sha)
+                .map_err(|e| anyhow::anyhow!("--sha is invalid: {e}"))?;
+            for (flag, value) in [
+                ("--url", &url),
+                ("--public-url", &public_url),
+                ("--desk", &desk),
+            ] {
+                if !(value.starts_with("http://") || value.starts_with("https://")) {
+                    anyhow::bail!("{flag} is invalid: expected an http(s) URL, got {value:?}");
+                }
+            }
+            let env = Environment::load(&cli.env_file)?;
+            let Some(token) = env.get("R2R_RECORDER_TOKEN").map(str::to_owned) else {
+                anyhow::bail!("R2R_RECORDER_TOKEN is not set (r2r setup writes it to .env.local)");
+            };
+            let deployment =
+                deployment.unwrap_or_else(|| format!("verify-{}", &sha.as_str()[..12]));
+            let expected = crate::recorder::Expected {
+                sha,
+                service: project,
+            };
+            match crate::recorder::verify_and_record(
+                &url,
+                &public_url,
+                &expected,
+                &desk,
+                &token,
+                &deployment,
+            )
+            .await
+            {
+                Ok(id) => {
+                    println!("verified: {} serves {} at {url} and {public_url}; recorded as deployment {id}", expected.service, expected.sha);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(error) => {
+                    eprintln!("NOT VERIFIED: {error}. Nothing was recorded.");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
         Command::Token {
             command: TokenCommand::Rotate { role },
         } => {

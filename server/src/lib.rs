@@ -21,6 +21,7 @@ pub mod http;
 pub mod local_forge;
 pub mod ratelimit;
 pub mod reasker;
+pub mod recorder;
 pub mod reporter;
 pub mod secret;
 pub mod serve;
