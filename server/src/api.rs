@@ -13,12 +13,12 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use domain::workflow::{decide, Actor, Command, CommitSha, Evidence};
+use domain::workflow::{Actor, Command, CommitSha};
 use domain::Role;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Instant;
-use store::{ApplyError, InviteOutcome, NewOwner};
+use store::{InviteOutcome, NewOwner};
 
 /// One operation of the API: the single source for routing checks and the OpenAPI document.
 #[derive(Debug)]
@@ -667,33 +667,7 @@ async fn run_command(
     command: Command,
     actor: &Actor,
 ) -> Result<Response, Refused> {
-    let now = now_ms();
-    let policy = &state.reporter.policy;
-    match state
-        .store
-        .apply(bug, now, |b| {
-            decide(b, &command, actor, &Evidence::default(), policy, now)
-        })
-        .await
-    {
-        Ok(applied) => Ok(Json(json!({
-            "recorded": applied.changed,
-            "state": applied.bug.state.as_str(),
-            "version": applied.bug.version,
-        }))
-        .into_response()),
-        Err(ApplyError::Refused(refusal)) => Err(Refused::new(
-            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
-            &refusal.code,
-            refusal.message,
-        )),
-        Err(ApplyError::NotFound(id)) => Err(Refused::new(
-            StatusCode::NOT_FOUND,
-            "unknown_bug",
-            format!("No bug {id}."),
-        )),
-        Err(error) => Err(Refused::storage(error)),
-    }
+    crate::forge_api::record(state, bug, command, actor, &Default::default()).await
 }
 
 #[derive(Deserialize)]

@@ -64,7 +64,9 @@ async fn load(state: &AppState, id: &str) -> Result<domain::workflow::Bug, Refus
         .bug)
 }
 
-async fn record(
+/// Applies `command` through the engine with fetched evidence; the JSON answer or the
+/// refusal.
+pub(crate) async fn record(
     state: &AppState,
     id: &str,
     command: Command,
@@ -91,11 +93,7 @@ async fn record(
             "version": applied.bug.version,
         }))
         .into_response()),
-        Err(store::ApplyError::Refused(refusal)) => Err(Refused::new(
-            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
-            &refusal.code,
-            refusal.message,
-        )),
+        Err(store::ApplyError::Refused(refusal)) => Err(refusal.into()),
         Err(store::ApplyError::NotFound(id)) => Err(Refused::new(
             StatusCode::NOT_FOUND,
             "unknown_bug",
@@ -249,13 +247,7 @@ fn dry_run(
         crate::clock::now_ms(),
     )
     .map(|_| ())
-    .map_err(|refusal| {
-        Refused::new(
-            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
-            &refusal.code,
-            refusal.message,
-        )
-    })
+    .map_err(Refused::from)
 }
 
 /// `GET /api/v1/bugs/{id}/diff`.

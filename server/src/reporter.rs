@@ -174,6 +174,16 @@ impl Refused {
     }
 }
 
+impl From<domain::workflow::Refusal> for Refused {
+    fn from(refusal: domain::workflow::Refusal) -> Self {
+        Refused::new(
+            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
+            &refusal.code,
+            refusal.message,
+        )
+    }
+}
+
 impl Refused {
     /// Per-field reasons, to add to.
     pub fn fields_mut(&mut self) -> &mut BTreeMap<String, String> {
@@ -847,11 +857,7 @@ pub async fn record_answer(
                 message: message.to_owned(),
             })
         }
-        Err(ApplyError::Refused(refusal)) => Err(Refused::new(
-            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
-            &refusal.code,
-            refusal.message,
-        )),
+        Err(ApplyError::Refused(refusal)) => Err(refusal.into()),
         Err(ApplyError::Contended { .. }) => {
             let mut refused = Refused::new(
                 StatusCode::SERVICE_UNAVAILABLE,
