@@ -8,7 +8,7 @@ use crate::auth::{
 };
 use crate::clock::now_ms;
 use crate::http::AppState;
-use crate::reporter::{ClientAddr, LimitedBody, Refused};
+use crate::reporter::{no_store, ClientAddr, LimitedBody, Refused};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -426,14 +426,12 @@ pub async fn login(
         Ok(response)
     }
     .await;
-    no_store(result.unwrap_or_else(IntoResponse::into_response))
+    respond(result)
 }
 
-pub(crate) fn no_store(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
+/// Every API answer: the success or the refusal, never cached.
+pub(crate) fn respond<T: IntoResponse>(result: Result<T, Refused>) -> Response {
+    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
 }
 
 /// `DELETE /api/v1/session`.
@@ -459,7 +457,7 @@ pub async fn logout(
         Ok::<_, Refused>(response)
     }
     .await;
-    no_store(result.unwrap_or_else(IntoResponse::into_response))
+    respond(result)
 }
 
 /// `GET /api/v1/me`.
@@ -482,7 +480,7 @@ pub async fn me(
         })
     }
     .await;
-    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+    respond(result)
 }
 
 /// `POST /api/v1/owners/invites`.
@@ -511,7 +509,7 @@ pub async fn invite(
             .into_response())
     }
     .await;
-    no_store(result.unwrap_or_else(IntoResponse::into_response))
+    respond(result)
 }
 
 #[derive(Deserialize)]
@@ -592,7 +590,7 @@ pub async fn accept_invite(
         }
     }
     .await;
-    no_store(result.unwrap_or_else(IntoResponse::into_response))
+    respond(result)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -619,7 +617,7 @@ pub async fn list_bugs(
         Ok::<_, Refused>(Json(json!({"bugs": bugs})))
     }
     .await;
-    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+    respond(result)
 }
 
 /// `GET /api/v1/bugs/{id}`.
@@ -648,7 +646,7 @@ pub async fn get_bug(
         Ok::<_, Refused>(Json(json!({"bug": stored.bug, "reports": reports, "events": stored.event_count})))
     }
     .await;
-    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+    respond(result)
 }
 
 pub(crate) fn actor_of(credential: &Credential) -> Actor {
@@ -799,7 +797,7 @@ async fn bug_operation(
         run_command(&state, &id, command, &actor).await
     }
     .await;
-    no_store(result.unwrap_or_else(IntoResponse::into_response))
+    respond(result)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -825,7 +823,7 @@ pub async fn claim_notifications(
         Ok::<_, Refused>(Json(json!({"jobs": jobs})))
     }
     .await;
-    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+    respond(result)
 }
 
 #[derive(Deserialize)]
@@ -860,7 +858,7 @@ pub async fn ack_notification(
         }
     }
     .await;
-    no_store(result.unwrap_or_else(IntoResponse::into_response))
+    respond(result)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //! and merge it — a real git merge, published only after the engine accepted it — and the
 //! recorder records a verified deployment, with ancestry from git.
 
-use crate::api::{actor_of, guard, json_body, no_store};
+use crate::api::{actor_of, guard, json_body, respond};
 use crate::auth::Credential;
 use crate::github::{Fetched, KnownAncestry};
 use crate::http::AppState;
@@ -275,7 +275,7 @@ pub async fn diff(
         })))
     }
     .await;
-    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+    respond(result)
 }
 
 #[derive(Deserialize)]
@@ -335,5 +335,5 @@ pub async fn record_deployment(
         Ok::<_, Refused>(Json(json!({"deployment": id, "bugs": states})))
     }
     .await;
-    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+    respond(result)
 }

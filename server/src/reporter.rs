@@ -203,7 +203,8 @@ impl IntoResponse for Refused {
     }
 }
 
-fn no_store(mut response: Response) -> Response {
+/// Marks an answer as never to be cached.
+pub(crate) fn no_store(mut response: Response) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
