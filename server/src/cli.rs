@@ -100,9 +100,20 @@ enum RecorderCommand {
         /// The desk that records it.
         #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
         desk: String,
-        /// The deployment id to record (default: verify-<first 12 of the sha>).
+        /// The deployment id to record with the desk (default: verify-<first 12 of the sha>).
         #[arg(long)]
         deployment: Option<String>,
+        /// Where to record it: `desk` (local forge: the desk's API with R2R_RECORDER_TOKEN) or
+        /// `github` (a `verify:production` deployment and success status through
+        /// R2R_GITHUB_API_URL with R2R_GITHUB_TOKEN; the signed webhook moves the ledger).
+        #[arg(long, default_value = "desk", value_parser = ["desk", "github"])]
+        record_with: String,
+        /// The GitHub repository (`owner/name`), with `--record-with github`.
+        #[arg(long)]
+        repository: Option<String>,
+        /// The GitHub environment (default: R2R_PRODUCTION_ENVIRONMENT or `production`).
+        #[arg(long)]
+        environment: Option<String>,
     },
 }
 
@@ -415,6 +426,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     project,
                     desk,
                     deployment,
+                    record_with,
+                    repository,
+                    environment,
                 },
         } => {
             let sha = domain::workflow::CommitSha::parse(&sha)
@@ -429,25 +443,63 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
             let env = Environment::load(&cli.env_file)?;
-            let Some(token) = env.get("R2R_RECORDER_TOKEN").map(str::to_owned) else {
-                anyhow::bail!("R2R_RECORDER_TOKEN is not set (r2r setup writes it to .env.local)");
-            };
-            let deployment =
-                deployment.unwrap_or_else(|| format!("verify-{}", &sha.as_str()[..12]));
             let expected = crate::recorder::Expected {
                 sha,
                 service: project,
             };
-            match crate::recorder::verify_and_record(
-                &url,
-                &public_url,
-                &expected,
-                &desk,
-                &token,
-                &deployment,
-            )
-            .await
-            {
+            let deployment =
+                deployment.unwrap_or_else(|| format!("verify-{}", &expected.sha.as_str()[..12]));
+            let github;
+            let environment = environment
+                .or_else(|| env.get("R2R_PRODUCTION_ENVIRONMENT").map(str::to_owned))
+                .unwrap_or_else(|| "production".to_owned());
+            let token;
+            let publish = if record_with == "github" {
+                let Some(repository) = repository.filter(|r| {
+                    let mut parts = r.split('/');
+                    matches!((parts.next(), parts.next(), parts.next()), (Some(o), Some(n), None) if !o.is_empty() && !n.is_empty())
+                }) else {
+                    anyhow::bail!("--repository is required with --record-with github, as owner/name");
+                };
+                let Some(github_token) = env.get("R2R_GITHUB_TOKEN") else {
+                    anyhow::bail!("R2R_GITHUB_TOKEN is not set: the recorder needs a token allowed to create deployments");
+                };
+                let api_url = env
+                    .get("R2R_GITHUB_API_URL")
+                    .unwrap_or("https://api.github.com")
+                    .trim()
+                    .to_owned();
+                if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
+                    anyhow::bail!(
+                        "R2R_GITHUB_API_URL is invalid: expected an http(s) URL, got {api_url:?}"
+                    );
+                }
+                let config = crate::github::GitHubConfig {
+                    webhook_secret: None,
+                    repositories: vec![repository.clone()],
+                    api_url,
+                    token: Some(crate::secret::Secret::new(github_token.trim())),
+                    production_environment: environment.clone(),
+                };
+                github = crate::github::GitHubForge::new(&config, &repository);
+                crate::recorder::Publish::Forge {
+                    forge: &github,
+                    environment: &environment,
+                }
+            } else {
+                let Some(recorder_token) = env.get("R2R_RECORDER_TOKEN").map(str::to_owned) else {
+                    anyhow::bail!(
+                        "R2R_RECORDER_TOKEN is not set (r2r setup writes it to .env.local)"
+                    );
+                };
+                token = recorder_token;
+                crate::recorder::Publish::Desk {
+                    url: &desk,
+                    token: &token,
+                    deployment: &deployment,
+                }
+            };
+            match crate::recorder::verify_and_record(&url, &public_url, &expected, publish).await {
                 Ok(id) => {
                     println!("verified: {} serves {} at {url} and {public_url}; recorded as deployment {id}", expected.service, expected.sha);
                     Ok(ExitCode::SUCCESS)

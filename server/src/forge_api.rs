@@ -5,6 +5,7 @@
 
 use crate::api::{actor_of, guard, json_body, respond};
 use crate::auth::Credential;
+use crate::forge::{DraftRequest, Forge, ForgeError};
 use crate::github::{Fetched, KnownAncestry};
 use crate::http::AppState;
 use crate::local_forge::{GitError, LocalForge};
@@ -104,18 +105,34 @@ pub(crate) async fn record(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FixBody {
     branch: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
 }
 
-/// The fixer's draft pull request: the branch's head and the paths it changes, from git.
+fn forge_refused(error: ForgeError) -> Refused {
+    match error {
+        ForgeError::Git(git) => git_refused(git),
+        ForgeError::Invalid(reason) => {
+            Refused::new(StatusCode::UNPROCESSABLE_ENTITY, "forge_refused", reason)
+        }
+        other => Refused::storage(other),
+    }
+}
+
+/// The fixer's draft pull request: opened on the forge for the pushed branch (the forge
+/// numbers it), then recorded with its exact head and the paths it changes, from git.
 pub async fn submit_fix(state: &AppState, id: &str, body: &[u8]) -> Result<Response, Refused> {
     let forge = forge(state)?;
     let fix: FixBody = json_body(body)?;
-    let head = forge
-        .branch_head(fix.branch.trim())
+    let branch = fix.branch.trim();
+    let head = Forge::branch_head(forge, branch)
         .await
-        .map_err(git_refused)?
+        .map_err(forge_refused)?
         .ok_or_else(|| {
             Refused::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -124,19 +141,45 @@ pub async fn submit_fix(state: &AppState, id: &str, body: &[u8]) -> Result<Respo
             )
         })?;
     let changed_paths = forge.changed_paths(&head).await.map_err(git_refused)?;
-    let mut number = 0;
-    for bug in state.store.bug_ids().await.map_err(Refused::storage)? {
-        if let Some(stored) = state.store.load_bug(&bug).await.map_err(Refused::storage)? {
-            number = number.max(stored.bug.pull_request.map_or(0, |pr| pr.number));
-        }
-    }
-    let command = Command::SubmitFix {
-        number: number + 1,
+    let fixer = Actor::Role {
+        role: domain::Role::Fixer,
+    };
+    // Dry run first: no pull request is opened for a fix the engine would refuse.
+    let bug = load(state, id).await?;
+    let probe = Command::SubmitFix {
+        number: 0,
         head,
         changed_paths,
     };
-    let fixer = Actor::Role {
-        role: domain::Role::Fixer,
+    dry_run(state, &bug, &probe, &fixer, &Fetched::default())?;
+    let draft = forge
+        .open_draft(&DraftRequest {
+            branch: branch.to_owned(),
+            title: fix
+                .title
+                .unwrap_or_else(|| format!("Fix {id}"))
+                .chars()
+                .take(200)
+                .collect(),
+            body: fix
+                .description
+                .unwrap_or_default()
+                .chars()
+                .take(24_000)
+                .collect(),
+        })
+        .await
+        .map_err(forge_refused)?;
+    // The recorded head is the one the pull request was opened at (a push in between is a
+    // new head, with its own paths).
+    let changed_paths = forge
+        .changed_paths(&draft.head)
+        .await
+        .map_err(git_refused)?;
+    let command = Command::SubmitFix {
+        number: draft.number,
+        head: draft.head,
+        changed_paths,
     };
     record(state, id, command, &fixer, &Fetched::default()).await
 }
@@ -159,7 +202,7 @@ pub async fn approve(
     let code_owners = forge
         .codeowners_at(&head)
         .await
-        .map_err(git_refused)?
+        .map_err(forge_refused)?
         .map(|text| CodeOwners::parse(&text));
     let fetched = Fetched {
         ancestry: KnownAncestry::default(),

@@ -7,6 +7,7 @@
 //! evidence (ancestry, CODEOWNERS at the reviewed head) fetched from the forge first.
 
 use crate::clock::now_ms;
+use crate::forge::{DraftPull, DraftRequest, Forge, RecordedDeployment};
 use crate::http::AppState;
 use crate::reporter::Refused;
 use axum::body::Bytes;
@@ -181,21 +182,7 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
 // ---------------------------------------------------------------------------------------------
 // The REST client
 
-/// Why a forge call failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ForgeError {
-    /// The HTTP request failed.
-    #[error("forge request failed: {0}")]
-    Http(#[from] reqwest::Error),
-    /// The forge answered something unexpected.
-    #[error("forge answered {status} for {what}")]
-    Status {
-        /// HTTP status.
-        status: u16,
-        /// What was asked.
-        what: String,
-    },
-}
+pub use crate::forge::ForgeError;
 
 /// GitHub's REST API for one repository.
 #[derive(Clone, Debug)]
@@ -222,10 +209,13 @@ impl GitHubForge {
         }
     }
 
-    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         let mut request = self
             .client
-            .get(format!("{}/repos/{}{path}", self.api_url, self.repository))
+            .request(
+                method,
+                format!("{}/repos/{}{path}", self.api_url, self.repository),
+            )
             .header("Accept", "application/vnd.github+json")
             .header("X-GitHub-Api-Version", "2022-11-28");
         if let Some(token) = &self.token {
@@ -234,8 +224,79 @@ impl GitHubForge {
         request
     }
 
-    /// How `candidate` relates to `base` (the compare API); unknown commits are `Unknown`.
-    pub async fn compare(
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::GET, path)
+    }
+
+    /// Sends a JSON body and returns the JSON answer, or a `Status` error carrying GitHub's
+    /// `message` (422 validation failures become `Invalid`).
+    async fn send_json(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+        what: &str,
+    ) -> Result<Value, ForgeError> {
+        let response = self.request(method, path).json(body).send().await?;
+        let status = response.status();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(answer);
+        }
+        let message = answer["message"].as_str().unwrap_or("no message");
+        if status == reqwest::StatusCode::UNPROCESSABLE_ENTITY {
+            return Err(ForgeError::Invalid(format!(
+                "GitHub refused {what}: {message}"
+            )));
+        }
+        Err(ForgeError::Status {
+            status: status.as_u16(),
+            what: format!("{what} ({message})"),
+        })
+    }
+
+    async fn default_branch(&self) -> Result<String, ForgeError> {
+        let response = self.get("").send().await?;
+        if !response.status().is_success() {
+            return Err(ForgeError::Status {
+                status: response.status().as_u16(),
+                what: "repository".into(),
+            });
+        }
+        let body: Value = response.json().await?;
+        body["default_branch"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ForgeError::Invalid("the repository has no default branch".into()))
+    }
+}
+
+#[async_trait::async_trait]
+impl Forge for GitHubForge {
+    fn kind(&self) -> &'static str {
+        "github"
+    }
+
+    async fn branch_head(&self, branch: &str) -> Result<Option<CommitSha>, ForgeError> {
+        if !crate::forge::valid_branch(branch) {
+            return Ok(None);
+        }
+        let response = self.get(&format!("/branches/{branch}")).send().await?;
+        if response.status() == 404 {
+            return Ok(None);
+        }
+        if !response.status().is_success() {
+            return Err(ForgeError::Status {
+                status: response.status().as_u16(),
+                what: format!("branch {branch}"),
+            });
+        }
+        let body: Value = response.json().await?;
+        Ok(sha(&body["commit"]["sha"]))
+    }
+
+    /// The compare API; unknown commits are `Unknown`.
+    async fn relation(
         &self,
         base: &CommitSha,
         candidate: &CommitSha,
@@ -263,26 +324,105 @@ impl GitHubForge {
         })
     }
 
-    /// The CODEOWNERS file at `sha` (GitHub's three locations, in its order), if any.
-    pub async fn codeowners_at(&self, sha: &CommitSha) -> Result<Option<String>, ForgeError> {
-        for path in [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"] {
-            let response = self
-                .get(&format!("/contents/{path}?ref={sha}"))
-                .header("Accept", "application/vnd.github.raw+json")
-                .send()
-                .await?;
-            if response.status() == 404 {
-                continue;
-            }
-            if !response.status().is_success() {
-                return Err(ForgeError::Status {
-                    status: response.status().as_u16(),
-                    what: format!("contents {path}"),
-                });
-            }
-            return Ok(Some(response.text().await?));
+    async fn file_at(&self, commit: &CommitSha, path: &str) -> Result<Option<String>, ForgeError> {
+        let response = self
+            .get(&format!("/contents/{path}?ref={commit}"))
+            .header("Accept", "application/vnd.github.raw+json")
+            .send()
+            .await?;
+        if response.status() == 404 {
+            return Ok(None);
         }
-        Ok(None)
+        if !response.status().is_success() {
+            return Err(ForgeError::Status {
+                status: response.status().as_u16(),
+                what: format!("contents {path}"),
+            });
+        }
+        Ok(Some(response.text().await?))
+    }
+
+    async fn open_draft(&self, draft: &DraftRequest) -> Result<DraftPull, ForgeError> {
+        if !crate::forge::valid_branch(&draft.branch) {
+            return Err(ForgeError::Invalid(format!(
+                "{:?} is not a branch name this forge accepts",
+                draft.branch
+            )));
+        }
+        let base = self.default_branch().await?;
+        let pull = self
+            .send_json(
+                reqwest::Method::POST,
+                "/pulls",
+                &json!({
+                    "title": draft.title,
+                    "head": draft.branch,
+                    "base": base,
+                    "body": draft.body,
+                    "draft": true,
+                    "maintainer_can_modify": false,
+                }),
+                "the draft pull request",
+            )
+            .await?;
+        let (Some(number), Some(head)) = (pull["number"].as_u64(), sha(&pull["head"]["sha"]))
+        else {
+            return Err(ForgeError::Invalid(
+                "GitHub's pull request answer lacks number or head.sha".into(),
+            ));
+        };
+        Ok(DraftPull {
+            number,
+            head,
+            url: pull["html_url"].as_str().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// A deployment with the recorder's task name, then its success status: the signed
+    /// `deployment_status` webhook GitHub sends back is what moves the ledger.
+    async fn record_deployment(
+        &self,
+        commit: &CommitSha,
+        environment: &str,
+        url: &str,
+    ) -> Result<RecordedDeployment, ForgeError> {
+        let deployment = self
+            .send_json(
+                reqwest::Method::POST,
+                "/deployments",
+                &json!({
+                    "ref": commit.as_str(),
+                    "task": RECORDER_TASK,
+                    "environment": environment,
+                    "auto_merge": false,
+                    "required_contexts": [],
+                    "production_environment": true,
+                    "description": "verified live by r2r recorder",
+                }),
+                "the deployment",
+            )
+            .await?;
+        let Some(id) = deployment["id"].as_u64() else {
+            return Err(ForgeError::Invalid(
+                "GitHub's deployment answer lacks an id (was it merged instead?)".into(),
+            ));
+        };
+        self.send_json(
+            reqwest::Method::POST,
+            &format!("/deployments/{id}/statuses"),
+            &json!({
+                "state": "success",
+                "environment_url": url,
+                "auto_inactive": true,
+                "description": "both URLs serve exactly this commit",
+            }),
+            "the deployment status",
+        )
+        .await?;
+        Ok(RecordedDeployment {
+            id: id.to_string(),
+            url: url.to_owned(),
+        })
     }
 }
 
@@ -386,7 +526,7 @@ pub(crate) async fn apply(
 /// Applies one queued GitHub event.
 pub async fn apply_event(
     store: &Store,
-    forge: &GitHubForge,
+    forge: &dyn Forge,
     config: &GitHubConfig,
     policy: &Policy,
     event: &str,
@@ -441,7 +581,7 @@ pub async fn apply_event(
                     .iter()
                     .filter(|d| d.status == DeploymentStatus::Pending)
                 {
-                    let relation = forge.compare(&merge_commit, &deployment.commit).await?;
+                    let relation = forge.relation(&merge_commit, &deployment.commit).await?;
                     fetched
                         .ancestry
                         .0
@@ -524,7 +664,7 @@ pub async fn apply_event(
                 };
                 let mut fetched = Fetched::default();
                 if let Some(merge) = &stored.bug.merge {
-                    let relation = forge.compare(&merge.merge_commit, &commit).await?;
+                    let relation = forge.relation(&merge.merge_commit, &commit).await?;
                     fetched
                         .ancestry
                         .0

@@ -4,6 +4,7 @@
 //! and `git commit-tree`, published with a compare-and-swap `git update-ref` on the default
 //! branch (so a concurrent push is never overwritten).
 
+use crate::forge::{DraftPull, DraftRequest, Forge, ForgeError, RecordedDeployment};
 use domain::workflow::{Ancestry, CommitSha};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -165,16 +166,6 @@ impl LocalForge {
             .then(|| String::from_utf8_lossy(&output.stdout).into_owned()))
     }
 
-    /// CODEOWNERS at a commit, from the first of GitHub's three locations that has one.
-    pub async fn codeowners_at(&self, commit: &CommitSha) -> Result<Option<String>, GitError> {
-        for path in [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"] {
-            if let Some(text) = self.file_at(commit, path).await? {
-                return Ok(Some(text));
-            }
-        }
-        Ok(None)
-    }
-
     /// Paths a change touches relative to where it left the default branch.
     pub async fn changed_paths(&self, head: &CommitSha) -> Result<Vec<String>, GitError> {
         let range = format!("refs/heads/{}...{}", self.default_branch, head.as_str());
@@ -253,6 +244,154 @@ impl LocalForge {
             .git(&["update-ref", &branch, merge.as_str(), base.as_str()])
             .await?;
         check("update-ref", &output).map(|_| ())
+    }
+}
+
+impl LocalForge {
+    async fn git_with_input(&self, args: &[&str], input: &[u8]) -> Result<Output, GitError> {
+        use tokio::io::AsyncWriteExt;
+        let mut child = tokio::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&self.repository)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(input).await?;
+        }
+        Ok(child.wait_with_output().await?)
+    }
+
+    /// The highest number under `prefix` (refs named `prefix<N>/…` or `prefix<N>`).
+    async fn highest_number(&self, prefix: &str) -> Result<u64, GitError> {
+        let output = self
+            .git(&["for-each-ref", "--format=%(refname)", prefix])
+            .await?;
+        check("for-each-ref", &output)?;
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|name| name.strip_prefix(prefix))
+            .filter_map(|rest| rest.split('/').next()?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0))
+    }
+
+    /// Creates `refs/<prefix><N><suffix>` at `target` for the next free N. Creation is a
+    /// compare-and-swap against "absent", so two callers never get the same number.
+    async fn create_numbered_ref(
+        &self,
+        prefix: &str,
+        suffix: &str,
+        target: &str,
+    ) -> Result<u64, GitError> {
+        const ABSENT: &str = "0000000000000000000000000000000000000000";
+        let mut last = None;
+        for _ in 0..16 {
+            let number = self.highest_number(prefix).await? + 1;
+            let name = format!("{prefix}{number}{suffix}");
+            let output = self.git(&["update-ref", &name, target, ABSENT]).await?;
+            if output.status.success() {
+                return Ok(number);
+            }
+            last = Some(output);
+        }
+        match last {
+            Some(output) => check("update-ref", &output).map(|_| 0),
+            None => Ok(0),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Forge for LocalForge {
+    fn kind(&self) -> &'static str {
+        "local"
+    }
+
+    async fn branch_head(&self, branch: &str) -> Result<Option<CommitSha>, ForgeError> {
+        if !crate::forge::valid_branch(branch) {
+            return Ok(None);
+        }
+        Ok(LocalForge::branch_head(self, branch).await?)
+    }
+
+    async fn relation(
+        &self,
+        base: &CommitSha,
+        candidate: &CommitSha,
+    ) -> Result<Ancestry, ForgeError> {
+        Ok(LocalForge::relation(self, base, candidate).await?)
+    }
+
+    async fn file_at(&self, commit: &CommitSha, path: &str) -> Result<Option<String>, ForgeError> {
+        Ok(LocalForge::file_at(self, commit, path).await?)
+    }
+
+    /// A draft pull request is `refs/pull/N/head` (as GitHub names it) at the branch's head,
+    /// with its title and description as a blob at `refs/pull/N/description`.
+    async fn open_draft(&self, draft: &DraftRequest) -> Result<DraftPull, ForgeError> {
+        if !crate::forge::valid_branch(&draft.branch) {
+            return Err(ForgeError::Invalid(format!(
+                "{:?} is not a branch name this forge accepts",
+                draft.branch
+            )));
+        }
+        let head = LocalForge::branch_head(self, &draft.branch)
+            .await?
+            .ok_or_else(|| {
+                ForgeError::Invalid(format!(
+                    "the forge has no branch {:?}; push it first",
+                    draft.branch
+                ))
+            })?;
+        let number = self
+            .create_numbered_ref("refs/pull/", "/head", head.as_str())
+            .await?;
+        let text = format!("{}\n\n{}\n", draft.title.trim(), draft.body.trim());
+        let blob = self
+            .git_with_input(&["hash-object", "-w", "--stdin"], text.as_bytes())
+            .await?;
+        check("hash-object", &blob)?;
+        let blob = String::from_utf8_lossy(&blob.stdout).trim().to_owned();
+        let description = format!("refs/pull/{number}/description");
+        let output = self.git(&["update-ref", &description, &blob]).await?;
+        check("update-ref", &output)?;
+        Ok(DraftPull {
+            number,
+            head,
+            url: format!("refs/pull/{number}/head"),
+        })
+    }
+
+    /// A deployment is `refs/deployments/<environment>/<N>` at the commit.
+    async fn record_deployment(
+        &self,
+        commit: &CommitSha,
+        environment: &str,
+        url: &str,
+    ) -> Result<RecordedDeployment, ForgeError> {
+        if !crate::forge::valid_branch(environment) || environment.contains('/') {
+            return Err(ForgeError::Invalid(format!(
+                "{environment:?} is not an environment name this forge accepts"
+            )));
+        }
+        if self.commit_of(commit.as_str()).await?.is_none() {
+            return Err(ForgeError::Invalid(format!(
+                "the forge has no commit {commit}"
+            )));
+        }
+        let prefix = format!("refs/deployments/{environment}/");
+        let number = self
+            .create_numbered_ref(&prefix, "", commit.as_str())
+            .await?;
+        Ok(RecordedDeployment {
+            id: format!("{environment}-{number}"),
+            url: url.to_owned(),
+        })
     }
 }
 
@@ -390,6 +529,83 @@ mod tests {
         );
         // Publishing again from a stale base is refused: nothing is overwritten.
         assert!(forge.publish_merge(&merge, &base).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn drafts_get_distinct_numbers_even_when_opened_at_once() {
+        let (_bare, forge, clone, _) = forge_with_main().await;
+        clone.git(&["checkout", "--quiet", "-b", "fix/coupon"]);
+        let head = clone.commit("src/lib.rs", "pub fn total() -> i64 { 0 }\n", "fix");
+        clone.git(&["push", "--quiet", "origin", "fix/coupon"]);
+        let draft = |n: usize| DraftRequest {
+            branch: "fix/coupon".into(),
+            title: format!("Fix {n}"),
+            body: "evidence: coupon test fails before, passes after".into(),
+        };
+        let opened = futures_join(&forge, (0..4).map(draft).collect()).await;
+        let mut numbers: Vec<u64> = opened.iter().map(|p| p.number).collect();
+        numbers.sort_unstable();
+        assert_eq!(numbers, [1, 2, 3, 4]);
+        assert!(opened.iter().all(|p| p.head == head));
+        let description = clone.git(&[
+            "--git-dir",
+            forge.repository().to_str().unwrap(),
+            "cat-file",
+            "-p",
+            "refs/pull/1/description",
+        ]);
+        assert!(
+            description.contains("evidence: coupon test fails"),
+            "{description}"
+        );
+
+        for (branch, what) in [("absent", "push it first"), ("-x", "not a branch name")] {
+            let refused = forge
+                .open_draft(&DraftRequest {
+                    branch: branch.into(),
+                    title: "t".into(),
+                    body: String::new(),
+                })
+                .await
+                .unwrap_err();
+            assert!(refused.to_string().contains(what), "{refused}");
+        }
+
+        let main = LocalForge::branch_head(&forge, "main")
+            .await
+            .unwrap()
+            .unwrap();
+        let first = forge
+            .record_deployment(&main, "production", "https://shop.example")
+            .await
+            .unwrap();
+        let second = forge
+            .record_deployment(&main, "production", "https://shop.example")
+            .await
+            .unwrap();
+        assert_eq!(
+            (first.id.as_str(), second.id.as_str()),
+            ("production-1", "production-2")
+        );
+        let unknown = CommitSha::parse(&"9".repeat(40)).unwrap();
+        assert!(forge
+            .record_deployment(&unknown, "production", "x")
+            .await
+            .is_err());
+        assert!(forge.record_deployment(&main, "../x", "x").await.is_err());
+    }
+
+    async fn futures_join(forge: &LocalForge, drafts: Vec<DraftRequest>) -> Vec<DraftPull> {
+        let mut tasks = tokio::task::JoinSet::new();
+        for draft in drafts {
+            let forge = forge.clone();
+            tasks.spawn(async move { forge.open_draft(&draft).await.unwrap() });
+        }
+        let mut opened = Vec::new();
+        while let Some(pull) = tasks.join_next().await {
+            opened.push(pull.unwrap());
+        }
+        opened
     }
 
     #[tokio::test]

@@ -4,7 +4,9 @@
 //! expected service, a known storage, status `ok` and exactly the commit; the public URL must
 //! resolve to the same deployment (the [`Host`] check; by default: the same installation id
 //! and commit in both answers). Every check runs again just before publishing; only then is
-//! the deployment recorded with the desk (a recorder-token call). Any failure records nothing.
+//! the deployment recorded: with the desk (a recorder-token call) on the local forge, or on
+//! GitHub as a `verify:production` deployment with a success status. Any failure records
+//! nothing.
 
 use app::dto::Health;
 use domain::workflow::CommitSha;
@@ -145,15 +147,36 @@ pub async fn verify_once(
     Ok(at_immutable)
 }
 
-/// Verifies, verifies again, then records the deployment with the desk at `desk` using the
-/// recorder's token. Returns the deployment id recorded.
+/// Where a verified deployment is recorded.
+#[derive(Debug)]
+pub enum Publish<'a> {
+    /// With the desk itself (local forge): `POST /api/v1/deployments` with the recorder's
+    /// token, under the deployment id given.
+    Desk {
+        /// The desk's base URL.
+        url: &'a str,
+        /// The recorder's bearer token.
+        token: &'a str,
+        /// The deployment id to record.
+        deployment: &'a str,
+    },
+    /// On a forge (GitHub): a deployment with the recorder's task and a success status,
+    /// whose signed `deployment_status` webhook then moves the ledger.
+    Forge {
+        /// The forge.
+        forge: &'a dyn crate::forge::Forge,
+        /// The production environment's name.
+        environment: &'a str,
+    },
+}
+
+/// Verifies, verifies again, then records the deployment where `publish` says. Returns the
+/// deployment id recorded.
 pub async fn verify_and_record(
     immutable: &str,
     public: &str,
     expected: &Expected,
-    desk: &str,
-    recorder_token: &str,
-    deployment: &str,
+    publish: Publish<'_>,
 ) -> Result<String, VerifyError> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -163,17 +186,32 @@ pub async fn verify_and_record(
     verify_once(&client, &host, immutable, public, expected).await?;
     // Just before publishing, every check again.
     verify_once(&client, &host, immutable, public, expected).await?;
-    let response = client
-        .post(format!("{}/api/v1/deployments", desk.trim_end_matches('/')))
-        .bearer_auth(recorder_token)
-        .json(&serde_json::json!({"deployment": deployment, "commit": expected.sha.as_str()}))
-        .send()
-        .await
-        .map_err(|e| VerifyError::Record(e.to_string()))?;
-    if !response.status().is_success() {
-        let status = response.status();
-        let body = response.text().await.unwrap_or_default();
-        return Err(VerifyError::Record(format!("HTTP {status}: {body}")));
+    match publish {
+        Publish::Desk {
+            url,
+            token,
+            deployment,
+        } => {
+            let response = client
+                .post(format!("{}/api/v1/deployments", url.trim_end_matches('/')))
+                .bearer_auth(token)
+                .json(
+                    &serde_json::json!({"deployment": deployment, "commit": expected.sha.as_str()}),
+                )
+                .send()
+                .await
+                .map_err(|e| VerifyError::Record(e.to_string()))?;
+            if !response.status().is_success() {
+                let status = response.status();
+                let body = response.text().await.unwrap_or_default();
+                return Err(VerifyError::Record(format!("HTTP {status}: {body}")));
+            }
+            Ok(deployment.to_owned())
+        }
+        Publish::Forge { forge, environment } => forge
+            .record_deployment(&expected.sha, environment, public)
+            .await
+            .map(|recorded| recorded.id)
+            .map_err(|e| VerifyError::Record(e.to_string())),
     }
-    Ok(deployment.to_owned())
 }

@@ -90,6 +90,91 @@ struct Double {
     compare: Arc<Mutex<HashMap<String, String>>>,
     codeowners: Arc<Mutex<Option<String>>>,
     authorized: Arc<Mutex<Vec<bool>>>,
+    branches: Arc<Mutex<HashMap<String, String>>>,
+    /// Every write the client made: (path, JSON body).
+    writes: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+fn authorized(double: &Double, headers: &HeaderMap) {
+    double.authorized.lock().unwrap().push(
+        headers
+            .get("authorization")
+            .is_some_and(|v| v == "Bearer ghs_test_token"),
+    );
+}
+
+async fn repository(State(double): State<Double>, headers: HeaderMap) -> impl IntoResponse {
+    authorized(&double, &headers);
+    Json(json!({"full_name": REPO, "default_branch": "main", "private": false}))
+}
+
+async fn branch(
+    State(double): State<Double>,
+    headers: HeaderMap,
+    Path((_o, _r, name)): Path<(String, String, String)>,
+) -> impl IntoResponse {
+    authorized(&double, &headers);
+    match double.branches.lock().unwrap().get(&name) {
+        Some(head) => (
+            StatusCode::OK,
+            Json(json!({"name": name, "commit": {"sha": head}, "protected": false})),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"message": "Branch not found"})),
+        )
+            .into_response(),
+    }
+}
+
+/// `POST /pulls`, `/deployments` and `/deployments/{id}/statuses`, answered in GitHub's
+/// shapes (201 with the fields the client reads; 422 with a message for a bad request).
+async fn write(
+    State(double): State<Double>,
+    headers: HeaderMap,
+    Path((_o, _r, path)): Path<(String, String, String)>,
+    Json(body): Json<Value>,
+) -> impl IntoResponse {
+    authorized(&double, &headers);
+    double
+        .writes
+        .lock()
+        .unwrap()
+        .push((path.clone(), body.clone()));
+    let segments: Vec<&str> = path.split('/').collect();
+    match segments.as_slice() {
+        ["pulls"] => {
+            let head = body["head"].as_str().unwrap_or_default();
+            let Some(sha) = double.branches.lock().unwrap().get(head).cloned() else {
+                return (
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Json(json!({"message": "Validation Failed", "errors": [{"field": "head", "code": "invalid"}]})),
+                )
+                    .into_response();
+            };
+            (
+                StatusCode::CREATED,
+                Json(json!({
+                    "number": 7, "state": "open", "draft": body["draft"],
+                    "html_url": format!("https://github.com/{REPO}/pull/7"),
+                    "head": {"ref": head, "sha": sha}, "base": {"ref": body["base"]},
+                })),
+            )
+                .into_response()
+        }
+        ["deployments"] => (
+            StatusCode::CREATED,
+            Json(json!({"id": 9001, "sha": body["ref"], "ref": body["ref"], "task": body["task"], "environment": body["environment"]})),
+        )
+            .into_response(),
+        ["deployments", id, "statuses"] => (
+            StatusCode::CREATED,
+            Json(json!({"id": 1, "state": body["state"], "deployment_url": format!("/deployments/{id}")})),
+        )
+            .into_response(),
+        _ => (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response(),
+    }
 }
 
 async fn compare(
@@ -129,6 +214,9 @@ async fn start_double() -> (String, Double) {
     let app = Router::new()
         .route("/repos/{o}/{r}/compare/{spec}", get(compare))
         .route("/repos/{o}/{r}/contents/{*path}", get(contents))
+        .route("/repos/{o}/{r}", get(repository))
+        .route("/repos/{o}/{r}/branches/{*name}", get(branch))
+        .route("/repos/{o}/{r}/{*path}", axum::routing::post(write))
         .with_state(double.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -542,4 +630,185 @@ async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_that_he
     )
     .await;
     wait_for(&store, &bug, BugState::Approved).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() {
+    use server::forge::{DraftRequest, Forge, ForgeError};
+    let all = examples();
+    let (api, double) = start_double().await;
+    let fix_head = sha('f');
+    double
+        .branches
+        .lock()
+        .unwrap()
+        .insert("r2r/fix-bug-1".into(), fix_head.clone());
+    let config = server::github::GitHubConfig {
+        webhook_secret: None,
+        repositories: vec![REPO.into()],
+        api_url: api.clone(),
+        token: Some(server::secret::Secret::new("ghs_test_token")),
+        production_environment: "production".into(),
+    };
+    let forge = server::github::GitHubForge::new(&config, REPO);
+
+    // Facts: branch heads (unknown → none, unsafe names never leave the process).
+    assert_eq!(
+        forge
+            .branch_head("r2r/fix-bug-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .as_str(),
+        fix_head
+    );
+    assert!(forge.branch_head("absent").await.unwrap().is_none());
+    let writes_before = double.authorized.lock().unwrap().len();
+    assert!(forge.branch_head("../../x").await.unwrap().is_none());
+    assert_eq!(double.authorized.lock().unwrap().len(), writes_before);
+
+    // A draft pull request: draft, into the default branch, evidence in the body.
+    let pull = forge
+        .open_draft(&DraftRequest {
+            branch: "r2r/fix-bug-1".into(),
+            title: "Fix bug-1: SAVE300 makes the total negative".into(),
+            body: "Failing test: shoplite/tests/coupon.rs".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(pull.number, 7);
+    assert_eq!(pull.head.as_str(), fix_head);
+    let (path, body) = double.writes.lock().unwrap()[0].clone();
+    assert_eq!(path, "pulls");
+    assert_eq!(body["draft"], json!(true));
+    assert_eq!(body["base"], json!("main"));
+    assert_eq!(body["head"], json!("r2r/fix-bug-1"));
+    assert!(body["body"].as_str().unwrap().contains("Failing test"));
+    // GitHub's 422 arrives as a refusal with its message, not as a transport error.
+    let refused = forge
+        .open_draft(&DraftRequest {
+            branch: "not-pushed".into(),
+            title: "t".into(),
+            body: String::new(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, ForgeError::Invalid(m) if m.contains("Validation Failed")),
+        "{refused:?}"
+    );
+
+    // The recorder on GitHub: verify against the running desk, then a verify:production
+    // deployment and its success status; GitHub's signed webhook moves the ledger.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+            ("R2R_GITHUB_REPOSITORIES", REPO),
+            ("R2R_GITHUB_API_URL", &api),
+            ("R2R_GITHUB_TOKEN", "ghs_test_token"),
+        ],
+    );
+    let base = server.base.clone();
+    let health: Value = reqwest::get(format!("{base}/api/health"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let live = health["commit"].as_str().unwrap().to_owned();
+    assert!(
+        CommitSha::parse(&live).is_ok(),
+        "the desk was built outside a git checkout: {live:?}"
+    );
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let (bug, _) = bug_in_review(
+        &base,
+        &store,
+        "Coupon total negative",
+        7,
+        &fix_head,
+        &["shoplite/src/lib.rs"],
+    )
+    .await;
+
+    let env_file = dir.path().join("recorder.env");
+    std::fs::write(
+        &env_file,
+        format!("R2R_GITHUB_API_URL={api}\nR2R_GITHUB_TOKEN=ghs_test_token\n"),
+    )
+    .unwrap();
+    let verify = |commit: &str, extra: &[&str]| {
+        common::r2r_with_env_file(&env_file)
+            .args([
+                "recorder",
+                "verify",
+                "--sha",
+                commit,
+                "--url",
+                &base,
+                "--public-url",
+                &base,
+            ])
+            .args(["--record-with", "github"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let writes = || double.writes.lock().unwrap().len();
+    let before = writes();
+    let missing_repo = verify(&live, &[]);
+    assert_ne!(missing_repo.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&missing_repo.stderr).contains("--repository is required"));
+    let wrong = verify(&"0".repeat(40), &["--repository", REPO]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert_eq!(
+        writes(),
+        before,
+        "a failed verification writes nothing to GitHub"
+    );
+
+    let ok = verify(&live, &["--repository", REPO]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("recorded as deployment 9001"));
+    let recorded = double.writes.lock().unwrap()[before..].to_vec();
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert_eq!(recorded[0].0, "deployments");
+    assert_eq!(recorded[0].1["task"], json!("verify:production"));
+    assert_eq!(recorded[0].1["ref"], json!(live));
+    assert_eq!(recorded[0].1["environment"], json!("production"));
+    assert_eq!(recorded[1].0, "deployments/9001/statuses");
+    assert_eq!(recorded[1].1["state"], json!("success"));
+
+    // GitHub answers with a signed deployment_status carrying what the recorder created.
+    let status = example(
+        &all,
+        "deployment_status",
+        "created",
+        &[
+            ("/deployment_status/state", recorded[1].1["state"].clone()),
+            ("/deployment/task", recorded[0].1["task"].clone()),
+            (
+                "/deployment/environment",
+                recorded[0].1["environment"].clone(),
+            ),
+            ("/deployment/sha", recorded[0].1["ref"].clone()),
+            ("/deployment/id", json!(9001)),
+        ],
+    );
+    let (code, _) = deliver(&base, "deployment_status", "d-recorder", &status, None).await;
+    assert_eq!(code, 202);
+    let kept = settled(&store, &bug).await;
+    assert_eq!(kept.deployments.len(), 1, "the deployment is on the bug");
+    assert_eq!(kept.deployments[0].commit.as_str(), live);
+    assert_eq!(kept.deployments[0].id, "9001");
+    assert!(double.authorized.lock().unwrap().iter().all(|ok| *ok));
 }
