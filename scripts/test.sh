@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every suite: formatting, lints (server and WASM separately), the WASM dependency check,
-# the offline dependency audit, unit and integration tests against SQLite and PostgreSQL, and
+# the offline dependency audit, unit and integration tests against SQLite and PostgreSQL, the
+# sandbox escape suite against Docker and bubblewrap, and
 # the Playwright browser scenarios against the release build. Installs what is missing first.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$R2R_ROOT"
@@ -21,6 +22,11 @@ WASM_CRATES=(-p frontend -p domain -p shoplite --target wasm32-unknown-unknown)
 step "build tools"          ./scripts/install-tools.sh
 eval "$(./scripts/install-test-tools.sh)"
 export R2R_TEST_POSTGRES_URL
+# The sandbox: Docker Engine (no bridge, no iptables), bubblewrap, the local base image.
+# With R2R_SANDBOX_REQUIRED=1 the escape suite fails instead of skipping a backend.
+eval "$(./scripts/sandbox-host.sh)"
+export R2R_SANDBOX_IMAGE DOCKER_HOST
+export R2R_SANDBOX_REQUIRED=1
 step "format"               cargo fmt --all --check
 step "clippy (server, ssr)" cargo clippy "${SERVER_CRATES[@]}" --all-targets -- -D warnings
 step "clippy (wasm32)"      cargo clippy "${WASM_CRATES[@]}" -- -D warnings

@@ -72,6 +72,11 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// The sandbox the crew's code runs in.
+    Sandbox {
+        #[command(subcommand)]
+        command: crate::sandbox_cli::SandboxCommand,
+    },
     /// Reports the airlock set aside (metadata only: their text was never kept).
     Quarantine {
         #[command(subcommand)]
@@ -417,6 +422,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Quarantine { command } => quarantine(&cli.env_file, command).await,
+        Command::Sandbox { command } => {
+            let env = Environment::load(&cli.env_file)?;
+            let image = env
+                .get("R2R_SANDBOX_IMAGE")
+                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
+                .to_owned();
+            crate::sandbox_cli::run(command, &image).await
+        }
         Command::Recorder {
             command:
                 RecorderCommand::Verify {

@@ -1,0 +1,250 @@
+//! The Docker backend, through the Engine API (bollard): create, start, wait with a
+//! deadline, kill, read the state (exit code, OOM), read the logs, remove — every container
+//! is removed, whatever happened. Killing a `docker run` client would not stop a container;
+//! the API does.
+
+use crate::isolated::{
+    millis, Capped, Sandbox, SandboxError, SandboxJob, SANDBOX_UID, SNAPSHOT_DIR, WORK_DIR,
+};
+use crate::RunOutcome;
+use async_trait::async_trait;
+use bollard::container::LogOutput;
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::time::Instant;
+
+const BACKEND: &str = "docker";
+
+/// The default local image (built by `scripts/sandbox-host.sh`).
+pub const DEFAULT_IMAGE: &str = "r2r-sandbox-base:local";
+
+/// Runs jobs as containers of a local image.
+#[derive(Debug, Clone)]
+pub struct DockerSandbox {
+    docker: Docker,
+    image: String,
+}
+
+fn failed(reason: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Failed {
+        backend: BACKEND,
+        reason: reason.to_string(),
+    }
+}
+
+impl DockerSandbox {
+    /// Connects to the local engine (`DOCKER_HOST` or the default socket), agrees on an API
+    /// version, and checks that `image` exists locally (nothing is ever pulled).
+    pub async fn connect(image: &str) -> Result<Self, SandboxError> {
+        let unavailable = |reason: String| SandboxError::Unavailable {
+            backend: BACKEND,
+            reason,
+        };
+        let docker = Docker::connect_with_defaults()
+            .map_err(|e| unavailable(format!("cannot open the Docker socket: {e}")))?
+            .negotiate_version()
+            .await
+            .map_err(|e| {
+                unavailable(format!(
+                    "the engine does not answer ({e}); start it with ./scripts/sandbox-host.sh"
+                ))
+            })?;
+        docker.inspect_image(image).await.map_err(|e| {
+            unavailable(format!(
+                "image {image} is not present locally ({e}); build it with ./scripts/sandbox-host.sh"
+            ))
+        })?;
+        Ok(DockerSandbox {
+            docker,
+            image: image.to_owned(),
+        })
+    }
+
+    fn container(&self, job: &SandboxJob) -> ContainerCreateBody {
+        let limits = &job.limits;
+        let mut binds = vec![format!("{}:{SNAPSHOT_DIR}:ro", job.snapshot.display())];
+        binds.extend(
+            job.mounts
+                .iter()
+                .map(|m| format!("{}:{}:ro", m.host.display(), m.target.display())),
+        );
+        let tmpfs = HashMap::from([
+            (
+                WORK_DIR.to_owned(),
+                format!(
+                    "rw,exec,nosuid,nodev,size={},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0700",
+                    limits.work_bytes
+                ),
+            ),
+            (
+                "/tmp".to_owned(),
+                format!(
+                    "rw,nosuid,nodev,size={},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0700",
+                    limits.tmp_bytes
+                ),
+            ),
+        ]);
+        let memory = i64::try_from(limits.memory_bytes).unwrap_or(i64::MAX);
+        ContainerCreateBody {
+            image: Some(self.image.clone()),
+            cmd: Some(job.command.clone()),
+            entrypoint: Some(Vec::new()),
+            env: Some(job.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            user: Some(format!("{SANDBOX_UID}:{SANDBOX_UID}")),
+            working_dir: Some(WORK_DIR.to_owned()),
+            network_disabled: Some(true),
+            hostname: Some("sandbox".to_owned()),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".to_owned()),
+                readonly_rootfs: Some(true),
+                binds: Some(binds),
+                tmpfs: Some(tmpfs),
+                cap_drop: Some(vec!["ALL".to_owned()]),
+                security_opt: Some(vec!["no-new-privileges".to_owned()]),
+                privileged: Some(false),
+                memory: Some(memory),
+                memory_swap: Some(memory),
+                nano_cpus: Some(i64::from(limits.cpu_millis) * 1_000_000),
+                pids_limit: Some(i64::from(limits.pids)),
+                ipc_mode: Some("private".to_owned()),
+                init: Some(false),
+                // Logs stay small on the host's disk whatever the job prints.
+                log_config: Some(HostConfigLogConfig {
+                    typ: Some("json-file".to_owned()),
+                    config: Some(HashMap::from([
+                        (
+                            "max-size".to_owned(),
+                            format!("{}", limits.output_bytes * 4),
+                        ),
+                        ("max-file".to_owned(), "1".to_owned()),
+                    ])),
+                }),
+                ..HostConfig::default()
+            }),
+            ..ContainerCreateBody::default()
+        }
+    }
+
+    async fn run_created(
+        &self,
+        id: &str,
+        job: &SandboxJob,
+        started: Instant,
+    ) -> Result<RunOutcome, SandboxError> {
+        // Subscribe before starting so a fast exit is not missed.
+        let mut wait = Box::pin(
+            self.docker.wait_container(
+                id,
+                Some(
+                    WaitContainerOptionsBuilder::default()
+                        .condition("next-exit")
+                        .build(),
+                ),
+            ),
+        );
+        self.docker
+            .start_container(id, None)
+            .await
+            .map_err(|e| failed(format!("start: {e}")))?;
+        let timed_out = tokio::time::timeout(job.deadline, wait.next())
+            .await
+            .is_err();
+        if timed_out {
+            // SIGKILL to the container kills every process in it.
+            let _ = self
+                .docker
+                .kill_container(
+                    id,
+                    Some(
+                        KillContainerOptionsBuilder::default()
+                            .signal("KILL")
+                            .build(),
+                    ),
+                )
+                .await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), wait.next()).await;
+        }
+        let duration_ms = millis(started.elapsed());
+        let state = self
+            .docker
+            .inspect_container(id, None)
+            .await
+            .map_err(|e| failed(format!("inspect: {e}")))?
+            .state
+            .unwrap_or_default();
+        let mut stdout = Capped::default();
+        let mut stderr = Capped::default();
+        let mut logs = self.docker.logs(
+            id,
+            Some(
+                LogsOptionsBuilder::default()
+                    .stdout(true)
+                    .stderr(true)
+                    .follow(false)
+                    .build(),
+            ),
+        );
+        while let Some(chunk) = logs.next().await {
+            match chunk {
+                Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
+                    stdout.push(&message, job.limits.output_bytes)
+                }
+                Ok(LogOutput::StdErr { message }) => stderr.push(&message, job.limits.output_bytes),
+                Ok(LogOutput::StdIn { .. }) => {}
+                Err(e) => return Err(failed(format!("logs: {e}"))),
+            }
+        }
+        Ok(RunOutcome {
+            exit_code: if timed_out {
+                None
+            } else {
+                state.exit_code.and_then(|c| i32::try_from(c).ok())
+            },
+            timed_out,
+            oom_killed: state.oom_killed.unwrap_or(false),
+            duration_ms,
+            backend: BACKEND,
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+        })
+    }
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    fn backend(&self) -> &'static str {
+        BACKEND
+    }
+
+    async fn run(&self, job: &SandboxJob) -> Result<RunOutcome, SandboxError> {
+        job.validate()?;
+        let name = format!("r2r-sandbox-{:016x}", rand::random::<u64>());
+        let started = Instant::now();
+        self.docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                self.container(job),
+            )
+            .await
+            .map_err(|e| failed(format!("create: {e}")))?;
+        let outcome = self.run_created(&name, job, started).await;
+        // Removed whatever happened (force also kills a container still running).
+        let removed = self
+            .docker
+            .remove_container(
+                &name,
+                Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+            )
+            .await;
+        if let Err(error) = removed {
+            tracing::warn!(container = %name, %error, "sandbox container not removed");
+        }
+        outcome
+    }
+}

@@ -1,0 +1,421 @@
+//! The escape suite: thirteen attacks, each run against both backends, each with a clear
+//! outcome. Only loopback is ever contacted; "no network" is shown by reading the sandbox's
+//! own interface and route tables, never by trying to reach anything outside.
+//!
+//! The README's test command prepares the host (Docker Engine, bubblewrap, the local image)
+//! and sets `R2R_SANDBOX_REQUIRED=1`, so an unavailable backend fails the suite there; a
+//! plain `cargo test` on a laptop without them says what it skipped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use sandbox::{RunOutcome, Sandbox, SandboxJob};
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+struct Host {
+    _dir: tempfile::TempDir,
+    snapshot: PathBuf,
+    secret_path: PathBuf,
+    marker: String,
+    listener: TcpListener,
+}
+
+fn prepare() -> Host {
+    // Under /var/tmp so that the Docker daemon could see it if a mount let it through.
+    let dir = tempfile::Builder::new()
+        .prefix("r2r-escape-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = format!("r2r-secret-{:016x}", rand_u64());
+    let secret_path = dir.path().join("host-secret.txt");
+    std::fs::write(&secret_path, &marker).unwrap();
+    std::fs::set_permissions(&secret_path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let snapshot = dir.path().join("snapshot");
+    std::fs::create_dir(&snapshot).unwrap();
+    std::fs::set_permissions(&snapshot, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(snapshot.join("README"), "a repository snapshot\n").unwrap();
+    std::os::unix::fs::symlink(&secret_path, snapshot.join("leak")).unwrap();
+    std::os::unix::fs::symlink("/etc/shadow", snapshot.join("shadow")).unwrap();
+    // A setuid-root copy of `id` (the suite runs as root, as on the CI machines).
+    let suid = snapshot.join("suid-id");
+    std::fs::copy("/usr/bin/id", &suid).unwrap();
+    std::fs::set_permissions(&suid, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    std::env::set_var("R2R_ESCAPE_MARKER", &marker);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    Host {
+        _dir: dir,
+        snapshot,
+        secret_path,
+        marker,
+        listener,
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
+    hasher.finish()
+}
+
+/// Host processes whose command line contains `needle` (NUL-separated argv).
+fn host_processes_with(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|cmd| {
+            String::from_utf8_lossy(cmd)
+                .replace('\0', " ")
+                .contains(needle)
+        })
+        .count()
+}
+
+async fn run(sandbox: &dyn Sandbox, host: &Host, script: &str, deadline: Duration) -> RunOutcome {
+    let job = SandboxJob::new(
+        host.snapshot.clone(),
+        vec!["/bin/bash".into(), "-c".into(), script.into()],
+        deadline,
+    );
+    sandbox.run(&job).await.unwrap()
+}
+
+type Check = Result<String, String>;
+
+fn contained(ok: bool, evidence: String) -> Check {
+    if ok {
+        Ok(evidence)
+    } else {
+        Err(evidence)
+    }
+}
+
+async fn attacks(sandbox: &dyn Sandbox) -> Vec<(&'static str, Check)> {
+    let host = prepare();
+    let short = Duration::from_secs(20);
+    let mut results = Vec::new();
+
+    // 1. A listener on the host's loopback.
+    let port = host.listener.local_addr().unwrap().port();
+    let out = run(
+        sandbox,
+        &host,
+        &format!(
+            "(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo CONNECTED || echo REFUSED"
+        ),
+        short,
+    )
+    .await;
+    let accepted =
+        !matches!(host.listener.accept(), Err(ref e) if e.kind() == ErrorKind::WouldBlock);
+    results.push((
+        "reach a listener on the host's loopback",
+        contained(
+            out.stdout.contains("REFUSED") && !out.stdout.contains("CONNECTED") && !accepted,
+            format!(
+                "inside said {:?}; host listener accepted: {accepted}",
+                out.stdout.trim()
+            ),
+        ),
+    ));
+
+    // 2. Interfaces and routes (read, never probed).
+    let out = run(
+        sandbox,
+        &host,
+        "cat /proc/net/dev; echo ===; cat /proc/net/route; echo ===; ls /sys/class/net 2>/dev/null; true",
+        short,
+    )
+    .await;
+    let sections: Vec<&str> = out.stdout.split("===").collect();
+    let interfaces: Vec<String> = sections[0]
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(name, _)| name.trim().to_owned()))
+        .collect();
+    let routes = sections
+        .get(1)
+        .map_or(0, |s| s.trim().lines().count().saturating_sub(1));
+    let sys: Vec<&str> = sections
+        .get(2)
+        .map_or(Vec::new(), |s| s.split_whitespace().collect());
+    results.push((
+        "no interface but lo, no route",
+        contained(
+            interfaces == ["lo"] && routes == 0 && sys.iter().all(|i| *i == "lo"),
+            format!("interfaces {interfaces:?}, {routes} routes, /sys/class/net {sys:?}"),
+        ),
+    ));
+
+    // 3. Writes outside the work dir.
+    let out = run(
+        sandbox,
+        &host,
+        "for p in / /snapshot /usr /etc /var /root /home /bin; do touch $p/r2r-escape 2>/dev/null && echo WROTE $p; done; touch /work/ok && echo WORK_OK; touch /tmp/ok && echo TMP_OK",
+        short,
+    )
+    .await;
+    let on_host = host.snapshot.join("r2r-escape").exists() || Path::new("/r2r-escape").exists();
+    results.push((
+        "write outside the work dir",
+        contained(
+            !out.stdout.contains("WROTE")
+                && out.stdout.contains("WORK_OK")
+                && out.stdout.contains("TMP_OK")
+                && !on_host,
+            format!(
+                "inside said {:?}; file on host: {on_host}",
+                out.stdout.trim()
+            ),
+        ),
+    ));
+
+    // 4. A host secret file, by its path.
+    let out = run(
+        sandbox,
+        &host,
+        &format!(
+            "cat {} 2>&1; ls -la {} 2>&1; true",
+            host.secret_path.display(),
+            host.secret_path.parent().unwrap().display()
+        ),
+        short,
+    )
+    .await;
+    results.push((
+        "read a host secret file",
+        contained(
+            !out.stdout.contains(&host.marker) && out.stdout.contains("No such file"),
+            format!(
+                "inside said {:?}",
+                out.stdout.lines().next().unwrap_or_default()
+            ),
+        ),
+    ));
+
+    // 5. The Docker socket (and containerd's).
+    let out = run(
+        sandbox,
+        &host,
+        "for s in /var/run/docker.sock /run/docker.sock /run/containerd/containerd.sock /var/run/r2r-dockerd.sock; do [ -e $s ] && echo FOUND $s; done; echo CHECKED",
+        short,
+    )
+    .await;
+    results.push((
+        "reach the Docker socket",
+        contained(
+            !out.stdout.contains("FOUND") && out.stdout.contains("CHECKED"),
+            format!("inside said {:?}", out.stdout.trim()),
+        ),
+    ));
+
+    // 6. Host variables through /proc.
+    let out = run(
+        sandbox,
+        &host,
+        "tr '\\0' '\\n' < /proc/self/environ; echo ===; tr '\\0' '\\n' < /proc/1/environ 2>/dev/null; true",
+        short,
+    )
+    .await;
+    let names: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| *l != "===")
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    let allowed = [
+        "PATH", "HOME", "TMPDIR", "LANG", "HOSTNAME", "PWD", "SHLVL", "_", "OLDPWD",
+    ];
+    results.push((
+        "host variables in /proc/self/environ or /proc/1/environ",
+        contained(
+            !out.stdout.contains(&host.marker) && names.iter().all(|n| allowed.contains(n)),
+            format!("variables seen: {names:?}"),
+        ),
+    ));
+
+    // 7. Fork bomb.
+    let out = run(sandbox, &host, ":(){ :|:& };:", Duration::from_secs(8)).await;
+    let can_fork = std::process::Command::new("true").status().is_ok();
+    results.push((
+        "fork bomb",
+        contained(
+            out.duration_ms < 30_000 && can_fork,
+            format!(
+                "ended after {} ms (timed out: {}, exit {:?}); host can still fork: {can_fork}",
+                out.duration_ms, out.timed_out, out.exit_code
+            ),
+        ),
+    ));
+
+    // 8. Memory bomb: a gigabyte held by `tail` (a line that never ends).
+    let out = run(
+        sandbox,
+        &host,
+        "head -c 1000m /dev/zero | tail > /dev/null; echo EXIT=$?",
+        Duration::from_secs(60),
+    )
+    .await;
+    results.push((
+        "memory bomb (1 GB)",
+        contained(
+            out.oom_killed && !out.timed_out,
+            format!(
+                "oom_killed {}, said {:?}, {} ms",
+                out.oom_killed,
+                out.stdout.trim(),
+                out.duration_ms
+            ),
+        ),
+    ));
+
+    // 9. Time bomb.
+    let out = run(sandbox, &host, "sleep 600", Duration::from_secs(2)).await;
+    results.push((
+        "time bomb",
+        contained(
+            out.timed_out && out.exit_code.is_none() && out.duration_ms < 15_000,
+            format!("timed out {}, after {} ms", out.timed_out, out.duration_ms),
+        ),
+    ));
+
+    // 10. Symlinks in the snapshot pointing at host paths.
+    let out = run(
+        sandbox,
+        &host,
+        "cat /snapshot/leak 2>&1; cat /snapshot/shadow 2>&1; cat /snapshot/README",
+        short,
+    )
+    .await;
+    results.push((
+        "symlink in the snapshot to a host path",
+        contained(
+            !out.stdout.contains(&host.marker)
+                && !out.stdout.contains("root:")
+                && out.stdout.contains("a repository snapshot"),
+            format!("inside said {:?}", out.stdout.trim()),
+        ),
+    ));
+
+    // 11. A setuid-root binary.
+    let out = run(
+        sandbox,
+        &host,
+        "/snapshot/suid-id -u; /snapshot/suid-id -ru",
+        short,
+    )
+    .await;
+    let uids: Vec<&str> = out.stdout.split_whitespace().collect();
+    results.push((
+        "setuid binary",
+        contained(
+            uids == ["10001", "10001"],
+            format!(
+                "effective/real uid inside: {uids:?} (stderr {:?})",
+                out.stderr.trim()
+            ),
+        ),
+    ));
+
+    // 12. A child left running: after the deadline, and after the command exits.
+    let needle_a = format!("{}", 4000 + rand_u64() % 900);
+    let needle_b = format!("{}", 5000 + rand_u64() % 900);
+    let _ = run(
+        sandbox,
+        &host,
+        &format!("(sleep {needle_a} &); sleep 600"),
+        Duration::from_secs(2),
+    )
+    .await;
+    let _ = run(
+        sandbox,
+        &host,
+        &format!("(sleep {needle_b} &); echo started"),
+        short,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let left = host_processes_with(&format!("sleep {needle_a}"))
+        + host_processes_with(&format!("sleep {needle_b}"));
+    results.push((
+        "child left running after the deadline or the exit",
+        contained(left == 0, format!("{left} processes left on the host")),
+    ));
+
+    // 13. Privileges inside.
+    let out = run(
+        sandbox,
+        &host,
+        "grep -E '^(Uid|Gid|CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status",
+        short,
+    )
+    .await;
+    let field = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    let zero = "0000000000000000";
+    results.push((
+        "uid 10001, no capabilities, no-new-privileges",
+        contained(
+            field("Uid:") == "10001 10001 10001 10001"
+                && ["CapEff:", "CapPrm:", "CapBnd:", "CapAmb:"]
+                    .iter()
+                    .all(|c| field(c) == zero)
+                && field("NoNewPrivs:") == "1",
+            out.stdout.replace('\n', "; "),
+        ),
+    ));
+    results
+}
+
+async fn suite(backend: &str) {
+    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
+    let image = std::env::var("R2R_SANDBOX_IMAGE")
+        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
+    let sandbox = match sandbox::connect(backend, &image).await {
+        Ok(sandbox) => sandbox,
+        Err(error) if !required => {
+            eprintln!("SKIPPED the {backend} escape suite: {error} (./scripts/sandbox-host.sh prepares this host)");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let results = attacks(sandbox.as_ref()).await;
+    let mut escaped = Vec::new();
+    for (attack, check) in &results {
+        match check {
+            Ok(evidence) => eprintln!("[{backend}] contained  {attack}: {evidence}"),
+            Err(evidence) => {
+                eprintln!("[{backend}] ESCAPED    {attack}: {evidence}");
+                escaped.push(*attack);
+            }
+        }
+    }
+    assert!(results.len() >= 12);
+    assert!(escaped.is_empty(), "{backend}: not contained: {escaped:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_contains_every_attack() {
+    suite("docker").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_contains_every_attack() {
+    suite("bwrap").await;
+}
