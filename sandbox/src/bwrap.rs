@@ -126,6 +126,17 @@ impl BwrapSandbox {
             SNAPSHOT_DIR.into(),
         ]);
         for mount in &job.mounts {
+            // Parents bwrap would create 0700 are made traversable first.
+            let mut parents: Vec<&Path> = mount.target.ancestors().skip(1).collect();
+            parents.reverse();
+            for parent in parents.into_iter().filter(|p| *p != Path::new("/")) {
+                args.extend([
+                    "--perms".into(),
+                    "0755".into(),
+                    "--dir".into(),
+                    parent.to_string_lossy().into_owned(),
+                ]);
+            }
             args.extend([
                 "--ro-bind".into(),
                 mount.host.to_string_lossy().into_owned(),

@@ -1,0 +1,240 @@
+//! Test profiles: how a project's tests run inside the sandbox, and how their output is
+//! judged. Rust runs `cargo test` on the read-only snapshot itself (frozen lockfile,
+//! offline, target and cargo home on the tmpfs) with the host's toolchain mounted read-only
+//! at `/opt/rust`; Node copies the snapshot to `/work/src` and runs `node --test` (TAP) or
+//! Vitest from the snapshot's own `node_modules`.
+
+use crate::isolated::{ReadOnlyMount, SandboxError, SandboxJob, SNAPSHOT_DIR, WORK_DIR};
+use crate::{classify_cargo_test, classify_node_tap, classify_vitest, RunOutcome, Verdict};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the Rust toolchain appears inside.
+pub const RUST_TOOLCHAIN_DIR: &str = "/opt/rust";
+
+/// A project's kind of test suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Profile {
+    /// `cargo test`.
+    Rust,
+    /// `node --test` with the TAP reporter.
+    NodeTest,
+    /// Vitest (`vitest run --reporter=verbose`).
+    Vitest,
+}
+
+/// Toolchains on this host that the sandbox may mount read-only.
+#[derive(Clone, Debug, Default)]
+pub struct Toolchains {
+    /// The Rust sysroot (`rustc --print sysroot`, or `R2R_SANDBOX_RUST_SYSROOT`).
+    pub rust_sysroot: Option<PathBuf>,
+}
+
+impl Toolchains {
+    /// Finds the host's toolchains.
+    pub fn detect() -> Self {
+        let rust_sysroot = std::env::var_os("R2R_SANDBOX_RUST_SYSROOT")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let output = std::process::Command::new("rustc")
+                    .args(["--print", "sysroot"])
+                    .output()
+                    .ok()?;
+                output
+                    .status
+                    .success()
+                    .then(|| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+            })
+            .filter(|path| path.join("bin/cargo").is_file());
+        Toolchains { rust_sysroot }
+    }
+}
+
+fn invalid(why: impl Into<String>) -> SandboxError {
+    SandboxError::InvalidJob(why.into())
+}
+
+/// A relative path inside the snapshot, without `..`, absolute parts or odd characters.
+fn checked_relative(path: &str) -> Result<&str, SandboxError> {
+    let ok = !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with('-')
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'));
+    if ok {
+        Ok(path)
+    } else {
+        Err(invalid(format!(
+            "{path:?} is not a safe relative test path"
+        )))
+    }
+}
+
+impl Profile {
+    /// `rust`, `node` or `vitest`.
+    pub fn parse(text: &str) -> Option<Profile> {
+        match text {
+            "rust" => Some(Profile::Rust),
+            "node" => Some(Profile::NodeTest),
+            "vitest" => Some(Profile::Vitest),
+            _ => None,
+        }
+    }
+
+    /// The job running one test file (`Some(file)`) or the whole suite (`None`).
+    pub fn job(
+        &self,
+        snapshot: &Path,
+        test_file: Option<&str>,
+        toolchains: &Toolchains,
+        deadline: Duration,
+    ) -> Result<SandboxJob, SandboxError> {
+        let file = test_file.map(checked_relative).transpose()?;
+        let mut job = SandboxJob::new(snapshot, Vec::new(), deadline);
+        let script = match self {
+            Profile::Rust => {
+                let sysroot = toolchains.rust_sysroot.clone().ok_or_else(|| {
+                    invalid("no Rust toolchain found on this host (rustc --print sysroot)")
+                })?;
+                job.mounts.push(ReadOnlyMount {
+                    host: sysroot,
+                    target: PathBuf::from(RUST_TOOLCHAIN_DIR),
+                });
+                job.env = vec![
+                    (
+                        "PATH".into(),
+                        format!("{RUST_TOOLCHAIN_DIR}/bin:/usr/local/bin:/usr/bin:/bin"),
+                    ),
+                    ("HOME".into(), WORK_DIR.into()),
+                    ("TMPDIR".into(), "/tmp".into()),
+                    ("CARGO_HOME".into(), format!("{WORK_DIR}/.cargo")),
+                    ("CARGO_TARGET_DIR".into(), format!("{WORK_DIR}/target")),
+                    ("CARGO_TERM_COLOR".into(), "never".into()),
+                    ("CARGO_INCREMENTAL".into(), "0".into()),
+                    ("RUST_BACKTRACE".into(), "0".into()),
+                ];
+                match file {
+                    Some(file) => {
+                        let stem = Path::new(file)
+                            .file_stem()
+                            .map(|s| s.to_string_lossy().into_owned())
+                            .filter(|_| file.starts_with("tests/") && file.ends_with(".rs"))
+                            .ok_or_else(|| {
+                                invalid(format!(
+                                    "a Rust test file lives in tests/ and ends in .rs: {file:?}"
+                                ))
+                            })?;
+                        format!(
+                            "cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline --test {stem}"
+                        )
+                    }
+                    None => format!("cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline"),
+                }
+            }
+            Profile::NodeTest => {
+                let run = match file {
+                    Some(file) => format!("node --test --test-reporter=tap {file}"),
+                    None => "node --test --test-reporter=tap".into(),
+                };
+                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
+            }
+            Profile::Vitest => {
+                job.env.push(("CI".into(), "1".into()));
+                job.env.push(("NO_COLOR".into(), "1".into()));
+                let run = format!(
+                    "node node_modules/vitest/vitest.mjs run {} --reporter=verbose",
+                    file.unwrap_or("")
+                );
+                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
+            }
+        };
+        job.command = vec!["/bin/sh".into(), "-c".into(), script];
+        Ok(job)
+    }
+
+    /// Judges a run for the test named `test`.
+    pub fn classify(&self, outcome: &RunOutcome, test: &str) -> Verdict {
+        match self {
+            Profile::Rust => classify_cargo_test(outcome, test),
+            Profile::NodeTest => classify_node_tap(outcome, test),
+            Profile::Vitest => classify_vitest(outcome, test),
+        }
+    }
+}
+
+/// Makes a snapshot readable by the sandbox's uid: directories 0755, files a+r (executables
+/// keep their x bits); symlinks are left as they are (they resolve inside the sandbox).
+pub fn share_read_only(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let metadata = std::fs::symlink_metadata(dir)?;
+    if metadata.file_type().is_symlink() {
+        return Ok(());
+    }
+    if metadata.is_dir() {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))?;
+        for entry in std::fs::read_dir(dir)? {
+            share_read_only(&entry?.path())?;
+        }
+    } else {
+        let mode = metadata.permissions().mode() & 0o777;
+        let readable = if mode & 0o100 != 0 { 0o755 } else { 0o644 };
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(readable))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_paths_cannot_escape_or_inject() {
+        let toolchains = Toolchains {
+            rust_sysroot: Some(std::env::temp_dir()),
+        };
+        let dir = std::env::temp_dir();
+        for bad in [
+            "../x.rs",
+            "/etc/passwd",
+            "tests/a b.rs",
+            "tests/$(id).rs",
+            "-x",
+            "tests/../../x.rs",
+            "tests/a;b.rs",
+        ] {
+            assert!(
+                Profile::NodeTest
+                    .job(&dir, Some(bad), &toolchains, Duration::from_secs(5))
+                    .is_err(),
+                "{bad}"
+            );
+        }
+        assert!(Profile::Rust
+            .job(
+                &dir,
+                Some("src/lib.rs"),
+                &toolchains,
+                Duration::from_secs(5)
+            )
+            .is_err());
+        let job = Profile::Rust
+            .job(
+                &dir,
+                Some("tests/coupon.rs"),
+                &toolchains,
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert!(job.command[2].ends_with("--test coupon"));
+        assert_eq!(job.mounts[0].target, PathBuf::from(RUST_TOOLCHAIN_DIR));
+        let none = Toolchains::default();
+        assert!(Profile::Rust
+            .job(&dir, None, &none, Duration::from_secs(5))
+            .is_err());
+    }
+}
