@@ -44,3 +44,7 @@ RUST_LOG=warn "$r2r" --env-file /dev/null bench intake --database-url "$intake_d
 
 log "airlock benchmark"
 "$r2r" --env-file /dev/null bench airlock --data "${R2R_SHARED_DATA:-$R2R_ROOT/../shared/data}"
+
+log "sandbox benchmark (bare host vs bubblewrap vs Docker)"
+eval "$(./scripts/sandbox-host.sh)"
+"$r2r" --env-file /dev/null bench sandbox

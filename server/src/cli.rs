@@ -259,6 +259,16 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
         passes: u16,
     },
+    /// ShopLite's reproduction (cargo test of the coupon regression) timed bare on the host
+    /// and in each sandbox backend; prints the median and spread of each.
+    Sandbox {
+        /// Runs per runner.
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..=100))]
+        runs: u16,
+        /// The ShopLite crate folder.
+        #[arg(long, default_value = "shoplite", value_name = "DIR")]
+        shoplite: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -275,6 +285,10 @@ enum DemoCommand {
         /// Wall-clock limit for the test run, in seconds.
         #[arg(long, default_value_t = 300, value_name = "SECS")]
         timeout: u64,
+        /// Where the test runs: `docker` or `bwrap` (the sandbox), or `host` (trusted code,
+        /// no isolation; labelled so). Default: R2R_SANDBOX_BACKEND, else docker.
+        #[arg(long, value_parser = ["docker", "bwrap", "host"])]
+        sandbox: Option<String>,
     },
     /// Move a ShopLite bug through the crew's and people's steps (measured reproduction,
     /// scripted fix, review, merge and deployment) so its reporters get their questions.
@@ -342,8 +356,22 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     fixed,
                     shoplite,
                     timeout,
+                    sandbox,
                 },
-        } => demo_reproduce(&shoplite, fixed, timeout).await,
+        } => {
+            let env = Environment::load(&cli.env_file)?;
+            let backend = sandbox
+                .or_else(|| env.get("R2R_SANDBOX_BACKEND").map(str::to_owned))
+                .unwrap_or_else(|| "docker".into());
+            let image = env
+                .get("R2R_SANDBOX_IMAGE")
+                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
+                .to_owned();
+            let runner = crate::demo::Runner::connect(&backend, &image)
+                .await
+                .context("the sandbox is not available (./scripts/sandbox-host.sh prepares this host, or pass --sandbox host)")?;
+            demo_reproduce(&shoplite, fixed, timeout, &runner).await
+        }
         Command::Demo {
             command: DemoCommand::Drive { bug, to, shoplite },
         } => {
@@ -553,6 +581,50 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{figures}");
             Ok(ExitCode::SUCCESS)
         }
+        Command::Bench {
+            command: BenchCommand::Sandbox { runs, shoplite },
+        } => {
+            let env = Environment::load(&cli.env_file)?;
+            let image = env
+                .get("R2R_SANDBOX_IMAGE")
+                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
+                .to_owned();
+            println!("ShopLite coupon reproduction (cargo test --test coupon_save300), {runs} runs each, first run not counted:");
+            for backend in ["host", "bwrap", "docker"] {
+                let runner = match crate::demo::Runner::connect(backend, &image).await {
+                    Ok(runner) => runner,
+                    Err(error) => {
+                        println!("  {backend:<7} unavailable: {error}");
+                        continue;
+                    }
+                };
+                let mut times = Vec::new();
+                for run in 0..=runs {
+                    let started = std::time::Instant::now();
+                    let result =
+                        crate::demo::reproduce(&shoplite, false, Duration::from_secs(300), &runner)
+                            .await
+                            .context("the reproduction could not run")?;
+                    if !matches!(result.verdict, Verdict::Reproduced { .. }) {
+                        anyhow::bail!(
+                            "{backend}: expected a reproduction, got {:?}",
+                            result.verdict
+                        );
+                    }
+                    if run > 0 {
+                        times.push(started.elapsed().as_millis());
+                    }
+                }
+                times.sort_unstable();
+                println!(
+                    "  {backend:<7} median {:>6} ms   min {:>6} ms   max {:>6} ms",
+                    times[times.len() / 2],
+                    times[0],
+                    times[times.len() - 1]
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -691,6 +763,7 @@ async fn demo_reproduce(
     shoplite: &std::path::Path,
     fixed: bool,
     timeout: u64,
+    runner: &crate::demo::Runner,
 ) -> anyhow::Result<ExitCode> {
     let target = if fixed {
         "ShopLite with the fix applied"
@@ -701,7 +774,7 @@ async fn demo_reproduce(
         "Running {} against {target} (cargo test, offline, {timeout} s limit)…",
         crate::demo::REGRESSION_TEST_NAME
     );
-    let run = crate::demo::reproduce(shoplite, fixed, Duration::from_secs(timeout))
+    let run = crate::demo::reproduce(shoplite, fixed, Duration::from_secs(timeout), runner)
         .await
         .context("the demo could not run")?;
     let outcome = &run.outcome;

@@ -1,7 +1,8 @@
 //! `r2r demo …`: the ShopLite demo target.
 //!
 //! `reproduce` copies ShopLite into a scratch crate, adds the coupon regression test (and,
-//! with `--fixed`, the fix), runs `cargo test` offline under a deadline and judges the run.
+//! with `--fixed`, the fix), runs `cargo test` offline under a deadline — in the sandbox
+//! (Docker or bubblewrap) by default, or on the host when asked — and judges the run.
 
 use sandbox::{classify_cargo_test, run_on_host, Job, RunOutcome, Verdict};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,37 @@ pub enum DemoError {
     /// cargo could not be started.
     #[error(transparent)]
     Run(#[from] sandbox::process::RunError),
+    /// The sandbox could not run the test.
+    #[error(transparent)]
+    Sandbox(#[from] sandbox::SandboxError),
+}
+
+/// Where the demo's regression test runs.
+#[derive(Debug)]
+pub enum Runner {
+    /// Directly on the host with a clean environment and a deadline (trusted code only;
+    /// labelled `host` in the evidence).
+    Host,
+    /// Inside an isolating backend.
+    Isolated(Box<dyn sandbox::Sandbox>),
+}
+
+impl Runner {
+    /// `host`, `docker` or `bwrap`; Docker uses the local `image`.
+    pub async fn connect(backend: &str, image: &str) -> Result<Runner, DemoError> {
+        match backend {
+            "host" => Ok(Runner::Host),
+            other => Ok(Runner::Isolated(sandbox::connect(other, image).await?)),
+        }
+    }
+
+    /// The backend named by `R2R_SANDBOX_BACKEND` (default `docker`) and `R2R_SANDBOX_IMAGE`.
+    pub async fn from_env() -> Result<Runner, DemoError> {
+        let backend = std::env::var("R2R_SANDBOX_BACKEND").unwrap_or_else(|_| "docker".into());
+        let image = std::env::var("R2R_SANDBOX_IMAGE")
+            .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.into());
+        Runner::connect(backend.trim(), image.trim()).await
+    }
 }
 
 /// The result of one reproduction run.
@@ -124,9 +156,22 @@ pub async fn reproduce(
     shoplite: &Path,
     fixed: bool,
     deadline: Duration,
+    runner: &Runner,
 ) -> Result<Reproduction, DemoError> {
     let scratch = tempfile::tempdir().map_err(DemoError::Scratch)?;
     prepare_scratch(shoplite, scratch.path(), fixed)?;
+    if let Runner::Isolated(sandbox) = runner {
+        sandbox::share_read_only(scratch.path()).map_err(DemoError::Scratch)?;
+        let job = sandbox::Profile::Rust.job(
+            scratch.path(),
+            Some("tests/coupon_save300.rs"),
+            &sandbox::Toolchains::detect(),
+            deadline,
+        )?;
+        let outcome = sandbox.run(&job).await?;
+        let verdict = classify_cargo_test(&outcome, REGRESSION_TEST_NAME);
+        return Ok(Reproduction { outcome, verdict });
+    }
     let job = Job {
         program: "cargo".to_owned(),
         args: ["test", "--offline", "--locked", "--test", "coupon_save300"]

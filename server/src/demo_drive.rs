@@ -163,7 +163,9 @@ pub async fn drive(
                 )
                 .await?;
             }
-            let run = crate::demo::reproduce(shoplite, false, Duration::from_secs(300)).await?;
+            let runner = crate::demo::Runner::from_env().await?;
+            let run =
+                crate::demo::reproduce(shoplite, false, Duration::from_secs(300), &runner).await?;
             let (test, assertion) = match run.verdict {
                 Verdict::Reproduced { test, assertion } => (test, assertion),
                 other => return Err(DriveError::NotReproduced(format!("{other:?}"))),
