@@ -188,6 +188,15 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "proposeReproduction",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/reproduction",
+        summary: "Propose a new failing test; the desk re-runs it in its own sandbox and records it only if it fails on an assertion",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Reproducer)],
+        reporter: false,
+    },
+    Operation {
         id: "addNote",
         method: "POST",
         path: "/api/v1/bugs/{id}/notes",
@@ -698,6 +707,7 @@ pub async fn bug_command(
         "reopen" => "reopen",
         "fix" => "submitFix",
         "merge" => "merge",
+        "reproduction" => "proposeReproduction",
         _ => {
             return Refused::new(
                 StatusCode::NOT_FOUND,
@@ -759,6 +769,7 @@ async fn bug_operation(
         let actor = actor_of(&credential);
         match op_id {
             "submitFix" => return crate::forge_api::submit_fix(&state, &id, &body).await,
+            "proposeReproduction" => return crate::rerun::propose(&state, &id, &body).await,
             "merge" => return crate::forge_api::merge(&state, &id, &body, &actor).await,
             "approve" if state.local_forge.is_some() => {
                 return crate::forge_api::approve(&state, &id, &body, &actor).await

@@ -60,6 +60,13 @@ pub struct Config {
     pub local_forge: Option<std::path::PathBuf>,
     /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
     pub local_forge_branch: String,
+    /// The sandbox the desk re-runs proposed tests in (`R2R_SANDBOX_BACKEND`: docker, bwrap
+    /// or none; default docker).
+    pub sandbox_backend: String,
+    /// Docker's local image (`R2R_SANDBOX_IMAGE`).
+    pub sandbox_image: String,
+    /// The target project's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest).
+    pub target_profile: sandbox::Profile,
 }
 
 /// Default per-client and per-email limit on sign-in attempts.
@@ -394,6 +401,30 @@ impl Config {
                     ));
                 }
                 branch.to_owned()
+            },
+            sandbox_backend: {
+                let backend = env.get("R2R_SANDBOX_BACKEND").unwrap_or("docker").trim();
+                if !matches!(backend, "docker" | "bwrap" | "none") {
+                    return Err(ConfigError::new(
+                        "R2R_SANDBOX_BACKEND",
+                        format!("expected docker, bwrap or none, got {backend:?}"),
+                    ));
+                }
+                backend.to_owned()
+            },
+            sandbox_image: env
+                .get("R2R_SANDBOX_IMAGE")
+                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
+                .trim()
+                .to_owned(),
+            target_profile: {
+                let profile = env.get("R2R_TARGET_PROFILE").unwrap_or("rust").trim();
+                sandbox::Profile::parse(profile).ok_or_else(|| {
+                    ConfigError::new(
+                        "R2R_TARGET_PROFILE",
+                        format!("expected rust, node or vitest, got {profile:?}"),
+                    )
+                })?
             },
         })
     }

@@ -80,7 +80,7 @@ pub(crate) async fn record(
         .store
         .apply(id, now, |b| {
             let evidence = domain::workflow::Evidence {
-                rerun: None,
+                rerun: fetched.rerun,
                 ancestry: Some(&fetched.ancestry),
                 code_owners: fetched.code_owners.as_ref(),
             };
@@ -205,6 +205,7 @@ pub async fn approve(
         .map_err(forge_refused)?
         .map(|text| CodeOwners::parse(&text));
     let fetched = Fetched {
+        rerun: None,
         ancestry: KnownAncestry::default(),
         code_owners,
     };
@@ -269,7 +270,7 @@ pub async fn merge(
 
 /// Whether the engine would accept `command` on `bug` now (no `Evidence` outlives this call,
 /// so the handler's future stays `Send`).
-fn dry_run(
+pub(crate) fn dry_run(
     state: &AppState,
     bug: &domain::workflow::Bug,
     command: &Command,
@@ -277,7 +278,7 @@ fn dry_run(
     fetched: &Fetched,
 ) -> Result<(), Refused> {
     let evidence = domain::workflow::Evidence {
-        rerun: None,
+        rerun: fetched.rerun,
         ancestry: Some(&fetched.ancestry),
         code_owners: None,
     };

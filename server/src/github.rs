@@ -488,6 +488,8 @@ pub struct EventOutcome {
 pub(crate) struct Fetched {
     pub(crate) ancestry: KnownAncestry,
     pub(crate) code_owners: Option<CodeOwners>,
+    /// The desk's own sandbox re-run of a proposed reproduction.
+    pub(crate) rerun: Option<domain::workflow::Rerun>,
 }
 
 pub(crate) async fn apply(
@@ -503,7 +505,7 @@ pub(crate) async fn apply(
     match store
         .apply(bug, now, |b| {
             let evidence = Evidence {
-                rerun: None,
+                rerun: fetched.rerun,
                 ancestry: Some(&fetched.ancestry),
                 code_owners: fetched.code_owners.as_ref(),
             };
@@ -617,6 +619,7 @@ pub async fn apply_event(
             };
             let actor = github_user(&payload["review"]["user"]);
             let fetched = Fetched {
+                rerun: None,
                 ancestry: KnownAncestry::default(),
                 code_owners: forge
                     .codeowners_at(&head)

@@ -37,6 +37,8 @@ pub struct AppState {
     pub github: Arc<crate::github::GitHubConfig>,
     /// The local git forge, when this desk has one.
     pub local_forge: Option<Arc<crate::local_forge::LocalForge>>,
+    /// The sandbox the desk re-runs proposed tests in (connected on first use).
+    pub sandbox: Arc<crate::rerun::DeskSandbox>,
 }
 
 impl AppState {
@@ -60,6 +62,7 @@ impl AppState {
                     &config.local_forge_branch,
                 ))
             }),
+            sandbox: Arc::new(crate::rerun::DeskSandbox::new(config)),
         }
     }
 

@@ -24,6 +24,7 @@ pub mod ratelimit;
 pub mod reasker;
 pub mod recorder;
 pub mod reporter;
+pub mod rerun;
 pub mod sandbox_cli;
 pub mod secret;
 pub mod serve;

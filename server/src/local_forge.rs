@@ -73,6 +73,34 @@ impl LocalForge {
         &self.repository
     }
 
+    /// The branch merges go into.
+    pub fn default_branch(&self) -> &str {
+        &self.default_branch
+    }
+
+    /// Writes the tree of `commit` into `dir` (no `.git`): a snapshot for the sandbox.
+    pub async fn export(&self, commit: &CommitSha, dir: &Path) -> Result<(), GitError> {
+        let archive = self
+            .git(&["archive", "--format=tar", commit.as_str()])
+            .await?;
+        check("archive", &archive)?;
+        let mut tar = tokio::process::Command::new("tar")
+            .arg("-x")
+            .arg("-C")
+            .arg(dir)
+            .arg("--no-same-owner")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        if let Some(mut stdin) = tar.stdin.take() {
+            use tokio::io::AsyncWriteExt;
+            stdin.write_all(&archive.stdout).await?;
+        }
+        let output = tar.wait_with_output().await?;
+        check("archive | tar -x", &output).map(|_| ())
+    }
+
     async fn git(&self, args: &[&str]) -> Result<Output, GitError> {
         Ok(tokio::process::Command::new("git")
             .arg("--git-dir")

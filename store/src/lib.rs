@@ -6,6 +6,7 @@
 mod macros;
 pub mod auth;
 mod bench;
+pub mod evidence;
 pub mod ledger;
 pub mod outbox;
 pub mod reports;
@@ -13,9 +14,10 @@ pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 pub use auth::{InviteOutcome, OwnerAccount};
+pub use evidence::EvidenceRecord;
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
 pub use outbox::{ClaimedJob, LEASE_MS};
 pub use reports::{

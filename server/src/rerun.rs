@@ -1,0 +1,300 @@
+//! The desk's own measurement of a proposed reproduction.
+//!
+//! `POST /api/v1/bugs/{id}/reproduction` (reproducer token) carries a new test file. The
+//! crew's own run proves nothing to the desk: the desk exports the target's default branch
+//! from the forge, adds the test, runs it in its own sandbox under the project's profile and
+//! classifies the output. Every run is stored as evidence (`isolated test`); only a genuine
+//! assertion failure of that test becomes the engine's `propose_reproduction`, with the
+//! assertion the desk saw — not the one the crew claimed.
+
+use crate::forge_api::record;
+use crate::github::Fetched;
+use crate::http::AppState;
+use crate::reporter::Refused;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use domain::workflow::{Actor, Command, Reproduction, Rerun};
+use sandbox::{Profile, Sandbox, Toolchains, Verdict};
+use serde::Deserialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest test file accepted (characters).
+pub const MAX_TEST_CHARS: usize = 24_000;
+/// Wall-clock limit of the desk's re-run.
+pub const RERUN_DEADLINE: Duration = Duration::from_secs(300);
+/// Output kept in the evidence, per stream.
+const KEPT_OUTPUT: usize = 64 * 1024;
+
+/// The desk's sandbox, connected on first use (so a desk starts before its engine does).
+#[derive(Debug)]
+pub struct DeskSandbox {
+    backend: String,
+    image: String,
+    /// The target project's profile.
+    pub profile: Profile,
+    connected: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
+}
+
+impl DeskSandbox {
+    /// From the configuration (`R2R_SANDBOX_BACKEND`, `R2R_SANDBOX_IMAGE`,
+    /// `R2R_TARGET_PROFILE`).
+    pub fn new(config: &crate::config::Config) -> Self {
+        DeskSandbox {
+            backend: config.sandbox_backend.clone(),
+            image: config.sandbox_image.clone(),
+            profile: config.target_profile,
+            connected: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The connected backend, or why there is none.
+    pub async fn get(&self) -> Result<Arc<dyn Sandbox>, String> {
+        let mut connected = self.connected.lock().await;
+        if let Some(sandbox) = connected.as_ref() {
+            return Ok(sandbox.clone());
+        }
+        if self.backend == "none" {
+            return Err("this desk has no sandbox (R2R_SANDBOX_BACKEND=none)".into());
+        }
+        let sandbox: Arc<dyn Sandbox> = sandbox::connect(&self.backend, &self.image)
+            .await
+            .map_err(|e| e.to_string())?
+            .into();
+        *connected = Some(sandbox.clone());
+        Ok(sandbox)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Proposed {
+    /// Where the new test goes, relative to the repository root.
+    test_path: String,
+    /// The test's name as its runner prints it.
+    test_name: String,
+    /// The whole test file.
+    test_source: String,
+    /// The model that wrote it, as the crew says (stored, labelled, not trusted).
+    #[serde(default)]
+    model: Option<String>,
+    /// The model provider (`scripted`, `openai-compatible`, …).
+    #[serde(default)]
+    provider: Option<String>,
+    /// The crew's own run, stored beside the desk's for comparison.
+    #[serde(default)]
+    claimed: Option<serde_json::Value>,
+}
+
+fn invalid(code: &str, message: impl Into<String>) -> Refused {
+    Refused::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+}
+
+fn tail(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let mut start = text.len() - limit;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("[… {start} bytes cut]\n{}", &text[start..])
+}
+
+fn short(text: Option<String>) -> Option<String> {
+    text.map(|t| t.chars().filter(|c| !c.is_control()).take(120).collect())
+}
+
+/// Handles a proposed reproduction for bug `id`.
+pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response, Refused> {
+    let proposed: Proposed = crate::api::json_body(body)?;
+    let name = proposed.test_name.trim();
+    if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+        return Err(invalid(
+            "invalid_test_name",
+            "test_name: 1 to 200 characters, no control characters",
+        ));
+    }
+    let chars = proposed.test_source.chars().count();
+    if proposed.test_source.trim().is_empty() || chars > MAX_TEST_CHARS {
+        return Err(invalid(
+            "invalid_test_source",
+            format!("test_source: 1 to {MAX_TEST_CHARS} characters (got {chars})"),
+        ));
+    }
+    let test_sha256 = hex::encode(Sha256::digest(proposed.test_source.as_bytes()));
+    let reproducer = Actor::Role {
+        role: domain::Role::Reproducer,
+    };
+    let bug = state
+        .store
+        .load_bug(id)
+        .await
+        .map_err(Refused::storage)?
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_bug",
+                format!("No bug {id}."),
+            )
+        })?
+        .bug;
+    // The engine's guards first (state, role, a test the reporter already rejected): no
+    // sandbox run for a proposal that could not be recorded anyway.
+    let probe = Command::ProposeReproduction {
+        reproduction: Reproduction {
+            id: "probe".into(),
+            test_path: proposed.test_path.clone(),
+            test_sha256: test_sha256.clone(),
+            assertion: String::new(),
+        },
+    };
+    let measured = Fetched {
+        rerun: Some(Rerun::Reproduced),
+        ..Fetched::default()
+    };
+    crate::forge_api::dry_run(state, &bug, &probe, &reproducer, &measured)?;
+
+    let forge = state.local_forge.as_deref().ok_or_else(|| {
+        Refused::new(
+            StatusCode::CONFLICT,
+            "no_local_forge",
+            "the desk re-runs tests on a snapshot of the target from its forge; set R2R_LOCAL_FORGE",
+        )
+    })?;
+    let head = forge
+        .branch_head(forge.default_branch())
+        .await
+        .map_err(Refused::storage)?
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::CONFLICT,
+                "empty_target",
+                format!(
+                    "the target repository has no {} branch yet",
+                    forge.default_branch()
+                ),
+            )
+        })?;
+    let profile = state.sandbox.profile;
+    let toolchains = Toolchains::detect();
+    let scratch = tempfile::tempdir().map_err(Refused::storage)?;
+    let snapshot = scratch.path().join("snapshot");
+    std::fs::create_dir(&snapshot).map_err(Refused::storage)?;
+    // The job is built (and the path checked) before anything is written.
+    let job = profile
+        .job(
+            &snapshot,
+            Some(proposed.test_path.trim()),
+            &toolchains,
+            RERUN_DEADLINE,
+        )
+        .map_err(|e| invalid("invalid_test_path", e.to_string()))?;
+    forge
+        .export(&head, &snapshot)
+        .await
+        .map_err(Refused::storage)?;
+    let file = snapshot.join(proposed.test_path.trim());
+    if std::fs::symlink_metadata(&file).is_ok() {
+        return Err(invalid(
+            "test_exists",
+            format!(
+                "{} already exists at {head}: a reproduction is a new test file",
+                proposed.test_path.trim()
+            ),
+        ));
+    }
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(Refused::storage)?;
+    }
+    std::fs::write(&file, &proposed.test_source).map_err(Refused::storage)?;
+    sandbox::share_read_only(&snapshot).map_err(Refused::storage)?;
+
+    let sandbox = state.sandbox.get().await.map_err(|reason| {
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_unavailable",
+            format!("the desk cannot re-run the test now: {reason}"),
+        )
+    })?;
+    let outcome = sandbox.run(&job).await.map_err(|e| {
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_failed",
+            e.to_string(),
+        )
+    })?;
+    let verdict = profile.classify(&outcome, name);
+    let now = crate::clock::now_ms();
+    let evidence_id = format!("rerun-{now}-{:08x}", rand::random::<u32>());
+    let evidence = store::EvidenceRecord {
+        id: evidence_id.clone(),
+        bug_id: id.to_owned(),
+        kind: "reproduction_rerun".into(),
+        label: "isolated test".into(),
+        created_at: now,
+        body: json!({
+            "commit": head.as_str(),
+            "profile": profile,
+            "test_path": proposed.test_path.trim(),
+            "test_name": name,
+            "test_sha256": test_sha256,
+            "test_source": proposed.test_source,
+            "backend": outcome.backend,
+            "exit_code": outcome.exit_code,
+            "timed_out": outcome.timed_out,
+            "oom_killed": outcome.oom_killed,
+            "duration_ms": outcome.duration_ms,
+            "stdout": tail(&outcome.stdout, KEPT_OUTPUT),
+            "stderr": tail(&outcome.stderr, KEPT_OUTPUT),
+            "verdict": verdict,
+            "model": short(proposed.model),
+            "provider": short(proposed.provider),
+            "claimed": proposed.claimed,
+        }),
+    };
+    state
+        .store
+        .add_evidence(&evidence)
+        .await
+        .map_err(Refused::storage)?;
+    let desk_run = json!({
+        "evidence": evidence_id,
+        "backend": outcome.backend,
+        "exit_code": outcome.exit_code,
+        "duration_ms": outcome.duration_ms,
+        "verdict": verdict,
+    });
+    let Verdict::Reproduced { assertion, .. } = verdict else {
+        let reason = match &verdict {
+            Verdict::Passed { .. } => "the test passed".to_owned(),
+            Verdict::NotReproduced { reason } => format!("{reason:?}"),
+            Verdict::Reproduced { .. } => String::new(),
+        };
+        return Err(invalid(
+            "not_reproduced",
+            format!(
+                "the desk's own run in the {} sandbox did not fail on an assertion of {name}: {reason} (evidence {evidence_id})",
+                outcome.backend
+            ),
+        ));
+    };
+    let command = Command::ProposeReproduction {
+        reproduction: Reproduction {
+            id: evidence_id,
+            test_path: proposed.test_path.trim().to_owned(),
+            test_sha256,
+            assertion: assertion.chars().take(2_000).collect(),
+        },
+    };
+    let response = record(state, id, command, &reproducer, &measured).await?;
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .map_err(Refused::storage)?;
+    let mut answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    answer["desk_run"] = desk_run;
+    Ok((parts.status, axum::Json(answer)).into_response())
+}

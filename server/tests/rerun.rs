@@ -1,0 +1,235 @@
+//! The desk re-runs a proposed reproduction in its own sandbox: only a new test that fails
+//! on an assertion there is recorded; a passing test, a test that does not compile, an
+//! existing file or a path outside the tests are refused, and every run is kept as evidence.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use domain::Role;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command as Process;
+use store::Store;
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = Process::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=Shop", "-c", "user.email=shop@example.org"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn write(dir: &Path, path: &str, text: &str) {
+    let file = dir.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
+const PASSING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 100), 100);\n}\n";
+const BROKEN: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::totl(200, 300), 0);\n}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded() {
+    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
+        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+            .await
+            .is_err()
+    {
+        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("cart.git");
+    server::local_forge::LocalForge::init(&bare, "main")
+        .await
+        .unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "--quiet", "--initial-branch", "main"]);
+    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    write(
+        &work,
+        "Cargo.toml",
+        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    write(
+        &work,
+        "Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        &work,
+        "src/lib.rs",
+        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
+    );
+    write(&work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "--quiet", "-m", "cart"]);
+    git(&work, &["push", "--quiet", "origin", "main"]);
+
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let fixer = server::setup::new_role_token(Role::Fixer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_FIXER_TOKEN", fixer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let filed: Value = client
+        .post(format!("{base}/api/v1/reports"))
+        .json(&json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let post = |token: &str, path: &str, body: Value| {
+        let request = client
+            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
+            .bearer_auth(token)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let propose = |path: &str, source: &str| {
+        json!({
+            "test_path": path, "test_name": "coupon_never_makes_the_total_negative",
+            "test_source": source, "model": "scripted-shoplite-1", "provider": "scripted",
+            "claimed": {"exit_code": 101, "verdict": "reproduced"},
+        })
+    };
+
+    // Not reproducing yet: the engine refuses before any sandbox run.
+    let (status, answer) = post(
+        &reproducer,
+        "reproduction",
+        propose("tests/coupon.rs", FAILING),
+    )
+    .await;
+    assert_eq!(status, 409, "{answer}");
+    let (status, _) = post(&reproducer, "reproduction/start", json!({})).await;
+    assert_eq!(status, 200);
+    // Another crew role may not propose.
+    let (status, _) = post(&fixer, "reproduction", propose("tests/coupon.rs", FAILING)).await;
+    assert_eq!(status, 403);
+    // Paths outside the tests, traversal, an existing file.
+    for path in [
+        "src/lib.rs",
+        "../escape.rs",
+        "tests/../../x.rs",
+        "/etc/x.rs",
+        "tests/existing.rs",
+    ] {
+        let (status, answer) = post(&reproducer, "reproduction", propose(path, FAILING)).await;
+        assert_eq!(status, 422, "{path}: {answer}");
+    }
+    // The crew claims a failure, but the desk's run passes or does not compile.
+    let (status, answer) = post(
+        &reproducer,
+        "reproduction",
+        propose("tests/coupon.rs", PASSING),
+    )
+    .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"], "not_reproduced");
+    assert!(
+        answer["message"].as_str().unwrap().contains("test passed"),
+        "{answer}"
+    );
+    let (status, answer) = post(
+        &reproducer,
+        "reproduction",
+        propose("tests/coupon.rs", BROKEN),
+    )
+    .await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("CompileError"),
+        "{answer}"
+    );
+
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_bug(&bug).await.unwrap().unwrap().bug.state,
+        domain::BugState::Reproducing,
+        "nothing was recorded"
+    );
+
+    // A genuine failure, measured by the desk.
+    let (status, answer) = post(
+        &reproducer,
+        "reproduction",
+        propose("tests/coupon.rs", FAILING),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "awaiting_reporter");
+    assert_eq!(answer["desk_run"]["backend"], "docker");
+    let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
+    let reproduction = stored.reproduction.unwrap();
+    assert!(
+        reproduction.assertion.contains("payable total for SAVE300"),
+        "the desk's own assertion: {}",
+        reproduction.assertion
+    );
+    let evidence = store.evidence_for(&bug).await.unwrap();
+    assert_eq!(evidence.len(), 3, "every desk run is kept");
+    assert!(evidence.iter().all(|e| e.label == "isolated test"));
+    let kept = evidence.iter().find(|e| e.id == reproduction.id).unwrap();
+    assert_eq!(kept.body["backend"], "docker");
+    assert_eq!(kept.body["provider"], "scripted");
+    assert_eq!(kept.body["test_source"], FAILING);
+    assert!(kept.body["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("test result: FAILED"));
+
+    // The reporter sees the test path and the desk's assertion.
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        tracking.to_string().contains("tests/coupon.rs"),
+        "{tracking}"
+    );
+    assert!(
+        tracking.to_string().contains("payable total for SAVE300"),
+        "{tracking}"
+    );
+}
