@@ -13,14 +13,6 @@ pub const REGRESSION_TEST_FILE: &str = "regressions/coupon_save300.rs";
 /// The regression test's name.
 pub const REGRESSION_TEST_NAME: &str = "save300_on_a_200_rupee_cart_is_free_not_negative";
 
-/// The buggy lines of ShopLite's `quote` and their replacement: the fix for seeded bug 1.
-const BUGGY: &str = "    // Seeded bug 1: the discount is not limited to the subtotal.\n";
-const FIXED: &str =
-    "    // A coupon takes at most the whole subtotal: the total never goes below zero.\n    \
-let discount = if subtotal.is_finite() {\n        \
-discount.min(Money::from_paise((subtotal.0 * 100.0).round() as i64))\n    \
-} else {\n        discount\n    };\n";
-
 /// Why the demo could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
@@ -95,10 +87,7 @@ fn read(path: &Path) -> Result<String, DemoError> {
 
 /// Applies the fix for seeded bug 1 to ShopLite's `lib.rs` text.
 pub fn apply_fix(lib_rs: &str) -> Result<String, DemoError> {
-    if lib_rs.matches(BUGGY).count() != 1 {
-        return Err(DemoError::FixDoesNotApply);
-    }
-    Ok(lib_rs.replacen(BUGGY, FIXED, 1))
+    shoplite::seeded::fix_bug1(lib_rs).ok_or(DemoError::FixDoesNotApply)
 }
 
 /// Writes a standalone copy of ShopLite with the regression test into `scratch`.

@@ -252,6 +252,26 @@ pub fn quote_form(price: &str, quantity: &str, coupon: &str) -> Result<Quote, Qu
     Ok(quote(&[line], Coupon::parse(coupon)?))
 }
 
+/// The seeded bugs' known fixes, as text edits of this file — used by the demo's scripted
+/// crew and by `r2r demo reproduce --fixed`. Nothing in the shop itself uses them.
+pub mod seeded {
+    /// The line marking seeded bug 1 in `src/lib.rs`.
+    pub const BUG1_MARKER: &str =
+        "    // Seeded bug 1: the discount is not limited to the subtotal.\n";
+    /// What replaces it: the discount is capped at the subtotal.
+    pub const BUG1_FIX: &str =
+        "    // A coupon takes at most the whole subtotal: the total never goes below zero.\n    \
+let discount = if subtotal.is_finite() {\n        \
+discount.min(Money::from_paise((subtotal.0 * 100.0).round() as i64))\n    \
+} else {\n        discount\n    };\n";
+
+    /// `src/lib.rs` with bug 1 fixed, when the marker is there exactly once.
+    pub fn fix_bug1(lib_rs: &str) -> Option<String> {
+        (lib_rs.matches(BUG1_MARKER).count() == 1)
+            .then(|| lib_rs.replacen(BUG1_MARKER, BUG1_FIX, 1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,159 @@
+//! The scripted provider: deterministic answers for ShopLite's seeded bugs, for the demo and
+//! the tests. Every completion says `scripted` (evidence built on it is labelled
+//! `simulated demo`), and a prompt outside the script is an error, never a guess.
+
+use crate::provider::{Completion, ModelError, ModelProvider, Prompt, Task};
+use async_trait::async_trait;
+use serde_json::json;
+
+/// ShopLite's coupon regression test, as the scripted reproducer writes it.
+pub const COUPON_TEST: &str = include_str!("../../shoplite/regressions/coupon_save300.rs");
+/// Where it goes in the target.
+pub const COUPON_TEST_PATH: &str = "tests/coupon_save300.rs";
+/// Its name.
+pub const COUPON_TEST_NAME: &str = "save300_on_a_200_rupee_cart_is_free_not_negative";
+
+/// Markers around a file's text in a fix prompt.
+pub const FILE_START: &str = "--- FILE ";
+/// End of a file's text in a fix prompt.
+pub const FILE_END: &str = "--- END FILE ---";
+
+/// The scripted provider.
+#[derive(Clone, Debug, Default)]
+pub struct Scripted;
+
+/// The text of `path` inside a prompt (`--- FILE path ---` … `--- END FILE ---`).
+pub fn file_in_prompt<'a>(prompt: &'a str, path: &str) -> Option<&'a str> {
+    let start = format!("{FILE_START}{path} ---\n");
+    let from = prompt.find(&start)? + start.len();
+    let to = prompt[from..].find(FILE_END)? + from;
+    Some(&prompt[from..to])
+}
+
+fn about_the_coupon(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    ["save300", "coupon", "discount"]
+        .iter()
+        .any(|w| lower.contains(w))
+        && [
+            "negative",
+            "below zero",
+            "minus",
+            "-₹",
+            "−₹",
+            "-100",
+            "refund",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
+#[async_trait]
+impl ModelProvider for Scripted {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        "scripted-shoplite-1"
+    }
+
+    async fn complete(&self, prompt: &Prompt) -> Result<Completion, ModelError> {
+        let unscripted = || {
+            ModelError::Unscripted(format!(
+                "the scripted provider knows ShopLite's coupon bug only; this {:?} prompt is not about it",
+                prompt.task
+            ))
+        };
+        let content = match prompt.task {
+            Task::Triage if about_the_coupon(&prompt.user) => json!({
+                "severity": "critical",
+                "likely_cause": "quote() subtracts the coupon's discount without capping it at the subtotal, so SAVE300 on a smaller cart goes below zero",
+                "steps": ["Open the shop", "Put ₹200 of goods in the cart", "Apply coupon SAVE300", "Read the payable total"],
+                "test_idea": "quote_form(\"200\", \"1\", \"SAVE300\") must give a payable total of exactly ₹0",
+            }),
+            Task::Reproduce if about_the_coupon(&prompt.user) => json!({
+                "test_path": COUPON_TEST_PATH,
+                "test_name": COUPON_TEST_NAME,
+                "test_source": COUPON_TEST,
+            }),
+            Task::Fix => {
+                let lib = file_in_prompt(&prompt.user, "src/lib.rs").ok_or_else(unscripted)?;
+                let fixed = shoplite::seeded::fix_bug1(lib).ok_or_else(unscripted)?;
+                json!({
+                    "files": [{"path": "src/lib.rs", "content": fixed}],
+                    "summary": "Cap a coupon's discount at the subtotal so the total never goes below zero",
+                })
+            }
+            Task::Review if about_the_coupon(&prompt.user) => json!({
+                "matches_expectation": true,
+                "notes": "The test asserts the reporter's expectation (₹0 payable for SAVE300 on a ₹200 cart) and fails on that assertion against the shipped shop.",
+            }),
+            _ => return Err(unscripted()),
+        };
+        Ok(Completion {
+            content: content.to_string(),
+            provider: self.name(),
+            model: self.model().to_owned(),
+            scripted: true,
+            prompt_tokens: None,
+            completion_tokens: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt(task: Task, user: &str) -> Prompt {
+        Prompt {
+            task,
+            system: String::new(),
+            user: user.to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_script_covers_the_coupon_bug_and_nothing_else() {
+        let dossier = "UNTRUSTED REPORTER DATA\ntitle: SAVE300 makes my total negative\n";
+        let reproduction = Scripted
+            .complete(&prompt(Task::Reproduce, dossier))
+            .await
+            .unwrap();
+        assert!(reproduction.scripted);
+        let draft = crate::schema::reproduction(&reproduction.content).unwrap();
+        assert_eq!(draft.test_name, COUPON_TEST_NAME);
+        assert!(crate::schema::triage(
+            &Scripted
+                .complete(&prompt(Task::Triage, dossier))
+                .await
+                .unwrap()
+                .content
+        )
+        .is_ok());
+        assert!(matches!(
+            Scripted
+                .complete(&prompt(Task::Reproduce, "the logo is blurry"))
+                .await,
+            Err(ModelError::Unscripted(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_scripted_fix_is_whole_file_and_passes_the_schema() {
+        let lib = include_str!("../../shoplite/src/lib.rs");
+        let user = format!("{FILE_START}src/lib.rs ---\n{lib}{FILE_END}\n");
+        let completion = Scripted.complete(&prompt(Task::Fix, &user)).await.unwrap();
+        let fix = crate::schema::fix(&completion.content, &["src/"], COUPON_TEST_PATH).unwrap();
+        assert!(fix.files[0].content.contains("discount.min("));
+        let already_fixed = format!(
+            "{FILE_START}src/lib.rs ---\n{}{FILE_END}\n",
+            fix.files[0].content
+        );
+        assert!(Scripted
+            .complete(&prompt(Task::Fix, &already_fixed))
+            .await
+            .is_err());
+    }
+}
