@@ -8,6 +8,7 @@ pub mod capability;
 pub mod cluster;
 pub mod codeowners;
 pub mod ledger;
+pub mod spend;
 pub mod state;
 pub mod tier;
 pub mod workflow;

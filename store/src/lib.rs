@@ -10,11 +10,12 @@ pub mod evidence;
 pub mod ledger;
 pub mod outbox;
 pub mod reports;
+pub mod spend;
 pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 pub use auth::{InviteOutcome, OwnerAccount};
 pub use evidence::EvidenceRecord;

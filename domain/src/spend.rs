@@ -1,0 +1,212 @@
+//! The spend guard's rule, pure: a model call may start only if its worst-case cost fits the
+//! per-call cap and what is left of the budget, and the hourly call limits (overall and per
+//! client) are not reached. Amounts are micro-dollars. Open reservations count at their
+//! worst case, so parallel calls can never overshoot; a call that timed out or lost its
+//! connection stays booked at its worst case.
+
+use serde::{Deserialize, Serialize};
+
+/// Micro-dollars (1 $ = 1,000,000).
+pub type Micros = u64;
+
+/// The configured limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// Most one call may cost.
+    pub per_call: Micros,
+    /// Most all calls together may cost.
+    pub total: Micros,
+    /// Calls per rolling hour, all clients.
+    pub calls_per_hour: u32,
+    /// Calls per rolling hour, one client.
+    pub client_calls_per_hour: u32,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            per_call: 30_000,
+            total: 5_000_000,
+            calls_per_hour: 60,
+            client_calls_per_hour: 10,
+        }
+    }
+}
+
+/// What has been spent and reserved, as the store counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Settled costs plus open reservations at their worst case.
+    pub committed: Micros,
+    /// Calls started in the last hour.
+    pub calls_last_hour: u32,
+    /// Calls this client started in the last hour.
+    pub client_calls_last_hour: u32,
+}
+
+/// Why a call may not start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum SpendRefusal {
+    /// The worst case exceeds the per-call cap.
+    #[error("a call may cost at most {limit} µ$; this one could cost {asked} µ$")]
+    OverPerCall {
+        /// Worst case asked.
+        asked: Micros,
+        /// The cap.
+        limit: Micros,
+    },
+    /// The budget would be exceeded.
+    #[error("the budget of {total} µ$ has {left} µ$ left; this call could cost {asked} µ$")]
+    OverBudget {
+        /// Worst case asked.
+        asked: Micros,
+        /// What is left.
+        left: Micros,
+        /// The budget.
+        total: Micros,
+    },
+    /// The overall hourly limit is reached.
+    #[error("{limit} calls per hour already started")]
+    HourlyLimit {
+        /// The limit.
+        limit: u32,
+    },
+    /// This client's hourly limit is reached.
+    #[error("this client already started {limit} calls this hour")]
+    ClientHourlyLimit {
+        /// The limit.
+        limit: u32,
+    },
+}
+
+/// Whether a call with this worst case may start now.
+pub fn admit(budget: &Budget, usage: &Usage, worst_case: Micros) -> Result<(), SpendRefusal> {
+    if worst_case > budget.per_call {
+        return Err(SpendRefusal::OverPerCall {
+            asked: worst_case,
+            limit: budget.per_call,
+        });
+    }
+    let left = budget.total.saturating_sub(usage.committed);
+    if worst_case > left {
+        return Err(SpendRefusal::OverBudget {
+            asked: worst_case,
+            left,
+            total: budget.total,
+        });
+    }
+    if usage.calls_last_hour >= budget.calls_per_hour {
+        return Err(SpendRefusal::HourlyLimit {
+            limit: budget.calls_per_hour,
+        });
+    }
+    if usage.client_calls_last_hour >= budget.client_calls_per_hour {
+        return Err(SpendRefusal::ClientHourlyLimit {
+            limit: budget.client_calls_per_hour,
+        });
+    }
+    Ok(())
+}
+
+/// What a finished call is booked at: its reported cost (never above its reservation) when
+/// it answered; its worst case when it timed out or lost its connection, because the
+/// provider may have charged for work we never saw.
+pub fn booked(reserved: Micros, reported: Option<Micros>, answered: bool) -> Micros {
+    match (answered, reported) {
+        (true, Some(cost)) => cost.min(reserved),
+        _ => reserved,
+    }
+}
+
+/// Parses a dollar amount such as `0.03` or `5` into micro-dollars.
+pub fn parse_dollars(text: &str) -> Option<Micros> {
+    let text = text.trim().trim_start_matches('$');
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || fraction.len() > 6
+        || !whole.chars().all(|c| c.is_ascii_digit())
+        || !fraction.chars().all(|c| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let fraction: u64 = format!("{fraction:0<6}").parse().ok()?;
+    whole.checked_mul(1_000_000)?.checked_add(fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_limit_refuses_by_name() {
+        let budget = Budget::default();
+        let fresh = Usage::default();
+        assert_eq!(admit(&budget, &fresh, 30_000), Ok(()));
+        assert!(matches!(
+            admit(&budget, &fresh, 30_001),
+            Err(SpendRefusal::OverPerCall { .. })
+        ));
+        let nearly_spent = Usage {
+            committed: 4_980_000,
+            ..fresh
+        };
+        assert_eq!(
+            admit(&budget, &nearly_spent, 30_000),
+            Err(SpendRefusal::OverBudget {
+                asked: 30_000,
+                left: 20_000,
+                total: 5_000_000
+            })
+        );
+        assert_eq!(admit(&budget, &nearly_spent, 20_000), Ok(()));
+        let busy = Usage {
+            calls_last_hour: 60,
+            ..fresh
+        };
+        assert!(matches!(
+            admit(&budget, &busy, 1),
+            Err(SpendRefusal::HourlyLimit { limit: 60 })
+        ));
+        let chatty = Usage {
+            client_calls_last_hour: 10,
+            ..fresh
+        };
+        assert!(matches!(
+            admit(&budget, &chatty, 1),
+            Err(SpendRefusal::ClientHourlyLimit { limit: 10 })
+        ));
+    }
+
+    #[test]
+    fn unanswered_calls_are_booked_at_worst_case() {
+        assert_eq!(booked(30_000, Some(1_200), true), 1_200);
+        assert_eq!(
+            booked(30_000, Some(90_000), true),
+            30_000,
+            "never above the reservation"
+        );
+        assert_eq!(booked(30_000, None, true), 30_000);
+        assert_eq!(
+            booked(30_000, Some(10), false),
+            30_000,
+            "timeout or dropped connection"
+        );
+    }
+
+    #[test]
+    fn dollar_amounts_parse_exactly() {
+        assert_eq!(parse_dollars("0.03"), Some(30_000));
+        assert_eq!(parse_dollars("5"), Some(5_000_000));
+        assert_eq!(parse_dollars("$1.5"), Some(1_500_000));
+        assert_eq!(parse_dollars(".25"), Some(250_000));
+        for bad in ["", "-1", "1.2.3", "0.0000001", "abc", "1e3", "."] {
+            assert_eq!(parse_dollars(bad), None, "{bad}");
+        }
+    }
+}

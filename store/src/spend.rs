@@ -1,0 +1,165 @@
+//! The spend guard's book (see `domain::spend` for the rule). A reservation is checked and
+//! written in one serialised transaction (SQLite's write lock; a PostgreSQL advisory lock),
+//! so parallel calls can never overshoot the budget.
+
+use crate::{Store, StoreError};
+use domain::spend::{admit, booked, Budget, Micros, SpendRefusal, Usage};
+use domain::workflow::Millis;
+use serde::Serialize;
+
+/// Advisory lock key serialising reservations on PostgreSQL.
+const SPEND_LOCK: i64 = 0x7232_725f_7370_656e; // "r2r_spen"
+const HOUR_MS: i64 = 3_600_000;
+
+/// A call about to start.
+#[derive(Clone, Debug)]
+pub struct NewCall<'a> {
+    /// Unique id.
+    pub id: &'a str,
+    /// Who is calling (a crew role, a client id).
+    pub client: &'a str,
+    /// Provider name.
+    pub provider: &'a str,
+    /// Model name.
+    pub model: &'a str,
+    /// Its worst-case cost.
+    pub worst_case: Micros,
+}
+
+/// How a call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallEnd {
+    /// It answered, reporting this cost (if the provider said).
+    Answered(Option<Micros>),
+    /// It timed out.
+    TimedOut,
+    /// The connection failed or dropped.
+    ConnectionLost,
+}
+
+/// The book's totals, for the desk's crew page.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SpendSummary {
+    /// Settled plus open reservations at worst case.
+    pub committed: Micros,
+    /// Settled only.
+    pub settled: Micros,
+    /// Calls not settled yet.
+    pub open_calls: u64,
+    /// All calls ever.
+    pub calls: u64,
+    /// Calls started in the last hour.
+    pub calls_last_hour: u64,
+}
+
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+impl Store {
+    /// Reserves a call's worst case if the budget allows; `Ok(Err(_))` says why not.
+    pub async fn reserve_model_call(
+        &self,
+        call: &NewCall<'_>,
+        budget: &Budget,
+        now: Millis,
+    ) -> Result<Result<(), SpendRefusal>, StoreError> {
+        let worst = i64::try_from(call.worst_case).unwrap_or(i64::MAX);
+        let usage_sql = "SELECT CAST(COALESCE(SUM(COALESCE(settled_micros, reserved_micros)), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN created_at > $1 AND client = $2 THEN 1 ELSE 0 END), 0) AS BIGINT) \
+             FROM model_calls";
+        let insert_sql =
+            "INSERT INTO model_calls (id, client, provider, model, reserved_micros, created_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)";
+        let decision = for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            if self.backend() == crate::Backend::Postgres {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(SPEND_LOCK)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let (committed, hour, client_hour): (i64, i64, i64) = sqlx::query_as(usage_sql)
+                .bind(now - HOUR_MS)
+                .bind(call.client)
+                .fetch_one(&mut *tx)
+                .await?;
+            let usage = Usage {
+                committed: to_u64(committed),
+                calls_last_hour: u32::try_from(hour).unwrap_or(u32::MAX),
+                client_calls_last_hour: u32::try_from(client_hour).unwrap_or(u32::MAX),
+            };
+            let decision = admit(budget, &usage, call.worst_case);
+            if decision.is_ok() {
+                sqlx::query(insert_sql)
+                    .bind(call.id)
+                    .bind(call.client)
+                    .bind(call.provider)
+                    .bind(call.model)
+                    .bind(worst)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            decision
+        });
+        Ok(decision)
+    }
+
+    /// Settles an open call; returns false when it was unknown or already settled.
+    pub async fn settle_model_call(
+        &self,
+        id: &str,
+        end: CallEnd,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let reserved: Option<i64> = for_each_backend!(self, pool, _begin => {
+            sqlx::query_scalar("SELECT reserved_micros FROM model_calls WHERE id = $1 AND settled_micros IS NULL")
+                .bind(id)
+                .fetch_optional(pool)
+                .await?
+        });
+        let Some(reserved) = reserved else {
+            return Ok(false);
+        };
+        let (cost, outcome) = match end {
+            CallEnd::Answered(reported) => (booked(to_u64(reserved), reported, true), "answered"),
+            CallEnd::TimedOut => (booked(to_u64(reserved), None, false), "timed_out"),
+            CallEnd::ConnectionLost => (booked(to_u64(reserved), None, false), "connection_lost"),
+        };
+        let sql = "UPDATE model_calls SET settled_micros = $1, outcome = $2, settled_at = $3 \
+                   WHERE id = $4 AND settled_micros IS NULL";
+        let rows = for_each_backend!(self, pool, _begin => {
+            sqlx::query(sql)
+                .bind(i64::try_from(cost).unwrap_or(i64::MAX))
+                .bind(outcome)
+                .bind(now)
+                .bind(id)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(rows == 1)
+    }
+
+    /// The book's totals.
+    pub async fn spend_summary(&self, now: Millis) -> Result<SpendSummary, StoreError> {
+        let sql = "SELECT CAST(COALESCE(SUM(COALESCE(settled_micros, reserved_micros)), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(COALESCE(settled_micros, 0)), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN settled_micros IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT), \
+             COUNT(*), \
+             CAST(COALESCE(SUM(CASE WHEN created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM model_calls";
+        let row: (i64, i64, i64, i64, i64) = for_each_backend!(self, pool, _begin => {
+            sqlx::query_as(sql).bind(now - HOUR_MS).fetch_one(pool).await?
+        });
+        Ok(SpendSummary {
+            committed: to_u64(row.0),
+            settled: to_u64(row.1),
+            open_calls: to_u64(row.2),
+            calls: to_u64(row.3),
+            calls_last_hour: to_u64(row.4),
+        })
+    }
+}

@@ -1,0 +1,132 @@
+//! The spend guard's book on both backends: parallel reservations never overshoot the
+//! budget, hourly limits hold per client and overall, unanswered calls stay at worst case,
+//! a call settles once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use domain::spend::{Budget, SpendRefusal};
+use store::spend::{CallEnd, NewCall};
+
+async fn parallel_reservations_never_overshoot(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    let budget = Budget {
+        per_call: 30_000,
+        total: 300_000,
+        calls_per_hour: 1_000,
+        client_calls_per_hour: 1_000,
+    };
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..24 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let id = format!("call-{i}");
+            let call = NewCall {
+                id: &id,
+                client: "reproducer",
+                provider: "openai-compatible",
+                model: "m",
+                worst_case: 30_000,
+            };
+            store
+                .reserve_model_call(&call, &budget, 1_000)
+                .await
+                .unwrap()
+        });
+    }
+    let mut admitted = 0;
+    let mut refused = 0;
+    while let Some(result) = tasks.join_next().await {
+        match result.unwrap() {
+            Ok(()) => admitted += 1,
+            Err(SpendRefusal::OverBudget { .. }) => refused += 1,
+            Err(other) => panic!("unexpected refusal {other:?}"),
+        }
+    }
+    assert_eq!((admitted, refused), (10, 14), "{backend}");
+    let summary = store.spend_summary(1_000).await.unwrap();
+    assert_eq!(summary.committed, 300_000);
+    assert_eq!(summary.open_calls, 10);
+}
+
+async fn limits_and_settlement(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    let budget = Budget::default();
+    let call = |id: &'static str, client: &'static str| NewCall {
+        id,
+        client,
+        provider: "openai-compatible",
+        model: "m",
+        worst_case: 30_000,
+    };
+    let ids = [
+        "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10",
+    ];
+    for id in &ids[..10] {
+        store
+            .reserve_model_call(&call(id, "fixer"), &budget, 10_000)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    assert_eq!(
+        store
+            .reserve_model_call(&call(ids[10], "fixer"), &budget, 10_000)
+            .await
+            .unwrap(),
+        Err(SpendRefusal::ClientHourlyLimit { limit: 10 })
+    );
+    // Another client may still call; an hour later the fixer may again.
+    store
+        .reserve_model_call(&call("b0", "reviewer"), &budget, 10_000)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .reserve_model_call(&call("a10", "fixer"), &budget, 10_000 + 3_600_001)
+        .await
+        .unwrap()
+        .unwrap();
+
+    // Answered: booked at its cost; timed out or dropped: at worst case; once only.
+    assert!(store
+        .settle_model_call("a0", CallEnd::Answered(Some(1_500)), 20_000)
+        .await
+        .unwrap());
+    assert!(store
+        .settle_model_call("a1", CallEnd::TimedOut, 20_000)
+        .await
+        .unwrap());
+    assert!(store
+        .settle_model_call("a2", CallEnd::ConnectionLost, 20_000)
+        .await
+        .unwrap());
+    assert!(!store
+        .settle_model_call("a0", CallEnd::Answered(Some(1)), 20_000)
+        .await
+        .unwrap());
+    assert!(!store
+        .settle_model_call("nope", CallEnd::TimedOut, 20_000)
+        .await
+        .unwrap());
+    let summary = store.spend_summary(20_000).await.unwrap();
+    assert_eq!(summary.calls, 12);
+    assert_eq!(summary.settled, 1_500 + 30_000 + 30_000);
+    assert_eq!(summary.committed, 1_500 + 11 * 30_000);
+    assert_eq!(summary.open_calls, 9);
+    // The per-call cap.
+    let big = NewCall {
+        worst_case: 30_001,
+        ..call("c0", "manager")
+    };
+    assert!(matches!(
+        store
+            .reserve_model_call(&big, &budget, 20_000)
+            .await
+            .unwrap(),
+        Err(SpendRefusal::OverPerCall { .. })
+    ));
+}
+
+on_both!(parallel_reservations_never_overshoot, limits_and_settlement);
