@@ -50,6 +50,13 @@ const CREW_AND_OWNERS: &[Principal] = &[
     R(Role::Recorder),
 ];
 
+const CREW: &[Principal] = &[
+    R(Role::Manager),
+    R(Role::Reproducer),
+    R(Role::Fixer),
+    R(Role::Reviewer),
+];
+
 /// Every operation under `/api`.
 pub const OPERATIONS: &[Operation] = &[
     Operation {
@@ -185,6 +192,33 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Start writing the failing test",
         realm: Realm::Engineering,
         accepts: &[R(Role::Manager), R(Role::Reproducer)],
+        reporter: false,
+    },
+    Operation {
+        id: "reserveModelCall",
+        method: "POST",
+        path: "/api/v1/model-calls",
+        summary: "Reserve a model call's worst-case cost against the budget before making it (429 when it does not fit)",
+        realm: Realm::Engineering,
+        accepts: CREW,
+        reporter: false,
+    },
+    Operation {
+        id: "settleModelCall",
+        method: "POST",
+        path: "/api/v1/model-calls/{id}/settle",
+        summary: "Settle a model call: its cost when it answered, its worst case when it timed out or dropped",
+        realm: Realm::Engineering,
+        accepts: CREW,
+        reporter: false,
+    },
+    Operation {
+        id: "getSpend",
+        method: "GET",
+        path: "/api/v1/spend",
+        summary: "The model budget and what is spent and reserved",
+        realm: Realm::Engineering,
+        accepts: CREW_AND_OWNERS,
         reporter: false,
     },
     Operation {

@@ -67,6 +67,9 @@ pub struct Config {
     pub sandbox_image: String,
     /// The target project's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest).
     pub target_profile: sandbox::Profile,
+    /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
+    /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
+    pub spend: domain::spend::Budget,
 }
 
 /// Default per-client and per-email limit on sign-in attempts.
@@ -417,6 +420,45 @@ impl Config {
                 .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
                 .trim()
                 .to_owned(),
+            spend: {
+                let defaults = domain::spend::Budget::default();
+                let dollars = |name: &str, default: u64| -> Result<u64, ConfigError> {
+                    match env.get(name) {
+                        None => Ok(default),
+                        Some(text) => domain::spend::parse_dollars(text).ok_or_else(|| {
+                            ConfigError::new(
+                                name,
+                                format!("expected a dollar amount such as 0.03 or 5, got {text:?}"),
+                            )
+                        }),
+                    }
+                };
+                let count = |name: &str, default: u32| -> Result<u32, ConfigError> {
+                    match env.get(name) {
+                        None => Ok(default),
+                        Some(text) => text
+                            .trim()
+                            .parse::<u32>()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| {
+                                ConfigError::new(
+                                    name,
+                                    format!("expected a positive whole number, got {text:?}"),
+                                )
+                            }),
+                    }
+                };
+                domain::spend::Budget {
+                    per_call: dollars("R2R_SPEND_PER_CALL", defaults.per_call)?,
+                    total: dollars("R2R_SPEND_TOTAL", defaults.total)?,
+                    calls_per_hour: count("R2R_SPEND_CALLS_PER_HOUR", defaults.calls_per_hour)?,
+                    client_calls_per_hour: count(
+                        "R2R_SPEND_CLIENT_CALLS_PER_HOUR",
+                        defaults.client_calls_per_hour,
+                    )?,
+                }
+            },
             target_profile: {
                 let profile = env.get("R2R_TARGET_PROFILE").unwrap_or("rust").trim();
                 sandbox::Profile::parse(profile).ok_or_else(|| {

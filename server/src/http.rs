@@ -39,6 +39,8 @@ pub struct AppState {
     pub local_forge: Option<Arc<crate::local_forge::LocalForge>>,
     /// The sandbox the desk re-runs proposed tests in (connected on first use).
     pub sandbox: Arc<crate::rerun::DeskSandbox>,
+    /// The model budget.
+    pub spend: domain::spend::Budget,
 }
 
 impl AppState {
@@ -63,6 +65,7 @@ impl AppState {
                 ))
             }),
             sandbox: Arc::new(crate::rerun::DeskSandbox::new(config)),
+            spend: config.spend,
         }
     }
 
@@ -107,6 +110,12 @@ pub fn router(state: AppState) -> Router {
             post(crate::forge_api::record_deployment),
         )
         .route("/api/v1/bugs/{id}/{action}", post(api::bug_command))
+        .route("/api/v1/model-calls", post(crate::spend_api::reserve))
+        .route(
+            "/api/v1/model-calls/{id}/settle",
+            post(crate::spend_api::settle),
+        )
+        .route("/api/v1/spend", get(crate::spend_api::summary))
         .route(
             "/api/v1/outbox/concierge/claim",
             post(api::claim_notifications),

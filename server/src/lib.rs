@@ -29,3 +29,4 @@ pub mod sandbox_cli;
 pub mod secret;
 pub mod serve;
 pub mod setup;
+pub mod spend_api;

@@ -1,0 +1,153 @@
+//! The spend guard over HTTP: crew roles reserve a model call's worst case before they make
+//! it and settle it after; owners and the crew read the book.
+
+use crate::api::{guard, json_body, respond};
+use crate::auth::Credential;
+use crate::http::AppState;
+use crate::reporter::{LimitedBody, Refused};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+use store::spend::{CallEnd, NewCall};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reserve {
+    provider: String,
+    model: String,
+    worst_case_micros: u64,
+}
+
+fn client_of(credential: &Credential) -> String {
+    match credential {
+        Credential::Role(role) => role.as_str().to_owned(),
+        Credential::Owner { account, .. } => format!("owner:{}", account.email),
+        _ => "unknown".into(),
+    }
+}
+
+fn label(text: &str, field: &str) -> Result<String, Refused> {
+    let text = text.trim();
+    if text.is_empty() || text.len() > 100 || text.chars().any(char::is_control) {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            format!("{field}: 1 to 100 characters, no control characters"),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// `POST /api/v1/model-calls`: reserve a call's worst case (201) or refuse it (429).
+pub async fn reserve(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "reserveModelCall")?;
+        let asked: Reserve = json_body(&body)?;
+        let provider = label(&asked.provider, "provider")?;
+        let model = label(&asked.model, "model")?;
+        let id = format!("call-{}-{:08x}", crate::clock::now_ms(), rand::random::<u32>());
+        let client = client_of(&credential);
+        let call = NewCall {
+            id: &id,
+            client: &client,
+            provider: &provider,
+            model: &model,
+            worst_case: asked.worst_case_micros,
+        };
+        match state
+            .store
+            .reserve_model_call(&call, &state.spend, crate::clock::now_ms())
+            .await
+            .map_err(Refused::storage)?
+        {
+            Ok(()) => Ok((
+                StatusCode::CREATED,
+                Json(json!({"id": id, "reserved_micros": asked.worst_case_micros})),
+            )
+                .into_response()),
+            Err(refusal) => Ok((
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(json!({"error": "spend_refused", "message": refusal.to_string(), "refusal": refusal})),
+            )
+                .into_response()),
+        }
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settle {
+    outcome: String,
+    #[serde(default)]
+    cost_micros: Option<u64>,
+}
+
+/// `POST /api/v1/model-calls/{id}/settle`.
+pub async fn settle(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "settleModelCall")?;
+        let settle: Settle = json_body(&body)?;
+        let end = match settle.outcome.as_str() {
+            "answered" => CallEnd::Answered(settle.cost_micros),
+            "timed_out" => CallEnd::TimedOut,
+            "connection_lost" => CallEnd::ConnectionLost,
+            other => {
+                return Err(Refused::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_outcome",
+                    format!("outcome: answered, timed_out or connection_lost, got {other:?}"),
+                ))
+            }
+        };
+        let settled = state
+            .store
+            .settle_model_call(&id, end, crate::clock::now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        if !settled {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "not_open",
+                format!("no open model call {id}"),
+            ));
+        }
+        Ok(Json(json!({"settled": true})).into_response())
+    }
+    .await;
+    respond(result)
+}
+
+/// `GET /api/v1/spend`: the budget and the book.
+pub async fn summary(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getSpend")?;
+        let summary = state
+            .store
+            .spend_summary(crate::clock::now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        Ok::<_, Refused>(Json(json!({"budget": state.spend, "book": summary})))
+    }
+    .await;
+    respond(result)
+}

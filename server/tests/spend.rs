@@ -1,0 +1,111 @@
+//! The spend guard over HTTP: crew roles reserve and settle, a call over the per-call cap or
+//! past the budget is a 429 that names the limit, owners read the book, a bad budget setting
+//! stops the server with the variable's name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use domain::Role;
+use serde_json::{json, Value};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let concierge = server::setup::new_role_token(Role::Concierge);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_CONCIERGE_TOKEN", concierge.as_str()),
+            ("R2R_SPEND_TOTAL", "0.05"),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let post = |path: &str, token: &str, body: Value| {
+        let request = client
+            .post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let call = |micros: u64| json!({"provider": "openai-compatible", "model": "local-coder-7b", "worst_case_micros": micros});
+
+    let (status, first) = post("/api/v1/model-calls", &reproducer, call(30_000)).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, refused) = post("/api/v1/model-calls", &reproducer, call(30_001)).await;
+    assert_eq!(status, 429);
+    assert_eq!(refused["refusal"]["reason"], "over_per_call");
+    // 0.05 $ total: 0.03 is reserved, another 0.03 does not fit.
+    let (status, refused) = post("/api/v1/model-calls", &reproducer, call(30_000)).await;
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["refusal"]["reason"], "over_budget");
+    // A timeout keeps the worst case booked; 0.02 still fits.
+    let id = first["id"].as_str().unwrap();
+    let (status, _) = post(
+        &format!("/api/v1/model-calls/{id}/settle"),
+        &reproducer,
+        json!({"outcome": "timed_out", "cost_micros": 10}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = post(
+        &format!("/api/v1/model-calls/{id}/settle"),
+        &reproducer,
+        json!({"outcome": "answered"}),
+    )
+    .await;
+    assert_eq!(status, 409, "settled once");
+    let (status, _) = post("/api/v1/model-calls", &reproducer, call(20_000)).await;
+    assert_eq!(status, 201);
+    // The concierge has no business here; bad bodies are named.
+    let (status, _) = post("/api/v1/model-calls", &concierge, call(1)).await;
+    assert_eq!(status, 401);
+    let (status, _) = post("/api/v1/model-calls", &reproducer, json!({"provider": "x"})).await;
+    assert_eq!(status, 422);
+
+    let book: Value = client
+        .get(format!("{base}/api/v1/spend"))
+        .bearer_auth(&reproducer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(book["budget"]["total"], 50_000);
+    assert_eq!(book["book"]["committed"], 50_000);
+    assert_eq!(book["book"]["settled"], 30_000);
+    assert_eq!(book["book"]["calls"], 2);
+}
+
+#[test]
+fn a_bad_budget_setting_stops_the_server_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let env_file = dir.path().join("bad.env");
+    std::fs::write(
+        &env_file,
+        format!(
+            "DATABASE_URL=sqlite://{}/d.db\nR2R_SPEND_TOTAL=five dollars\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let output = common::r2r_with_env_file(&env_file)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("R2R_SPEND_TOTAL"), "{stderr}");
+}
