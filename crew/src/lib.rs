@@ -7,8 +7,11 @@
 //! was scripted, so evidence always says where it came from. Model output is only ever
 //! accepted through the strict schemas in [`schema`].
 
+pub mod config;
+pub mod desk;
 pub mod openai;
 pub mod provider;
+pub mod reproducer;
 pub mod schema;
 pub mod scripted;
 

@@ -72,6 +72,11 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// The engineering crew, talking to the desk only over its HTTP API with role tokens.
+    Crew {
+        #[command(subcommand)]
+        command: CrewCommand,
+    },
     /// The sandbox the crew's code runs in.
     Sandbox {
         #[command(subcommand)]
@@ -119,6 +124,22 @@ enum RecorderCommand {
         /// The GitHub environment (default: R2R_PRODUCTION_ENVIRONMENT or `production`).
         #[arg(long)]
         environment: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum CrewCommand {
+    /// The reproducer, once: read the bug's clean dossiers, ask the configured model
+    /// (R2R_MODEL_PROVIDER) for one failing test with spend reserved first, and propose it;
+    /// the desk re-runs it in its own sandbox and records it only if it fails on an
+    /// assertion. Uses R2R_REPRODUCER_TOKEN. Exits 1 with the reason otherwise.
+    Reproduce {
+        /// The bug.
+        #[arg(long)]
+        bug: String,
+        /// The desk.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+        desk: String,
     },
 }
 
@@ -450,6 +471,36 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Quarantine { command } => quarantine(&cli.env_file, command).await,
+        Command::Crew {
+            command: CrewCommand::Reproduce { bug, desk },
+        } => {
+            if !(desk.starts_with("http://") || desk.starts_with("https://")) {
+                anyhow::bail!("--desk is invalid: expected an http(s) URL, got {desk:?}");
+            }
+            let env = Environment::load(&cli.env_file)?;
+            let Some(token) = env.get("R2R_REPRODUCER_TOKEN").map(str::to_owned) else {
+                anyhow::bail!(
+                    "R2R_REPRODUCER_TOKEN is not set (r2r setup writes it to .env.local)"
+                );
+            };
+            let (model, prices) =
+                crew::config::provider_from(|name| env.get(name).map(str::to_owned))
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let client = crew::desk::Desk::new(&desk, &token)?;
+            let hint = "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.";
+            match crew::reproducer::reproduce_once(&client, model.as_ref(), &prices, &bug, hint)
+                .await
+            {
+                Ok(answer) => {
+                    println!("{answer}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(error) => {
+                    eprintln!("NOT PROPOSED: {error}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
         Command::Sandbox { command } => {
             let env = Environment::load(&cli.env_file)?;
             let image = env
