@@ -16,10 +16,13 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// What the double received: the Authorization header and the JSON body.
+type Seen = Vec<(Option<String>, Value)>;
+
 #[derive(Clone, Default)]
 struct Double {
     mode: Arc<Mutex<&'static str>>,
-    seen: Arc<Mutex<Vec<(Option<String>, Value)>>>,
+    seen: Arc<Mutex<Seen>>,
 }
 
 fn completion(content: &str, finish: &str) -> Value {
