@@ -49,7 +49,7 @@ fn parse_sha(text: &str) -> Result<CommitSha, Refused> {
     })
 }
 
-async fn load(state: &AppState, id: &str) -> Result<domain::workflow::Bug, Refused> {
+pub(crate) async fn load(state: &AppState, id: &str) -> Result<domain::workflow::Bug, Refused> {
     Ok(state
         .store
         .load_bug(id)

@@ -128,19 +128,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     let reproducer = Actor::Role {
         role: domain::Role::Reproducer,
     };
-    let bug = state
-        .store
-        .load_bug(id)
-        .await
-        .map_err(Refused::storage)?
-        .ok_or_else(|| {
-            Refused::new(
-                StatusCode::NOT_FOUND,
-                "unknown_bug",
-                format!("No bug {id}."),
-            )
-        })?
-        .bug;
+    let bug = crate::forge_api::load(state, id).await?;
     // The engine's guards first (state, role, a test the reporter already rejected): no
     // sandbox run for a proposal that could not be recorded anyway.
     let probe = Command::ProposeReproduction {

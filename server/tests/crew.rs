@@ -11,23 +11,6 @@ use axum::routing::post;
 use axum::{Json, Router};
 use domain::Role;
 use serde_json::{json, Value};
-use std::path::Path;
-use std::process::Command as Process;
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Process::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=Shop", "-c", "user.email=shop@example.org"])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 async fn double() -> String {
     let content = json!({
@@ -66,20 +49,11 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bare = dir.path().join("shoplite.git");
-    server::local_forge::LocalForge::init(&bare, "main")
-        .await
-        .unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    git(&work, &["init", "--quiet", "--initial-branch", "main"]);
-    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
-    server::demo::prepare_scratch(&common::repo_root().join("shoplite"), &work, false).unwrap();
-    std::fs::remove_dir_all(work.join("tests")).unwrap();
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "--quiet", "-m", "ShopLite"]);
-    git(&work, &["push", "--quiet", "origin", "main"]);
-
+    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
+        server::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false).unwrap();
+        std::fs::remove_dir_all(work.join("tests")).unwrap();
+    })
+    .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(

@@ -10,39 +10,10 @@ mod common;
 use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
 use domain::Role;
 use serde_json::{json, Value};
-use std::path::Path;
-use std::process::Command as Process;
 use store::Store;
 
 const PASSWORD: &str = "correct horse battery staple";
 const OWNER: &str = "owner@example.org";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Process::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=Fixer",
-            "-c",
-            "user.email=fixer@example.org",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
-fn write(dir: &Path, path: &str, text: &str) {
-    let file = dir.join(path);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, text).unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
@@ -53,17 +24,17 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
         .unwrap();
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
-    git(&work, &["init", "--quiet", "--initial-branch", "main"]);
-    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
-    write(&work, ".github/CODEOWNERS", &format!("* {OWNER}\n"));
-    write(
+    common::git(&work, &["init", "--quiet", "--initial-branch", "main"]);
+    common::git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    common::write(&work, ".github/CODEOWNERS", &format!("* {OWNER}\n"));
+    common::write(
         &work,
         "shoplite/src/lib.rs",
         "pub fn payable() -> i64 { -100 }\n",
     );
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "--quiet", "-m", "shop"]);
-    git(&work, &["push", "--quiet", "origin", "main"]);
+    common::git(&work, &["add", "."]);
+    common::git(&work, &["commit", "--quiet", "-m", "shop"]);
+    common::git(&work, &["push", "--quiet", "origin", "main"]);
 
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let hash = server::setup::hash_password(PASSWORD).unwrap();
@@ -187,15 +158,15 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
     )
     .await;
     assert_eq!(status, 200);
-    git(&work, &["checkout", "--quiet", "-b", "fix/save300"]);
-    write(
+    common::git(&work, &["checkout", "--quiet", "-b", "fix/save300"]);
+    common::write(
         &work,
         "shoplite/src/lib.rs",
         "pub fn payable() -> i64 { 0 }\n",
     );
-    git(&work, &["commit", "--quiet", "-am", "Clamp the discount"]);
-    git(&work, &["push", "--quiet", "origin", "fix/save300"]);
-    let head = git(&work, &["rev-parse", "HEAD"]);
+    common::git(&work, &["commit", "--quiet", "-am", "Clamp the discount"]);
+    common::git(&work, &["push", "--quiet", "origin", "fix/save300"]);
+    let head = common::git(&work, &["rev-parse", "HEAD"]);
     let (status, body) = post(
         format!("/api/v1/bugs/{bug}/fix"),
         Some(token(Role::Fixer)),
@@ -279,12 +250,12 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
         .unwrap()
         .contains("+pub fn payable() -> i64 { 0 }"));
     assert_eq!(diff["changed_paths"], json!(["shoplite/src/lib.rs"]));
-    let main_before = git(&work, &["ls-remote", "origin", "refs/heads/main"]);
+    let main_before = common::git(&work, &["ls-remote", "origin", "refs/heads/main"]);
     let (status, body, _) =
         owner_post(format!("/api/v1/bugs/{bug}/merge"), json!({"head": head})).await;
     assert_eq!(status, 409, "not approved yet: {body}");
     assert_eq!(
-        git(&work, &["ls-remote", "origin", "refs/heads/main"]),
+        common::git(&work, &["ls-remote", "origin", "refs/heads/main"]),
         main_before,
         "nothing merged"
     );
@@ -300,7 +271,7 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
     .await;
     assert_eq!(status, 409);
     assert_eq!(
-        git(&work, &["ls-remote", "origin", "refs/heads/main"]),
+        common::git(&work, &["ls-remote", "origin", "refs/heads/main"]),
         main_before
     );
     let (status, body, merge) =
@@ -311,9 +282,9 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
         "{body}"
     );
     let merge = merge.unwrap();
-    git(&work, &["fetch", "--quiet", "origin"]);
-    assert_eq!(git(&work, &["rev-parse", "origin/main"]), merge);
-    git(
+    common::git(&work, &["fetch", "--quiet", "origin"]);
+    assert_eq!(common::git(&work, &["rev-parse", "origin/main"]), merge);
+    common::git(
         &work,
         &["merge-base", "--is-ancestor", &head, "origin/main"],
     );

@@ -8,30 +8,7 @@ mod common;
 
 use domain::Role;
 use serde_json::{json, Value};
-use std::path::Path;
-use std::process::Command as Process;
 use store::Store;
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Process::new("git")
-        .current_dir(dir)
-        .args(["-c", "user.name=Shop", "-c", "user.email=shop@example.org"])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-fn write(dir: &Path, path: &str, text: &str) {
-    let file = dir.join(path);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, text).unwrap();
-}
 
 const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
 const PASSING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 100), 100);\n}\n";
@@ -48,34 +25,25 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bare = dir.path().join("cart.git");
-    server::local_forge::LocalForge::init(&bare, "main")
-        .await
-        .unwrap();
-    let work = dir.path().join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    git(&work, &["init", "--quiet", "--initial-branch", "main"]);
-    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
-    write(
-        &work,
-        "Cargo.toml",
-        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    write(
-        &work,
-        "Cargo.lock",
-        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
-    );
-    write(
-        &work,
-        "src/lib.rs",
-        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
-    );
-    write(&work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
-    git(&work, &["add", "."]);
-    git(&work, &["commit", "--quiet", "-m", "cart"]);
-    git(&work, &["push", "--quiet", "origin", "main"]);
-
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", |work| {
+        common::write(
+            work,
+            "Cargo.toml",
+            "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        );
+        common::write(
+            work,
+            "Cargo.lock",
+            "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
+        );
+        common::write(
+            work,
+            "src/lib.rs",
+            "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
+        );
+        common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
+    })
+    .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::setup::new_role_token(Role::Reproducer);
     let fixer = server::setup::new_role_token(Role::Fixer);

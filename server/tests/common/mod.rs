@@ -114,3 +114,49 @@ pub fn start_server_with(database_url: &str, env: &[(&str, &str)]) -> RunningSer
         _scratch: scratch,
     }
 }
+
+/// Runs `git` in `dir` as a test author, asserting success; returns its trimmed stdout.
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.org"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// Writes `text` to `dir/path`, creating folders.
+pub fn write(dir: &std::path::Path, path: &str, text: &str) {
+    let file = dir.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+/// A bare repository `dir/<name>.git` (default branch `main`) and a working clone
+/// `dir/work` whose first commit holds what `fill` writes, pushed. Returns (bare, work).
+pub async fn local_forge_with(
+    dir: &std::path::Path,
+    name: &str,
+    fill: impl FnOnce(&std::path::Path),
+) -> (PathBuf, PathBuf) {
+    let bare = dir.join(format!("{name}.git"));
+    server::local_forge::LocalForge::init(&bare, "main")
+        .await
+        .unwrap();
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    git(&work, &["init", "--quiet", "--initial-branch", "main"]);
+    git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+    fill(&work);
+    git(&work, &["add", "."]);
+    git(&work, &["commit", "--quiet", "-m", name]);
+    git(&work, &["push", "--quiet", "origin", "main"]);
+    (bare, work)
+}
