@@ -3,7 +3,9 @@
 //! `POST /api/v1/bugs/{id}/reproduction` (reproducer token) carries a new test file. The
 //! crew's own run proves nothing to the desk: the desk exports the target's default branch
 //! from the forge, adds the test, runs it in its own sandbox under the project's profile and
-//! classifies the output. Every run is stored as evidence (`isolated test`); only a genuine
+//! classifies the output — after the target's whole suite ran green at that commit (a red
+//! baseline sends the bug to a person). Every run is stored as evidence (`isolated test`);
+//! only a genuine
 //! assertion failure of that test becomes the engine's `propose_reproduction`, with the
 //! assertion the desk saw — not the one the crew claimed.
 
@@ -36,6 +38,8 @@ pub struct DeskSandbox {
     /// The target project's profile.
     pub profile: Profile,
     connected: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
+    /// Commits whose whole suite ran green here (a baseline is run once per commit).
+    green: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl DeskSandbox {
@@ -47,6 +51,7 @@ impl DeskSandbox {
             image: config.sandbox_image.clone(),
             profile: config.target_profile,
             connected: tokio::sync::Mutex::new(None),
+            green: std::sync::Mutex::new(std::collections::HashSet::new()),
         }
     }
 
@@ -105,6 +110,88 @@ fn tail(text: &str, limit: usize) -> String {
 
 fn short(text: Option<String>) -> Option<String> {
     text.map(|t| t.chars().filter(|c| !c.is_control()).take(120).collect())
+}
+
+/// Runs the target's whole suite at `head` (once per commit); a red suite is recorded as
+/// evidence and escalates the bug to a person (409 `red_baseline`).
+async fn baseline(
+    state: &AppState,
+    sandbox: &dyn Sandbox,
+    id: &str,
+    head: &domain::workflow::CommitSha,
+    snapshot: &std::path::Path,
+    toolchains: &Toolchains,
+) -> Result<(), Refused> {
+    let known_green = state
+        .sandbox
+        .green
+        .lock()
+        .map(|green| green.contains(head.as_str()))
+        .unwrap_or(false);
+    if known_green {
+        return Ok(());
+    }
+    sandbox::share_read_only(snapshot).map_err(Refused::storage)?;
+    let profile = state.sandbox.profile;
+    let job = profile
+        .job(snapshot, None, toolchains, RERUN_DEADLINE)
+        .map_err(|e| invalid("invalid_target", e.to_string()))?;
+    let outcome = sandbox.run(&job).await.map_err(|e| {
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_failed",
+            e.to_string(),
+        )
+    })?;
+    let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
+    if green {
+        if let Ok(mut known) = state.sandbox.green.lock() {
+            known.insert(head.as_str().to_owned());
+        }
+        return Ok(());
+    }
+    let now = crate::clock::now_ms();
+    let run = format!("baseline-{now}-{:08x}", rand::random::<u32>());
+    state
+        .store
+        .add_evidence(&store::EvidenceRecord {
+            id: run.clone(),
+            bug_id: id.to_owned(),
+            kind: "baseline_run".into(),
+            label: "isolated test".into(),
+            created_at: now,
+            body: json!({
+                "commit": head.as_str(),
+                "profile": profile,
+                "backend": outcome.backend,
+                "exit_code": outcome.exit_code,
+                "timed_out": outcome.timed_out,
+                "oom_killed": outcome.oom_killed,
+                "duration_ms": outcome.duration_ms,
+                "stdout": tail(&outcome.stdout, KEPT_OUTPUT),
+                "stderr": tail(&outcome.stderr, KEPT_OUTPUT),
+            }),
+        })
+        .await
+        .map_err(Refused::storage)?;
+    let reproducer = Actor::Role {
+        role: domain::Role::Reproducer,
+    };
+    record(
+        state,
+        id,
+        Command::ReportRedBaseline { run: run.clone() },
+        &reproducer,
+        &Fetched::default(),
+    )
+    .await?;
+    Err(Refused::new(
+        StatusCode::CONFLICT,
+        "red_baseline",
+        format!(
+            "the target's own suite fails at {head} before any new test (evidence {run}); the bug goes to a person"
+        ),
+    ))
 }
 
 /// Handles a proposed reproduction for bug `id`.
@@ -197,9 +284,6 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     if let Some(parent) = file.parent() {
         std::fs::create_dir_all(parent).map_err(Refused::storage)?;
     }
-    std::fs::write(&file, &proposed.test_source).map_err(Refused::storage)?;
-    sandbox::share_read_only(&snapshot).map_err(Refused::storage)?;
-
     let sandbox = state.sandbox.get().await.map_err(|reason| {
         Refused::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -207,6 +291,12 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
             format!("the desk cannot re-run the test now: {reason}"),
         )
     })?;
+    // Proof needs a green baseline: the target's own suite at this commit, without the new
+    // test, once per commit. A red baseline goes to a person.
+    baseline(state, sandbox.as_ref(), id, &head, &snapshot, &toolchains).await?;
+    std::fs::write(&file, &proposed.test_source).map_err(Refused::storage)?;
+    sandbox::share_read_only(&snapshot).map_err(Refused::storage)?;
+
     let outcome = sandbox.run(&job).await.map_err(|e| {
         Refused::new(
             StatusCode::SERVICE_UNAVAILABLE,

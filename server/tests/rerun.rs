@@ -201,3 +201,91 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         "{tracking}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_red_baseline_sends_the_bug_to_a_person() {
+    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
+        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+            .await
+            .is_err()
+    {
+        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "red", |work| {
+        common::write(
+            work,
+            "Cargo.toml",
+            "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+        );
+        common::write(
+            work,
+            "Cargo.lock",
+            "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
+        );
+        common::write(
+            work,
+            "src/lib.rs",
+            "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
+        );
+        common::write(
+            work,
+            "tests/already_red.rs",
+            "#[test]\nfn already_red() { assert_eq!(cart::total(1, 0), 2); }\n",
+        );
+    })
+    .await;
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let filed: Value = client
+        .post(format!("{base}/api/v1/reports"))
+        .json(&json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let started = client
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
+        .bearer_auth(&reproducer)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    let answer = client
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction"))
+        .bearer_auth(&reproducer)
+        .json(&json!({"test_path": "tests/coupon.rs", "test_name": "coupon_never_makes_the_total_negative", "test_source": FAILING}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 409);
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(answer["error"], "red_baseline", "{answer}");
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let bug = store.load_bug(&bug).await.unwrap().unwrap().bug;
+    assert_eq!(bug.state, domain::BugState::NeedsHuman);
+    assert!(bug.reproduction.is_none());
+    let evidence = store.evidence_for(&bug.id).await.unwrap();
+    assert_eq!(evidence.len(), 1);
+    assert_eq!(evidence[0].kind, "baseline_run");
+    assert!(evidence[0].body["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("already_red"));
+}
