@@ -187,7 +187,7 @@ mod tests {
     fn the_fix_applies_exactly_once_to_the_shipped_shop() {
         let lib = std::fs::read_to_string(shoplite_dir().join("src/lib.rs")).unwrap();
         let fixed = apply_fix(&lib).unwrap();
-        assert!(!fixed.contains("Seeded bug 1"));
+        assert!(!fixed.contains(shoplite::seeded::BUG1_MARKER));
         assert!(fixed.contains("discount.min("));
         assert!(matches!(apply_fix(&fixed), Err(DemoError::FixDoesNotApply)));
     }
