@@ -14,33 +14,45 @@ const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n  
 const PASSING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 100), 100);\n}\n";
 const BROKEN: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::totl(200, 300), 0);\n}\n";
 
+/// Docker is required under the test command; elsewhere its absence is said and skipped.
+async fn docker_available() -> bool {
+    let ok = std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1")
+        || sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+            .await
+            .is_ok();
+    if !ok {
+        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+    }
+    ok
+}
+
+/// The target: a crate whose `total` has no floor.
+fn cart_crate(work: &std::path::Path) {
+    common::write(
+        work,
+        "Cargo.toml",
+        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    common::write(
+        work,
+        "Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
+    );
+    common::write(
+        work,
+        "src/lib.rs",
+        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded() {
-    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
-        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
-            .await
-            .is_err()
-    {
-        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+    if !docker_available().await {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "cart", |work| {
-        common::write(
-            work,
-            "Cargo.toml",
-            "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-        );
-        common::write(
-            work,
-            "Cargo.lock",
-            "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
-        );
-        common::write(
-            work,
-            "src/lib.rs",
-            "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
-        );
+        cart_crate(work);
         common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
     })
     .await;
@@ -204,31 +216,12 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_red_baseline_sends_the_bug_to_a_person() {
-    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
-        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
-            .await
-            .is_err()
-    {
-        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+    if !docker_available().await {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "red", |work| {
-        common::write(
-            work,
-            "Cargo.toml",
-            "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-        );
-        common::write(
-            work,
-            "Cargo.lock",
-            "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
-        );
-        common::write(
-            work,
-            "src/lib.rs",
-            "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
-        );
+        cart_crate(work);
         common::write(
             work,
             "tests/already_red.rs",
