@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod desk;
+pub mod fixer;
 pub mod openai;
 pub mod provider;
 pub mod reproducer;

@@ -68,6 +68,14 @@ pub enum ReproduceError {
         /// Its state.
         state: String,
     },
+    /// The bug is not (or no longer) being fixed.
+    #[error("bug {bug} is {state}, not fixing: nothing to do")]
+    NotFixing {
+        /// The bug.
+        bug: String,
+        /// Its state.
+        state: String,
+    },
     /// The bug has no clean dossier to work from.
     #[error("bug {0} has no admitted report to reproduce from")]
     NoDossier(String),
@@ -96,6 +104,48 @@ pub fn dossier_text(dossier: &Value) -> Option<String> {
     ))
 }
 
+/// One model call under the spend guard: the worst case is reserved at the desk first (a
+/// refusal means no call), the call is made, and the reservation is settled — at the reported
+/// tokens' price when it answered, at worst case when it timed out or the connection dropped.
+pub async fn guarded_call(
+    desk: &Desk,
+    model: &dyn ModelProvider,
+    pricing: &dyn WorstCase,
+    prompt: &Prompt,
+) -> Result<crate::Completion, ReproduceError> {
+    let worst = pricing.worst_case(prompt);
+    let call = desk
+        .reserve(model.name(), model.model(), worst)
+        .await?
+        .map_err(ReproduceError::Budget)?;
+    match model.complete(prompt).await {
+        Ok(completion) => {
+            desk.settle(&call, "answered", pricing.actual(&completion))
+                .await?;
+            Ok(completion)
+        }
+        Err(error) => {
+            let outcome = match error {
+                ModelError::Timeout(_) => "timed_out",
+                ModelError::Connection(_) => "connection_lost",
+                _ => "answered",
+            };
+            desk.settle(&call, outcome, None).await?;
+            Err(error.into())
+        }
+    }
+}
+
+/// The clean dossiers of a bug view, as the model reads them.
+pub fn dossiers_of(view: &Value) -> Vec<String> {
+    view["reports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| dossier_text(&r["dossier"]))
+        .collect()
+}
+
 /// One reproduction attempt for `bug`: returns the desk's answer to the proposal.
 pub async fn reproduce_once(
     desk: &Desk,
@@ -105,12 +155,7 @@ pub async fn reproduce_once(
     project_hint: &str,
 ) -> Result<Value, ReproduceError> {
     let view = desk.get(&format!("/api/v1/bugs/{bug}")).await?;
-    let dossiers: Vec<String> = view["reports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| dossier_text(&r["dossier"]))
-        .collect();
+    let dossiers = dossiers_of(&view);
     if dossiers.is_empty() {
         return Err(ReproduceError::NoDossier(bug.to_owned()));
     }
@@ -138,27 +183,7 @@ pub async fn reproduce_once(
             state,
         });
     }
-    let worst = pricing.worst_case(&prompt);
-    let call = desk
-        .reserve(model.name(), model.model(), worst)
-        .await?
-        .map_err(ReproduceError::Budget)?;
-    let completion = match model.complete(&prompt).await {
-        Ok(completion) => {
-            desk.settle(&call, "answered", pricing.actual(&completion))
-                .await?;
-            completion
-        }
-        Err(error) => {
-            let outcome = match error {
-                ModelError::Timeout(_) => "timed_out",
-                ModelError::Connection(_) => "connection_lost",
-                _ => "answered",
-            };
-            desk.settle(&call, outcome, None).await?;
-            return Err(error.into());
-        }
-    };
+    let completion = guarded_call(desk, model, pricing, &prompt).await?;
     let draft = schema::reproduction(&completion.content)?;
     let answer = desk
         .post(

@@ -109,7 +109,7 @@ pub fn reproduction(content: &str) -> Result<ReproductionDraft, SchemaError> {
 }
 
 /// One file of a fix, whole.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FixFile {
     /// Repository-relative path.

@@ -95,8 +95,51 @@ impl Profile {
         deadline: Duration,
     ) -> Result<SandboxJob, SandboxError> {
         let file = test_file.map(checked_relative).transpose()?;
-        let mut job = SandboxJob::new(snapshot, Vec::new(), deadline);
+        let mut job = self.empty_job(snapshot, toolchains, deadline)?;
         let script = match self {
+            Profile::Rust => match file {
+                Some(file) => {
+                    let stem = Path::new(file)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .filter(|_| file.starts_with("tests/") && file.ends_with(".rs"))
+                        .ok_or_else(|| {
+                            invalid(format!(
+                                "a Rust test file lives in tests/ and ends in .rs: {file:?}"
+                            ))
+                        })?;
+                    format!("cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline --test {stem}")
+                }
+                None => format!("cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline"),
+            },
+            Profile::NodeTest => {
+                let run = match file {
+                    Some(file) => format!("node --test --test-reporter=tap {file}"),
+                    None => "node --test --test-reporter=tap".into(),
+                };
+                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
+            }
+            Profile::Vitest => {
+                let run = format!(
+                    "node node_modules/vitest/vitest.mjs run {} --reporter=verbose",
+                    file.unwrap_or("")
+                );
+                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
+            }
+        };
+        job.command = vec!["/bin/sh".into(), "-c".into(), script];
+        Ok(job)
+    }
+
+    /// A job with this profile's mounts and environment and no command yet.
+    fn empty_job(
+        &self,
+        snapshot: &Path,
+        toolchains: &Toolchains,
+        deadline: Duration,
+    ) -> Result<SandboxJob, SandboxError> {
+        let mut job = SandboxJob::new(snapshot, Vec::new(), deadline);
+        match self {
             Profile::Rust => {
                 let sysroot = toolchains.rust_sysroot.clone().ok_or_else(|| {
                     invalid("no Rust toolchain found on this host (rustc --print sysroot)")
@@ -118,43 +161,83 @@ impl Profile {
                     ("CARGO_INCREMENTAL".into(), "0".into()),
                     ("RUST_BACKTRACE".into(), "0".into()),
                 ];
-                match file {
-                    Some(file) => {
-                        let stem = Path::new(file)
-                            .file_stem()
-                            .map(|s| s.to_string_lossy().into_owned())
-                            .filter(|_| file.starts_with("tests/") && file.ends_with(".rs"))
-                            .ok_or_else(|| {
-                                invalid(format!(
-                                    "a Rust test file lives in tests/ and ends in .rs: {file:?}"
-                                ))
-                            })?;
-                        format!(
-                            "cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline --test {stem}"
-                        )
-                    }
-                    None => format!("cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline"),
-                }
             }
-            Profile::NodeTest => {
-                let run = match file {
-                    Some(file) => format!("node --test --test-reporter=tap {file}"),
-                    None => "node --test --test-reporter=tap".into(),
-                };
-                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
-            }
+            Profile::NodeTest => {}
             Profile::Vitest => {
                 job.env.push(("CI".into(), "1".into()));
                 job.env.push(("NO_COLOR".into(), "1".into()));
-                let run = format!(
-                    "node node_modules/vitest/vitest.mjs run {} --reporter=verbose",
-                    file.unwrap_or("")
-                );
-                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
             }
-        };
-        job.command = vec!["/bin/sh".into(), "-c".into(), script];
+        }
         Ok(job)
+    }
+
+    /// The checks a fix must pass besides the whole suite, by name: Rust runs `cargo fmt
+    /// --check` and `cargo clippy --all-targets -D warnings`; Node checks the syntax of each
+    /// changed JavaScript file (`node --check`), and Vitest projects with TypeScript installed
+    /// also type-check (`tsc --noEmit`).
+    pub fn checks(
+        &self,
+        snapshot: &Path,
+        changed: &[&str],
+        toolchains: &Toolchains,
+        deadline: Duration,
+    ) -> Result<Vec<(&'static str, SandboxJob)>, SandboxError> {
+        let changed = changed
+            .iter()
+            .map(|path| checked_relative(path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut scripts: Vec<(&'static str, String)> = Vec::new();
+        match self {
+            Profile::Rust => {
+                scripts.push((
+                    "format",
+                    format!("cd {SNAPSHOT_DIR} && exec cargo fmt --check"),
+                ));
+                scripts.push((
+                    "lint",
+                    format!(
+                        "cd {SNAPSHOT_DIR} && exec cargo clippy --frozen --offline --all-targets -- -D warnings"
+                    ),
+                ));
+            }
+            Profile::NodeTest | Profile::Vitest => {
+                let javascript: Vec<&str> = changed
+                    .iter()
+                    .copied()
+                    .filter(|p| [".js", ".mjs", ".cjs"].iter().any(|e| p.ends_with(e)))
+                    .collect();
+                if !javascript.is_empty() {
+                    let each: Vec<String> = javascript
+                        .iter()
+                        .map(|file| format!("node --check {file}"))
+                        .collect();
+                    scripts.push((
+                        "syntax",
+                        format!("cd {SNAPSHOT_DIR} && {}", each.join(" && ")),
+                    ));
+                }
+                let typescript = changed.iter().any(|p| p.ends_with(".ts"));
+                if *self == Profile::Vitest
+                    && typescript
+                    && snapshot.join("node_modules/typescript/bin/tsc").is_file()
+                {
+                    scripts.push((
+                        "types",
+                        format!(
+                            "cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec node node_modules/typescript/bin/tsc --noEmit"
+                        ),
+                    ));
+                }
+            }
+        }
+        scripts
+            .into_iter()
+            .map(|(name, script)| {
+                let mut job = self.empty_job(snapshot, toolchains, deadline)?;
+                job.command = vec!["/bin/sh".into(), "-c".into(), script];
+                Ok((name, job))
+            })
+            .collect()
     }
 
     /// Judges a run for the test named `test`.
@@ -191,6 +274,41 @@ pub fn share_read_only(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_profile_names_its_fix_checks() {
+        let toolchains = Toolchains {
+            rust_sysroot: Some(std::env::temp_dir()),
+        };
+        let dir = std::env::temp_dir();
+        let deadline = Duration::from_secs(5);
+        let names = |profile: Profile, changed: &[&str]| -> Vec<&'static str> {
+            profile
+                .checks(&dir, changed, &toolchains, deadline)
+                .unwrap()
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
+        };
+        assert_eq!(names(Profile::Rust, &["src/lib.rs"]), ["format", "lint"]);
+        let rust = Profile::Rust
+            .checks(&dir, &["src/lib.rs"], &toolchains, deadline)
+            .unwrap();
+        assert!(
+            rust[1].1.command[2].contains("clippy --frozen --offline --all-targets -- -D warnings")
+        );
+        assert_eq!(names(Profile::NodeTest, &["src/cart.js"]), ["syntax"]);
+        let node = Profile::NodeTest
+            .checks(&dir, &["src/cart.js", "src/b.mjs"], &toolchains, deadline)
+            .unwrap();
+        assert!(node[0].1.command[2].contains("node --check src/cart.js && node --check src/b.mjs"));
+        assert!(names(Profile::NodeTest, &["README.md"]).is_empty());
+        for bad in ["../x.js", "src/a;rm.js", "/etc/x.js"] {
+            assert!(Profile::NodeTest
+                .checks(&dir, &[bad], &toolchains, deadline)
+                .is_err());
+        }
+    }
 
     #[test]
     fn test_paths_cannot_escape_or_inject() {

@@ -141,6 +141,41 @@ enum CrewCommand {
         #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
         desk: String,
     },
+    /// The fixer, for a bug whose reproduction a reporter confirmed: starts the fix, asks the
+    /// configured model for whole files (spend reserved first) and submits them; the desk runs
+    /// the suite, formatter and linter in its sandbox and opens the draft pull request, or
+    /// counts a failed attempt (two, then a person). Uses R2R_FIXER_TOKEN. Exits 1 unless a
+    /// draft pull request was opened.
+    Fix {
+        /// The bug.
+        #[arg(long)]
+        bug: String,
+        /// The desk.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+        desk: String,
+    },
+}
+
+/// A crew role's desk client and the configured model, from the env file.
+fn crew_role(
+    env_file: &std::path::Path,
+    desk: &str,
+    token_variable: &str,
+) -> anyhow::Result<(
+    crew::desk::Desk,
+    Box<dyn crew::ModelProvider>,
+    crew::reproducer::TokenPrices,
+)> {
+    if !(desk.starts_with("http://") || desk.starts_with("https://")) {
+        anyhow::bail!("--desk is invalid: expected an http(s) URL, got {desk:?}");
+    }
+    let env = Environment::load(env_file)?;
+    let Some(token) = env.get(token_variable).map(str::to_owned) else {
+        anyhow::bail!("{token_variable} is not set (r2r setup writes it to .env.local)");
+    };
+    let (model, prices) = crew::config::provider_from(|name| env.get(name).map(str::to_owned))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok((crew::desk::Desk::new(desk, &token)?, model, prices))
 }
 
 #[derive(Subcommand, Debug)]
@@ -474,19 +509,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Crew {
             command: CrewCommand::Reproduce { bug, desk },
         } => {
-            if !(desk.starts_with("http://") || desk.starts_with("https://")) {
-                anyhow::bail!("--desk is invalid: expected an http(s) URL, got {desk:?}");
-            }
-            let env = Environment::load(&cli.env_file)?;
-            let Some(token) = env.get("R2R_REPRODUCER_TOKEN").map(str::to_owned) else {
-                anyhow::bail!(
-                    "R2R_REPRODUCER_TOKEN is not set (r2r setup writes it to .env.local)"
-                );
-            };
-            let (model, prices) =
-                crew::config::provider_from(|name| env.get(name).map(str::to_owned))
-                    .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let client = crew::desk::Desk::new(&desk, &token)?;
+            let (client, model, prices) = crew_role(&cli.env_file, &desk, "R2R_REPRODUCER_TOKEN")?;
             let hint = "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.";
             match crew::reproducer::reproduce_once(&client, model.as_ref(), &prices, &bug, hint)
                 .await
@@ -497,6 +520,25 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 Err(error) => {
                     eprintln!("NOT PROPOSED: {error}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        Command::Crew {
+            command: CrewCommand::Fix { bug, desk },
+        } => {
+            let (client, model, prices) = crew_role(&cli.env_file, &desk, "R2R_FIXER_TOKEN")?;
+            match crew::fixer::fix(&client, model.as_ref(), &prices, &bug).await {
+                Ok(crew::fixer::FixOutcome::Drafted(answer)) => {
+                    println!("{answer}");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Ok(crew::fixer::FixOutcome::Exhausted(answer)) => {
+                    eprintln!("NO FIX: {}", answer["message"].as_str().unwrap_or_default());
+                    Ok(ExitCode::from(1))
+                }
+                Err(error) => {
+                    eprintln!("NO FIX: {error}");
                     Ok(ExitCode::from(1))
                 }
             }

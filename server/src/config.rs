@@ -67,6 +67,9 @@ pub struct Config {
     pub sandbox_image: String,
     /// The target project's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest).
     pub target_profile: sandbox::Profile,
+    /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`, comma-separated, default
+    /// `src/`); tests, build files and CI are never among them unless an owner says so here.
+    pub fix_allowed_paths: Vec<String>,
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
@@ -468,8 +471,33 @@ impl Config {
                     )
                 })?
             },
+            fix_allowed_paths: fix_allowed_paths(env.get("R2R_FIX_ALLOWED_PATHS"))
+                .map_err(|reason| ConfigError::new("R2R_FIX_ALLOWED_PATHS", reason))?,
         })
     }
+}
+
+/// `src/,lib/` → `["src/", "lib/"]`: relative folder prefixes, each ending in `/`.
+fn fix_allowed_paths(text: Option<&str>) -> Result<Vec<String>, String> {
+    let text = text.unwrap_or("src/");
+    let mut prefixes = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let prefix = if part.ends_with('/') {
+            part.to_owned()
+        } else {
+            format!("{part}/")
+        };
+        if !crew::schema::safe_path(prefix.trim_end_matches('/')) {
+            return Err(format!(
+                "expected relative folders such as src/ or lib/, comma-separated; {part:?} is not one"
+            ));
+        }
+        prefixes.push(prefix);
+    }
+    if prefixes.is_empty() {
+        return Err("name at least one folder a fix may change, such as src/".into());
+    }
+    Ok(prefixes)
 }
 
 fn parse_addr(text: &str) -> Result<SocketAddr, String> {
@@ -593,6 +621,12 @@ mod tests {
         assert_eq!(config.intake.intake_rate.count, 100);
         assert!(config.intake.trust_forwarded_for);
         assert_eq!(config.policy.allowed_components, ["web"]);
+        assert_eq!(config.fix_allowed_paths, ["src/"]);
+        let paths = Environment::from_pairs([("R2R_FIX_ALLOWED_PATHS", "src, lib/util/")]);
+        assert_eq!(
+            Config::from_env(&paths, None).unwrap().fix_allowed_paths,
+            ["src/", "lib/util/"]
+        );
         for (variable, value) in [
             ("R2R_COMPONENTS", "Shop Lite"),
             ("R2R_COMPONENTS", "a,,b"),
@@ -601,6 +635,9 @@ mod tests {
             ("R2R_RATE_ANSWERS", "5/0s"),
             ("R2R_TRUST_FORWARDED_FOR", "maybe"),
             ("R2R_CREW_COMPONENTS", "-x"),
+            ("R2R_FIX_ALLOWED_PATHS", "../secrets"),
+            ("R2R_FIX_ALLOWED_PATHS", "/etc"),
+            ("R2R_FIX_ALLOWED_PATHS", " , "),
         ] {
             let error =
                 Config::from_env(&Environment::from_pairs([(variable, value)]), None).unwrap_err();

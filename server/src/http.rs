@@ -104,6 +104,15 @@ pub fn router(state: AppState) -> Router {
             post(api::start_reproduction),
         )
         .route("/api/v1/bugs/{id}/fix/start", post(api::start_fix))
+        .route(
+            "/api/v1/bugs/{id}/fix/context",
+            get(crate::fix::get_context),
+        )
+        .route(
+            "/api/v1/bugs/{id}/fix/candidate",
+            post(crate::fix::post_candidate)
+                .layer(DefaultBodyLimit::max(crate::fix::CANDIDATE_BYTES)),
+        )
         .route("/api/v1/bugs/{id}/diff", get(crate::forge_api::diff))
         .route(
             "/api/v1/deployments",

@@ -276,6 +276,90 @@ impl LocalForge {
 }
 
 impl LocalForge {
+    /// Regular files (not symlinks or submodules) under `prefixes` at `commit`.
+    pub async fn regular_files(
+        &self,
+        commit: &CommitSha,
+        prefixes: &[String],
+    ) -> Result<Vec<String>, GitError> {
+        let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", commit.as_str(), "--"];
+        args.extend(prefixes.iter().map(String::as_str));
+        let output = self.git(&args).await?;
+        check("ls-tree", &output)?;
+        Ok(output
+            .stdout
+            .split(|b| *b == 0)
+            .filter_map(|entry| {
+                let entry = std::str::from_utf8(entry).ok()?;
+                let (meta, path) = entry.split_once('\t')?;
+                let mode = meta.split(' ').next()?;
+                matches!(mode, "100644" | "100755").then(|| path.to_owned())
+            })
+            .collect())
+    }
+
+    /// Writes `files` (path, whole content) on top of `base` as one commit by the desk and
+    /// creates `refs/heads/<branch>` at it — created, never moved (compare-and-swap against
+    /// "absent"). Nothing is written to any working tree.
+    pub async fn commit_files(
+        &self,
+        base: &CommitSha,
+        files: &[(String, String)],
+        message: &str,
+        branch: &str,
+    ) -> Result<CommitSha, GitError> {
+        const ABSENT: &str = "0000000000000000000000000000000000000000";
+        let scratch = tempfile::tempdir()?;
+        let index = scratch.path().join("index");
+        let with_index = |args: &[&str]| {
+            let mut command = tokio::process::Command::new("git");
+            command
+                .arg("--git-dir")
+                .arg(&self.repository)
+                .args(args)
+                .env("GIT_INDEX_FILE", &index)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_TERMINAL_PROMPT", "0");
+            command
+        };
+        let output = with_index(&["read-tree", base.as_str()]).output().await?;
+        check("read-tree", &output)?;
+        for (path, content) in files {
+            let blob = self
+                .git_with_input(&["hash-object", "-w", "--stdin"], content.as_bytes())
+                .await?;
+            check("hash-object", &blob)?;
+            let blob = String::from_utf8_lossy(&blob.stdout).trim().to_owned();
+            let output = with_index(&[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("100644,{blob},{path}"),
+            ])
+            .output()
+            .await?;
+            check("update-index", &output)?;
+        }
+        let tree = with_index(&["write-tree"]).output().await?;
+        check("write-tree", &tree)?;
+        let tree = String::from_utf8_lossy(&tree.stdout).trim().to_owned();
+        let commit = self
+            .git_with_input(
+                &["commit-tree", &tree, "-p", base.as_str(), "-F", "-"],
+                message.as_bytes(),
+            )
+            .await?;
+        check("commit-tree", &commit)?;
+        let text = String::from_utf8_lossy(&commit.stdout).trim().to_owned();
+        let commit = CommitSha::parse(&text).map_err(|_| GitError::NotACommit(text))?;
+        let name = format!("refs/heads/{branch}");
+        let output = self
+            .git(&["update-ref", &name, commit.as_str(), ABSENT])
+            .await?;
+        check("update-ref", &output)?;
+        Ok(commit)
+    }
+
     async fn git_with_input(&self, args: &[&str], input: &[u8]) -> Result<Output, GitError> {
         use tokio::io::AsyncWriteExt;
         let mut child = tokio::process::Command::new("git")
@@ -284,6 +368,10 @@ impl LocalForge {
             .args(args)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_AUTHOR_NAME", "Reporter-to-Release")
+            .env("GIT_AUTHOR_EMAIL", "desk@reporter-to-release.invalid")
+            .env("GIT_COMMITTER_NAME", "Reporter-to-Release")
+            .env("GIT_COMMITTER_EMAIL", "desk@reporter-to-release.invalid")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -489,6 +577,68 @@ mod tests {
         clone.commit("src/lib.rs", "pub fn total() -> i64 { -100 }\n", "shop");
         clone.git(&["push", "--quiet", "origin", "main"]);
         (bare, forge, clone, first)
+    }
+
+    #[tokio::test]
+    async fn the_desk_commits_whole_files_on_a_new_branch_without_a_worktree() {
+        let (_bare, forge, clone, _first) = forge_with_main().await;
+        let main = forge.branch_head("main").await.unwrap().unwrap();
+        // A symlink in the tree is not a regular file the fixer may read.
+        std::os::unix::fs::symlink("/etc/passwd", clone.dir.path().join("src/link")).unwrap();
+        clone.git(&["add", "."]);
+        clone.git(&["commit", "--quiet", "-m", "link"]);
+        clone.git(&["push", "--quiet", "origin", "main"]);
+        let main_now = forge.branch_head("main").await.unwrap().unwrap();
+        assert_eq!(
+            forge
+                .regular_files(&main_now, &["src/".into()])
+                .await
+                .unwrap(),
+            ["src/lib.rs"]
+        );
+        let files = [
+            (
+                "src/lib.rs".to_owned(),
+                "pub fn total() -> i64 { 0 }\n".to_owned(),
+            ),
+            (
+                "tests/total.rs".to_owned(),
+                "#[test] fn t() {}\n".to_owned(),
+            ),
+        ];
+        let head = forge
+            .commit_files(&main, &files, "Fix the total\n", "r2r/fix-1")
+            .await
+            .unwrap();
+        assert_eq!(
+            forge.branch_head("r2r/fix-1").await.unwrap(),
+            Some(head.clone())
+        );
+        assert_eq!(
+            forge
+                .file_at(&head, "tests/total.rs")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("#[test] fn t() {}\n")
+        );
+        assert_eq!(
+            forge
+                .file_at(&head, ".github/CODEOWNERS")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some("* @alice\n"),
+            "the rest of the base is kept"
+        );
+        assert_eq!(forge.relation(&main, &head).await.unwrap(), Ancestry::Ahead);
+        // A branch is created, never moved.
+        assert!(forge
+            .commit_files(&main, &files, "again", "r2r/fix-1")
+            .await
+            .is_err());
+        assert_eq!(forge.branch_head("r2r/fix-1").await.unwrap(), Some(head));
+        assert_eq!(forge.branch_head("main").await.unwrap(), Some(main_now));
     }
 
     #[tokio::test]

@@ -28,7 +28,7 @@ pub const MAX_TEST_CHARS: usize = 24_000;
 /// Wall-clock limit of the desk's re-run.
 pub const RERUN_DEADLINE: Duration = Duration::from_secs(300);
 /// Output kept in the evidence, per stream.
-const KEPT_OUTPUT: usize = 64 * 1024;
+pub(crate) const KEPT_OUTPUT: usize = 64 * 1024;
 
 /// The desk's sandbox, connected on first use (so a desk starts before its engine does).
 #[derive(Debug)]
@@ -37,6 +37,8 @@ pub struct DeskSandbox {
     image: String,
     /// The target project's profile.
     pub profile: Profile,
+    /// Path prefixes a fix may change.
+    pub fix_allowed_paths: Vec<String>,
     connected: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
     /// Commits whose whole suite ran green here (a baseline is run once per commit).
     green: std::sync::Mutex<std::collections::HashSet<String>>,
@@ -50,6 +52,7 @@ impl DeskSandbox {
             backend: config.sandbox_backend.clone(),
             image: config.sandbox_image.clone(),
             profile: config.target_profile,
+            fix_allowed_paths: config.fix_allowed_paths.clone(),
             connected: tokio::sync::Mutex::new(None),
             green: std::sync::Mutex::new(std::collections::HashSet::new()),
         }
@@ -93,11 +96,11 @@ struct Proposed {
     claimed: Option<serde_json::Value>,
 }
 
-fn invalid(code: &str, message: impl Into<String>) -> Refused {
+pub(crate) fn invalid(code: &str, message: impl Into<String>) -> Refused {
     Refused::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
 }
 
-fn tail(text: &str, limit: usize) -> String {
+pub(crate) fn tail(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_owned();
     }
@@ -108,8 +111,18 @@ fn tail(text: &str, limit: usize) -> String {
     format!("[… {start} bytes cut]\n{}", &text[start..])
 }
 
-fn short(text: Option<String>) -> Option<String> {
+pub(crate) fn short(text: Option<String>) -> Option<String> {
     text.map(|t| t.chars().filter(|c| !c.is_control()).take(120).collect())
+}
+
+/// How a measured run is labelled: the sandbox run is real either way, but what it ran came
+/// from the scripted provider in the demo, and evidence says so.
+pub(crate) fn evidence_label(provider: Option<&str>) -> &'static str {
+    if provider.map(str::trim) == Some("scripted") {
+        "simulated demo"
+    } else {
+        "isolated test"
+    }
 }
 
 /// Runs the target's whole suite at `head` (once per commit); a red suite is recorded as
@@ -311,7 +324,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
         id: evidence_id.clone(),
         bug_id: id.to_owned(),
         kind: "reproduction_rerun".into(),
-        label: "isolated test".into(),
+        label: evidence_label(proposed.provider.as_deref()).into(),
         created_at: now,
         body: json!({
             "commit": head.as_str(),
@@ -368,11 +381,16 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
         },
     };
     let response = record(state, id, command, &reproducer, &measured).await?;
-    let (parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, 64 * 1024)
+    let status = response.status();
+    let mut answer = response_json(response).await?;
+    answer["desk_run"] = desk_run;
+    Ok((status, axum::Json(answer)).into_response())
+}
+
+/// The JSON body of one of the desk's own answers.
+pub(crate) async fn response_json(response: Response) -> Result<serde_json::Value, Refused> {
+    let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
         .await
         .map_err(Refused::storage)?;
-    let mut answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    answer["desk_run"] = desk_run;
-    Ok((parts.status, axum::Json(answer)).into_response())
+    Ok(serde_json::from_slice(&bytes).unwrap_or_default())
 }

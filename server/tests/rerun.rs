@@ -184,7 +184,14 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     );
     let evidence = store.evidence_for(&bug).await.unwrap();
     assert_eq!(evidence.len(), 3, "every desk run is kept");
-    assert!(evidence.iter().all(|e| e.label == "isolated test"));
+    // The baseline ran the target's own suite; the proposals came from the scripted provider,
+    // and their evidence says so.
+    assert!(evidence.iter().all(|e| e.label
+        == if e.kind == "baseline_run" {
+            "isolated test"
+        } else {
+            "simulated demo"
+        }));
     let kept = evidence.iter().find(|e| e.id == reproduction.id).unwrap();
     assert_eq!(kept.body["backend"], "docker");
     assert_eq!(kept.body["provider"], "scripted");

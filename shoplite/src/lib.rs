@@ -265,10 +265,35 @@ let discount = if subtotal.is_finite() {\n        \
 discount.min(Money::from_paise((subtotal.0 * 100.0).round() as i64))\n    \
 } else {\n        discount\n    };\n";
 
-    /// `src/lib.rs` with bug 1 fixed, when the marker is there exactly once.
+    /// The unit test pinning bug 1 in the shipped shop (a fix must change it too: after the
+    /// fix the whole suite has to pass).
+    pub const BUG1_PIN: &str =
+        "    /// The demo depends on this bug being present in the shipped shop.
+    #[test]
+    fn seeded_bug_1_save300_on_a_200_rupee_cart_asks_for_minus_100() {
+        let quote = quote_form(\"200\", \"1\", \"SAVE300\").unwrap();
+        assert_eq!(quote.payable, Rupees(-100.0));
+        assert_eq!(quote.payable.to_string(), \"−₹100.00\");
+    }
+";
+    /// What the pin becomes with the fix.
+    pub const BUG1_PIN_FIXED: &str = "    #[test]
+    fn save300_on_a_200_rupee_cart_costs_nothing() {
+        let quote = quote_form(\"200\", \"1\", \"SAVE300\").unwrap();
+        assert_eq!(quote.payable, Rupees(0.0));
+    }
+";
+
+    /// `src/lib.rs` with bug 1 fixed (and its pinning unit test turned around), when the
+    /// marker and the pin are there exactly once.
     pub fn fix_bug1(lib_rs: &str) -> Option<String> {
-        (lib_rs.matches(BUG1_MARKER).count() == 1)
-            .then(|| lib_rs.replacen(BUG1_MARKER, BUG1_FIX, 1))
+        (lib_rs.matches(BUG1_MARKER).count() == 1 && lib_rs.matches(BUG1_PIN).count() == 1).then(
+            || {
+                lib_rs
+                    .replacen(BUG1_MARKER, BUG1_FIX, 1)
+                    .replacen(BUG1_PIN, BUG1_PIN_FIXED, 1)
+            },
+        )
     }
 }
 
