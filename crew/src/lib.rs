@@ -7,6 +7,7 @@
 //! was scripted, so evidence always says where it came from. Model output is only ever
 //! accepted through the strict schemas in [`schema`].
 
+pub mod advisor;
 pub mod config;
 pub mod desk;
 pub mod fixer;

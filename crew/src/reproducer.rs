@@ -197,5 +197,22 @@ pub async fn reproduce_once(
             }),
         )
         .await?;
+    let mut answer = answer;
+    if answer["state"] == json!("awaiting_reporter") {
+        // The second, advisory call: does the test assert what the reporter expected? Its
+        // failure changes nothing about the measured reproduction.
+        answer["advisory_review"] = match crate::advisor::review_test(
+            desk,
+            model,
+            pricing,
+            bug,
+            &draft.test_source,
+        )
+        .await
+        {
+            Ok(_) => json!("recorded as a note"),
+            Err(error) => json!(format!("not recorded: {error}")),
+        };
+    }
     Ok(answer)
 }

@@ -744,6 +744,38 @@ struct ReopenBody {
     reason: String,
 }
 
+/// Longest advisory note (characters).
+pub const MAX_NOTE_CHARS: usize = 4_000;
+
+/// An advisory note as stored: model output passes the airlock's text filter like any
+/// untrusted text — hostile text is refused, secrets and personal data are redacted.
+fn screened_note(text: &str) -> Result<String, Refused> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars == 0 || chars > MAX_NOTE_CHARS {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_note",
+            format!("note: 1 to {MAX_NOTE_CHARS} characters (got {chars})"),
+        ));
+    }
+    match domain::airlock::screen(text) {
+        Ok((redacted, _)) => Ok(redacted),
+        Err(families) => Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "note_quarantined",
+            format!(
+                "the airlock refused this note: it reads like {} — notes are model output and pass the same filter as reports",
+                families
+                    .iter()
+                    .map(|f| format!("{f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
 /// `POST /api/v1/bugs/{id}/{command}` for the commands in [`OPERATIONS`].
 pub async fn bug_command(
     State(state): State<AppState>,
@@ -831,11 +863,15 @@ async fn bug_operation(
         let command = match op_id {
             "triage" => {
                 let note: NoteBody = json_body(&body)?;
-                Command::RecordTriage { note: note.note }
+                Command::RecordTriage {
+                    note: screened_note(&note.note)?,
+                }
             }
             "addNote" => {
                 let note: NoteBody = json_body(&body)?;
-                Command::AddNote { note: note.note }
+                Command::AddNote {
+                    note: screened_note(&note.note)?,
+                }
             }
             "approve" => {
                 let approve: ApproveBody = json_body(&body)?;

@@ -127,6 +127,7 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
     let answer: Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(answer["state"], "awaiting_reporter");
     assert_eq!(answer["desk_run"]["backend"], "docker");
+    assert_eq!(answer["advisory_review"], "recorded as a note", "{answer}");
 
     let output = reproduce(&blurry);
     assert_eq!(output.status.code(), Some(1));
@@ -164,7 +165,9 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
         .json()
         .await
         .unwrap();
-    assert_eq!(book["book"]["calls"], 3, "{book}");
+    // Scripted: the test and its advisory review; unscripted: one failed call; out of scope:
+    // none; the double: the test and a review whose answer broke the schema (still paid).
+    assert_eq!(book["book"]["calls"], 5, "{book}");
     assert_eq!(book["book"]["open_calls"], 0, "every call settled: {book}");
-    assert_eq!(book["book"]["settled"], 1_800, "{book}");
+    assert_eq!(book["book"]["settled"], 3_600, "{book}");
 }
