@@ -346,6 +346,18 @@ enum DemoCommand {
         #[arg(long, value_parser = ["docker", "bwrap", "host"])]
         sandbox: Option<String>,
     },
+    /// The whole loop on ShopLite in one process, as a controlled acceptance run: a fresh
+    /// SQLite desk, a local forge, the sandbox, the crew's roles with the scripted model, an
+    /// owner's approval and merge, the recorder, the reporter's last word. Prints a timeline
+    /// with each step's duration; exits 0 only if every step held.
+    Run {
+        /// The sandbox: `docker` or `bwrap`. Default: R2R_SANDBOX_BACKEND, else docker.
+        #[arg(long, value_parser = ["docker", "bwrap"])]
+        sandbox: Option<String>,
+        /// The ShopLite crate folder.
+        #[arg(long, default_value = "shoplite", value_name = "DIR")]
+        shoplite: PathBuf,
+    },
     /// Move a ShopLite bug through the crew's and people's steps (measured reproduction,
     /// scripted fix, review, merge and deployment) so its reporters get their questions.
     Drive {
@@ -427,6 +439,38 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .await
                 .context("the sandbox is not available (./scripts/sandbox-host.sh prepares this host, or pass --sandbox host)")?;
             demo_reproduce(&shoplite, fixed, timeout, &runner).await
+        }
+        Command::Demo {
+            command: DemoCommand::Run { sandbox, shoplite },
+        } => {
+            let env = Environment::load(&cli.env_file)?;
+            if !shoplite.join("src/lib.rs").is_file() {
+                anyhow::bail!(
+                    "--shoplite {}: no ShopLite crate there (run from the repository root or pass --shoplite DIR)",
+                    shoplite.display()
+                );
+            }
+            let options = crate::demo_run::RunOptions {
+                sandbox: sandbox
+                    .or_else(|| env.get("R2R_SANDBOX_BACKEND").map(str::to_owned))
+                    .unwrap_or_else(|| "docker".into()),
+                image: env
+                    .get("R2R_SANDBOX_IMAGE")
+                    .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
+                    .to_owned(),
+                shoplite,
+                leptos_toml: env
+                    .get("R2R_LEPTOS_TOML")
+                    .unwrap_or("Leptos.toml")
+                    .to_owned(),
+            };
+            let timeline = crate::demo_run::run(&options).await;
+            print!("{}", timeline.render(&options.sandbox));
+            Ok(if timeline.held() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Command::Demo {
             command: DemoCommand::Drive { bug, to, shoplite },

@@ -15,6 +15,7 @@ pub mod cluster_cli;
 pub mod config;
 pub mod demo;
 pub mod demo_drive;
+pub mod demo_run;
 pub mod fix;
 pub mod forge;
 pub mod forge_api;

@@ -40,6 +40,58 @@ pub async fn prepare(config: &Config) -> anyhow::Result<(Store, String)> {
     Ok((store, instance))
 }
 
+/// A desk serving in the background of this process (the demo run's).
+#[derive(Debug)]
+pub struct SpawnedDesk {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// Its store.
+    pub store: Store,
+    server: tokio::task::JoinHandle<()>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl SpawnedDesk {
+    /// Stops the server and its workers.
+    pub async fn stop(self) {
+        self.server.abort();
+        for worker in self.workers {
+            worker.abort();
+        }
+        self.store.close().await;
+    }
+}
+
+/// Starts a desk on `config.addr` (port 0 picks one) inside this process.
+pub async fn spawn(config: Config) -> anyhow::Result<SpawnedDesk> {
+    let conf = leptos::config::get_configuration(Some(&config.leptos_toml))
+        .with_context(|| format!("cannot read the site options in {}", config.leptos_toml))?;
+    let mut leptos_options = conf.leptos_options;
+    leptos_options.site_addr = config.addr;
+    let (store, instance) = prepare(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.addr))?;
+    let bound = listener.local_addr()?;
+    let state = AppState::new(leptos_options, store.clone(), instance, &config);
+    let workers = vec![tokio::spawn(crate::reasker::run(
+        store.clone(),
+        config.policy.clone(),
+    ))];
+    let server = tokio::spawn(async move {
+        let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "the desk stopped");
+        }
+    });
+    Ok(SpawnedDesk {
+        base: format!("http://{bound}"),
+        store,
+        server,
+        workers,
+    })
+}
+
 /// Serves until interrupted (Ctrl-C or SIGTERM).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let conf = leptos::config::get_configuration(Some(&config.leptos_toml))
