@@ -16,5 +16,6 @@ pub mod provider;
 pub mod reproducer;
 pub mod schema;
 pub mod scripted;
+pub mod service;
 
 pub use provider::{Completion, ModelError, ModelProvider, Prompt, Task};

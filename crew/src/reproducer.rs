@@ -9,7 +9,7 @@ use crate::schema::{self, SchemaError};
 use serde_json::{json, Value};
 
 /// What a pricing of one call costs at most (micro-dollars).
-pub trait WorstCase {
+pub trait WorstCase: Send + Sync {
     /// The most `prompt` may cost with this provider.
     fn worst_case(&self, prompt: &Prompt) -> u64;
     /// What an answered call cost, from the tokens it reported (`None`: not reported).

@@ -7,6 +7,7 @@ pub mod airlock;
 pub mod capability;
 pub mod cluster;
 pub mod codeowners;
+pub mod crew;
 pub mod ledger;
 pub mod spend;
 pub mod state;

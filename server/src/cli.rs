@@ -154,6 +154,18 @@ enum CrewCommand {
         #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
         desk: String,
     },
+    /// The whole crew as a service until Ctrl-C: manager, reproducer, fixer and reviewer,
+    /// each with its own token (R2R_MANAGER_TOKEN, …), heartbeats every 20 s, hand-offs as
+    /// tasks recorded by the desk. `r2r serve` runs the same crew in-process when
+    /// R2R_MODEL_PROVIDER is set.
+    Run {
+        /// The desk.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+        desk: String,
+        /// How often the roles look for work, in milliseconds.
+        #[arg(long, default_value_t = 2_000, value_name = "MS")]
+        poll_ms: u64,
+    },
 }
 
 /// A crew role's desk client and the configured model, from the env file.
@@ -567,6 +579,48 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     Ok(ExitCode::from(1))
                 }
             }
+        }
+        Command::Crew {
+            command: CrewCommand::Run { desk, poll_ms },
+        } => {
+            if !(desk.starts_with("http://") || desk.starts_with("https://")) {
+                anyhow::bail!("--desk is invalid: expected an http(s) URL, got {desk:?}");
+            }
+            if !(100..=600_000).contains(&poll_ms) {
+                anyhow::bail!("--poll-ms is invalid: 100 to 600000, got {poll_ms}");
+            }
+            let env = Environment::load(&cli.env_file)?;
+            let mut tokens = Vec::new();
+            for role in domain::crew::CREW_ROLES {
+                let Some(token) = env.get(role.token_variable()) else {
+                    anyhow::bail!(
+                        "{} is not set (r2r setup writes it to .env.local)",
+                        role.token_variable()
+                    );
+                };
+                tokens.push(token.to_owned());
+            }
+            let (model, prices) =
+                crew::config::provider_from(|name| env.get(name).map(str::to_owned))
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let profile = env
+                .get("R2R_TARGET_PROFILE")
+                .and_then(sandbox::Profile::parse)
+                .unwrap_or(sandbox::Profile::Rust);
+            let settings = crew::service::CrewSettings {
+                desk,
+                manager: tokens[0].clone(),
+                reproducer: tokens[1].clone(),
+                fixer: tokens[2].clone(),
+                reviewer: tokens[3].clone(),
+                poll: std::time::Duration::from_millis(poll_ms),
+                project_hint: crate::serve::project_hint(profile).to_owned(),
+            };
+            let crew = crew::service::spawn(settings, model.into(), prices)?;
+            println!("crew running: manager, reproducer, fixer, reviewer (Ctrl-C stops it)");
+            let _ = tokio::signal::ctrl_c().await;
+            crew.stop();
+            Ok(ExitCode::SUCCESS)
         }
         Command::Crew {
             command: CrewCommand::Fix { bug, desk },

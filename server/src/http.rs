@@ -125,6 +125,20 @@ pub fn router(state: AppState) -> Router {
             post(crate::spend_api::settle),
         )
         .route("/api/v1/spend", get(crate::spend_api::summary))
+        .route("/api/v1/crew", get(crate::crew_api::status))
+        .route(
+            "/api/v1/crew/tasks",
+            post(crate::crew_api::send).get(crate::crew_api::open),
+        )
+        .route(
+            "/api/v1/crew/tasks/{id}/accept",
+            post(crate::crew_api::accept),
+        )
+        .route(
+            "/api/v1/crew/tasks/{id}/complete",
+            post(crate::crew_api::complete),
+        )
+        .route("/api/v1/crew/heartbeat", post(crate::crew_api::heartbeat))
         .route(
             "/api/v1/outbox/concierge/claim",
             post(api::claim_notifications),

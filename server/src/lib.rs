@@ -13,6 +13,7 @@ pub mod cli;
 pub mod clock;
 pub mod cluster_cli;
 pub mod config;
+pub mod crew_api;
 pub mod demo;
 pub mod demo_drive;
 pub mod demo_run;

@@ -92,6 +92,69 @@ pub async fn spawn(config: Config) -> anyhow::Result<SpawnedDesk> {
     })
 }
 
+/// The hint the reproducer gives the model about the target, by profile.
+pub fn project_hint(profile: sandbox::Profile) -> &'static str {
+    match profile {
+        sandbox::Profile::Rust => "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.",
+        sandbox::Profile::NodeTest => "The target is a Node.js project tested with node --test: put the test in a new file under test/.",
+        sandbox::Profile::Vitest => "The target is a JavaScript/TypeScript project tested with Vitest: put the test in a new *.test file.",
+    }
+}
+
+/// Starts the crew in this process when the configuration says so; it reaches the desk at
+/// `bound` over HTTP with each role's own token, like any other client.
+fn start_crew(config: &Config, bound: std::net::SocketAddr) -> Option<crew::service::RunningCrew> {
+    let crate::config::CrewMode::InProcess { model_env } = &config.crew else {
+        tracing::info!("the crew is not running in this process (R2R_CREW=off or no R2R_MODEL_PROVIDER); start it with r2r crew run");
+        return None;
+    };
+    let token = |role: domain::Role| {
+        config
+            .auth
+            .role_tokens
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, t)| t.expose().to_owned())
+            .unwrap_or_default()
+    };
+    let (model, prices) = match crew::config::provider_from(|name| {
+        model_env
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.expose().to_owned())
+    }) {
+        Ok(built) => built,
+        Err(reason) => {
+            tracing::error!(%reason, "the crew cannot start");
+            return None;
+        }
+    };
+    let host = if bound.ip().is_unspecified() {
+        std::net::SocketAddr::from(([127, 0, 0, 1], bound.port()))
+    } else {
+        bound
+    };
+    let settings = crew::service::CrewSettings {
+        desk: format!("http://{host}"),
+        manager: token(domain::Role::Manager),
+        reproducer: token(domain::Role::Reproducer),
+        fixer: token(domain::Role::Fixer),
+        reviewer: token(domain::Role::Reviewer),
+        poll: std::time::Duration::from_secs(2),
+        project_hint: project_hint(config.target_profile).to_owned(),
+    };
+    match crew::service::spawn(settings, model.into(), prices) {
+        Ok(crew) => {
+            tracing::info!("the crew runs in this process (four roles, own tokens, over HTTP)");
+            Some(crew)
+        }
+        Err(error) => {
+            tracing::error!(%error, "the crew cannot start");
+            None
+        }
+    }
+}
+
 /// Serves until interrupted (Ctrl-C or SIGTERM).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let conf = leptos::config::get_configuration(Some(&config.leptos_toml))
@@ -110,6 +173,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         store.backend().as_str()
     );
     let reasker = tokio::spawn(crate::reasker::run(store.clone(), config.policy.clone()));
+    let crew = start_crew(&config, bound);
     let github_worker = tokio::spawn(crate::github::run_worker(
         store.clone(),
         config.github.clone(),
@@ -123,6 +187,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     .await?;
     reasker.abort();
     github_worker.abort();
+    if let Some(crew) = crew {
+        crew.stop();
+    }
     store.close().await;
     Ok(())
 }

@@ -6,6 +6,7 @@
 mod macros;
 pub mod auth;
 mod bench;
+pub mod crew;
 pub mod evidence;
 pub mod ledger;
 pub mod outbox;
@@ -15,9 +16,10 @@ pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 pub use auth::{InviteOutcome, OwnerAccount};
+pub use crew::CrewTask;
 pub use evidence::EvidenceRecord;
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
 pub use outbox::{ClaimedJob, LEASE_MS};

@@ -1,0 +1,450 @@
+//! The crew as a service: hand-offs accepted only by their addressee with the exact body's
+//! hash; the crew connected only while all four roles beat; `r2r crew run` going from
+//! disconnected to connected; and `r2r serve` with the crew in-process taking a ShopLite bug
+//! from a report to a reviewed draft pull request with nobody driving it but the reporter.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use domain::Role;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+struct Desk {
+    base: String,
+    tokens: Vec<(Role, String)>,
+}
+
+impl Desk {
+    fn token(&self, role: Role) -> String {
+        self.tokens
+            .iter()
+            .find(|(r, _)| *r == role)
+            .unwrap()
+            .1
+            .clone()
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        role: Role,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let client = reqwest::Client::new();
+        let url = format!("{}{path}", self.base);
+        let mut request = match method {
+            "GET" => client.get(url),
+            _ => client.post(url),
+        }
+        .bearer_auth(self.token(role));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+}
+
+fn tokens() -> Vec<(Role, String)> {
+    Role::ALL
+        .into_iter()
+        .map(|role| (role, server::setup::new_role_token(role)))
+        .collect()
+}
+
+fn env_of(tokens: &[(Role, String)]) -> Vec<(String, String)> {
+    tokens
+        .iter()
+        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hand_offs_are_taken_only_by_their_addressee_with_the_exact_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens();
+    let env = env_of(&tokens);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = common::start_server_with(
+        &format!("sqlite://{}/desk.db", dir.path().display()),
+        &pairs,
+    );
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens,
+    };
+    let body = r#"{"bug":"bug-1","version":3}"#;
+    let send = json!({"addressed_to": "fixer", "kind": "fix", "bug": "bug-1", "body": body, "dedupe_key": "fix:bug-1:v3"});
+    let (status, task) = desk
+        .call(
+            "POST",
+            "/api/v1/crew/tasks",
+            Role::Manager,
+            Some(send.clone()),
+        )
+        .await;
+    assert_eq!(status, 201, "{task}");
+    assert_eq!(task["sender"], "manager");
+    assert_eq!(task["body_sha256"], domain::crew::body_hash(body));
+    let id = task["id"].as_str().unwrap().to_owned();
+    // The same hand-off again: the first task, nothing new.
+    let (status, again) = desk
+        .call("POST", "/api/v1/crew/tasks", Role::Manager, Some(send))
+        .await;
+    assert_eq!((status, again["id"].as_str()), (200, Some(id.as_str())));
+    for (role, body, expected) in [
+        (
+            Role::Recorder,
+            json!({"addressed_to": "fixer", "kind": "x", "body": "{}"}),
+            403,
+        ),
+        (
+            Role::Manager,
+            json!({"addressed_to": "manager", "kind": "x", "body": "{}"}),
+            422,
+        ),
+        (
+            Role::Manager,
+            json!({"addressed_to": "recorder", "kind": "x", "body": "{}"}),
+            422,
+        ),
+        (
+            Role::Manager,
+            json!({"addressed_to": "fixer", "kind": "x", "body": ""}),
+            422,
+        ),
+        (
+            Role::Manager,
+            json!({"addressed_to": "fixer", "kind": "x", "body": "{}", "approve": true}),
+            422,
+        ),
+    ] {
+        let (status, answer) = desk
+            .call("POST", "/api/v1/crew/tasks", role, Some(body))
+            .await;
+        assert_eq!(status, expected, "{answer}");
+    }
+
+    // Only the fixer sees it, and only the fixer with the exact body's hash takes it.
+    let (_, open) = desk
+        .call("GET", "/api/v1/crew/tasks", Role::Reviewer, None)
+        .await;
+    assert_eq!(open["tasks"], json!([]));
+    let (_, open) = desk
+        .call("GET", "/api/v1/crew/tasks", Role::Fixer, None)
+        .await;
+    assert_eq!(open["tasks"][0]["body"], body);
+    let accept = |hash: String, named: &str| json!({"addressed_to": named, "body_sha256": hash});
+    let path = format!("/api/v1/crew/tasks/{id}/accept");
+    let right = domain::crew::body_hash(body);
+    let wrong = domain::crew::body_hash(r#"{"bug":"bug-2","version":3}"#);
+    for (role, body, expected, code) in [
+        (
+            Role::Reviewer,
+            accept(right.clone(), "reviewer"),
+            403,
+            "not_addressed_to_you",
+        ),
+        (
+            Role::Reviewer,
+            accept(right.clone(), "fixer"),
+            403,
+            "not_addressed_to_you",
+        ),
+        (
+            Role::Fixer,
+            accept(right.clone(), "reviewer"),
+            403,
+            "not_addressed_to_you",
+        ),
+        (Role::Fixer, accept(wrong, "fixer"), 409, "body_mismatch"),
+    ] {
+        let (status, answer) = desk.call("POST", &path, role, Some(body)).await;
+        assert_eq!(
+            (status, answer["error"].as_str()),
+            (expected, Some(code)),
+            "{answer}"
+        );
+    }
+    let (status, answer) = desk
+        .call(
+            "POST",
+            &path,
+            Role::Fixer,
+            Some(accept(right.clone(), "fixer")),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer) = desk
+        .call("POST", &path, Role::Fixer, Some(accept(right, "fixer")))
+        .await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (409, Some("already_accepted"))
+    );
+    let done = format!("/api/v1/crew/tasks/{id}/complete");
+    let (status, _) = desk
+        .call(
+            "POST",
+            &done,
+            Role::Reviewer,
+            Some(json!({"outcome": "done"})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = desk
+        .call(
+            "POST",
+            &done,
+            Role::Fixer,
+            Some(json!({"outcome": "draft pull request #1"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = desk
+        .call(
+            "POST",
+            "/api/v1/crew/tasks/task-nope/accept",
+            Role::Fixer,
+            Some(accept("0".repeat(64), "fixer")),
+        )
+        .await;
+    assert_eq!(status, 404);
+
+    // Connected only with four fresh heartbeats; the recorder's does not count.
+    let (_, status_now) = desk.call("GET", "/api/v1/crew", Role::Manager, None).await;
+    assert_eq!(status_now["connected"], false);
+    assert_eq!(status_now["tasks"][0]["outcome"], "draft pull request #1");
+    let (status, _) = desk
+        .call(
+            "POST",
+            "/api/v1/crew/heartbeat",
+            Role::Recorder,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    for role in [Role::Manager, Role::Reproducer, Role::Fixer] {
+        let (status, _) = desk
+            .call(
+                "POST",
+                "/api/v1/crew/heartbeat",
+                role,
+                Some(json!({"detail": "idle"})),
+            )
+            .await;
+        assert_eq!(status, 200);
+    }
+    let (_, three) = desk.call("GET", "/api/v1/crew", Role::Fixer, None).await;
+    assert_eq!(three["connected"], false, "{three}");
+    desk.call(
+        "POST",
+        "/api/v1/crew/heartbeat",
+        Role::Reviewer,
+        Some(json!({"detail": "reviewing bug-1"})),
+    )
+    .await;
+    let (_, four) = desk.call("GET", "/api/v1/crew", Role::Fixer, None).await;
+    assert_eq!(four["connected"], true, "{four}");
+    assert_eq!(four["roles"][3]["doing"], "reviewing bug-1");
+    assert_eq!(four["fresh_within_ms"], 90_000);
+}
+
+async fn wait_for(
+    what: &str,
+    limit: Duration,
+    mut check: impl FnMut()
+        -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send>>,
+) -> Value {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(started.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
+    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
+        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+            .await
+            .is_err()
+    {
+        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
+        server::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false).unwrap();
+        std::fs::remove_dir_all(work.join("tests")).unwrap();
+    })
+    .await;
+    let tokens = tokens();
+    let mut env = env_of(&tokens);
+    env.extend([
+        ("R2R_LOCAL_FORGE".to_owned(), bare.display().to_string()),
+        ("R2R_SANDBOX_BACKEND".to_owned(), "docker".to_owned()),
+    ]);
+
+    // First without a crew: disconnected; then `r2r crew run` connects all four roles.
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &pairs);
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens: tokens.clone(),
+    };
+    let (_, before) = desk.call("GET", "/api/v1/crew", Role::Manager, None).await;
+    assert_eq!(before["connected"], false);
+    let env_file = dir.path().join("crew.env");
+    let lines: String = env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .chain(["R2R_MODEL_PROVIDER=scripted\n".to_owned()])
+        .collect();
+    std::fs::write(&env_file, lines).unwrap();
+    let mut crew = common::r2r_with_env_file(&env_file)
+        .args(["crew", "run", "--desk", &desk.base, "--poll-ms", "300"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let base = desk.base.clone();
+    let manager = desk.token(Role::Manager);
+    let connected = wait_for("the crew to connect", Duration::from_secs(30), || {
+        let (base, manager) = (base.clone(), manager.clone());
+        Box::pin(async move {
+            let status: Value = reqwest::Client::new()
+                .get(format!("{base}/api/v1/crew"))
+                .bearer_auth(manager)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            (status["connected"] == true).then_some(status)
+        })
+    })
+    .await;
+    assert_eq!(connected["roles"].as_array().unwrap().len(), 4);
+    crew.kill().unwrap();
+    crew.wait().unwrap();
+    drop(server);
+
+    // Now `r2r serve` with the crew in-process: a report is all it takes to get to a
+    // measured reproduction; the reporter's yes is all it takes to get to a reviewed draft.
+    env.push(("R2R_MODEL_PROVIDER".to_owned(), "scripted".to_owned()));
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk2.db", dir.path().display());
+    let server = common::start_server_with(&url, &pairs);
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens,
+    };
+    let filed: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/reports", desk.base))
+        .json(&json!({
+            "component": "shoplite", "title": "SAVE300 makes the total negative",
+            "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+            "steps": "Cart of ₹200, coupon SAVE300",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let track = |base: String, capability: String| {
+        Box::pin(async move {
+            let tracking: Value = reqwest::Client::new()
+                .get(format!("{base}/api/v1/track"))
+                .header("x-r2r-capability", capability)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            Some(tracking)
+        })
+    };
+    let base = desk.base.clone();
+    let question = wait_for(
+        "the reproduction question",
+        Duration::from_secs(180),
+        || {
+            let fut = track(base.clone(), capability.clone());
+            Box::pin(async move {
+                let tracking = fut.await?;
+                (tracking["question"]["kind"] == "reproduction").then_some(tracking)
+            })
+        },
+    )
+    .await;
+    let answered = reqwest::Client::new()
+        .post(format!("{}/api/v1/track/answer", desk.base))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": question["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let manager = desk.token(Role::Manager);
+    let bug_for_wait = bug.clone();
+    let reviewed = wait_for("a reviewed draft", Duration::from_secs(240), || {
+        let (base, manager, bug) = (base.clone(), manager.clone(), bug_for_wait.clone());
+        Box::pin(async move {
+            let status: Value = reqwest::Client::new()
+                .get(format!("{base}/api/v1/crew"))
+                .bearer_auth(&manager)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            let review_done = status["tasks"].as_array()?.iter().any(|t| {
+                t["kind"] == "review" && t["bug"] == bug.as_str() && t["completed_at"].is_i64()
+            });
+            review_done.then_some(status)
+        })
+    })
+    .await;
+    let kinds: Vec<&str> = reviewed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    for kind in ["reproduce", "fix", "review"] {
+        assert!(kinds.contains(&kind), "{kinds:?}");
+    }
+    assert!(reviewed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["body_sha256"].as_str().unwrap().len() == 64));
+    let (_, view) = desk
+        .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
+        .await;
+    assert_eq!(view["bug"]["state"], "in_review", "{view}");
+    assert_eq!(reviewed["connected"], true);
+    assert!(
+        reviewed["spend"]["book"]["calls"].as_u64().unwrap() >= 4,
+        "triage, test, test review, fix, code review: {reviewed}"
+    );
+}
