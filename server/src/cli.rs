@@ -413,7 +413,11 @@ pub fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Setup { owner_email } => setup(&cli.env_file, &owner_email),
+        Command::Setup { owner_email } => {
+            let code = setup(&cli.env_file, &owner_email)?;
+            setup_demo_forge(&cli.env_file).await?;
+            Ok(code)
+        }
         Command::Serve { addr } => {
             let config = load_config(&cli.env_file, addr.as_deref())?;
             crate::serve::serve(config).await?;
@@ -948,6 +952,29 @@ fn setup(env_file: &std::path::Path, owner_email: &str) -> anyhow::Result<ExitCo
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The demo target: when no forge is configured, ShopLite goes into `data/shoplite.git` (a
+/// bare repository the desk's local forge serves) and `R2R_LOCAL_FORGE` points at it.
+async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> {
+    let env = Environment::load(env_file)?;
+    if env.get("R2R_LOCAL_FORGE").is_some() || env.get("R2R_GITHUB_REPOSITORIES").is_some() {
+        return Ok(());
+    }
+    let shoplite = std::path::Path::new("shoplite");
+    if !shoplite.join("src/lib.rs").is_file() {
+        println!("no shoplite/ folder here: the demo target was not set up (run setup from the repository root for it)");
+        return Ok(());
+    }
+    let bare = std::env::current_dir()?.join("data/shoplite.git");
+    if !bare.join("HEAD").is_file() {
+        std::fs::create_dir_all(bare.parent().unwrap_or(std::path::Path::new(".")))?;
+        crate::demo_run::seed_forge(shoplite, &bare).await?;
+        println!("created   {} (ShopLite, the demo target, in a local forge)", bare.display());
+    }
+    crate::setup::set_variable(env_file, "R2R_LOCAL_FORGE", &bare.display().to_string())?;
+    println!("set       R2R_LOCAL_FORGE={}", bare.display());
+    Ok(())
 }
 
 async fn demo_reproduce(

@@ -194,20 +194,19 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// A bare repository holding ShopLite (its shipped code, without the regression test) at
-/// `main`.
-async fn seed_forge(shoplite: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    let bare = dir.join("shoplite.git");
-    crate::local_forge::LocalForge::init(&bare, "main").await?;
-    let work = dir.join("shoplite-work");
-    std::fs::create_dir_all(&work)?;
-    crate::demo::prepare_scratch(shoplite, &work, false)?;
+/// Creates the bare repository `bare` holding ShopLite (its shipped code, without the
+/// regression test the crew has to write) at `main`.
+pub async fn seed_forge(shoplite: &Path, bare: &Path) -> anyhow::Result<()> {
+    crate::local_forge::LocalForge::init(bare, "main").await?;
+    let work = tempfile::tempdir()?;
+    let work = work.path();
+    crate::demo::prepare_scratch(shoplite, work, false)?;
     std::fs::remove_dir_all(work.join("tests"))?;
-    git(&work, &["init", "--quiet", "--initial-branch", "main"])?;
-    git(&work, &["add", "."])?;
-    git(&work, &["commit", "--quiet", "-m", "ShopLite as shipped"])?;
+    git(work, &["init", "--quiet", "--initial-branch", "main"])?;
+    git(work, &["add", "."])?;
+    git(work, &["commit", "--quiet", "-m", "ShopLite as shipped"])?;
     git(
-        &work,
+        work,
         &[
             "push",
             "--quiet",
@@ -215,7 +214,7 @@ async fn seed_forge(shoplite: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
             "main",
         ],
     )?;
-    Ok(bare)
+    Ok(())
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -384,7 +383,8 @@ async fn the_loop(
         .step(
             "desk started: fresh SQLite, ShopLite in a local forge",
             async {
-                let bare = seed_forge(&options.shoplite, dir).await?;
+                let bare = dir.join("shoplite.git");
+            seed_forge(&options.shoplite, &bare).await?;
                 let mut pairs: Vec<(String, String)> = tokens
                     .iter()
                     .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))

@@ -123,6 +123,9 @@ pub fn run(path: &Path, owner_email: &str) -> Result<SetupReport, SetupError> {
     want("R2R_GITHUB_WEBHOOK_SECRET", &mut || Ok(random_hex(32)))?;
     want("R2R_SESSION_KEY", &mut || Ok(random_hex(64)))?;
     want("R2R_OWNER_EMAIL", &mut || Ok(owner_email.to_owned()))?;
+    // The demo desk's crew: deterministic, and labelled `simulated demo` in every piece of
+    // evidence. Set R2R_MODEL_PROVIDER=openai-compatible (and R2R_MODEL_*) for a real model.
+    want("R2R_MODEL_PROVIDER", &mut || Ok("scripted".to_owned()))?;
     let mut password = None;
     want("R2R_OWNER_PASSWORD_HASH", &mut || {
         let fresh = one_time_password();
@@ -260,7 +263,7 @@ mod tests {
         let before = std::fs::read_to_string(&path).unwrap();
         let report = run(&path, "other@desk.test").unwrap();
         assert!(report.generated.is_empty(), "{:?}", report.generated);
-        assert_eq!(report.kept.len(), 10);
+        assert_eq!(report.kept.len(), 11);
         assert_eq!(report.owner_password, None);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     }
