@@ -954,8 +954,9 @@ fn setup(env_file: &std::path::Path, owner_email: &str) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// The demo target: when no forge is configured, ShopLite goes into `data/shoplite.git` (a
-/// bare repository the desk's local forge serves) and `R2R_LOCAL_FORGE` points at it.
+/// The demo target: when no forge is configured, ShopLite goes into `data/shoplite.git` beside
+/// the env file (a bare repository the desk's local forge serves) and `R2R_LOCAL_FORGE`
+/// points at it.
 async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> {
     let env = Environment::load(env_file)?;
     if env.get("R2R_LOCAL_FORGE").is_some() || env.get("R2R_GITHUB_REPOSITORIES").is_some() {
@@ -966,11 +967,19 @@ async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> {
         println!("no shoplite/ folder here: the demo target was not set up (run setup from the repository root for it)");
         return Ok(());
     }
-    let bare = std::env::current_dir()?.join("data/shoplite.git");
+    // Beside the env file (the repository root for `.env.local`).
+    let home = match env_file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.canonicalize()?,
+        _ => std::env::current_dir()?,
+    };
+    let bare = home.join("data/shoplite.git");
     if !bare.join("HEAD").is_file() {
         std::fs::create_dir_all(bare.parent().unwrap_or(std::path::Path::new(".")))?;
         crate::demo_run::seed_forge(shoplite, &bare).await?;
-        println!("created   {} (ShopLite, the demo target, in a local forge)", bare.display());
+        println!(
+            "created   {} (ShopLite, the demo target, in a local forge)",
+            bare.display()
+        );
     }
     crate::setup::set_variable(env_file, "R2R_LOCAL_FORGE", &bare.display().to_string())?;
     println!("set       R2R_LOCAL_FORGE={}", bare.display());

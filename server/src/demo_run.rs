@@ -384,7 +384,7 @@ async fn the_loop(
             "desk started: fresh SQLite, ShopLite in a local forge",
             async {
                 let bare = dir.join("shoplite.git");
-            seed_forge(&options.shoplite, &bare).await?;
+                seed_forge(&options.shoplite, &bare).await?;
                 let mut pairs: Vec<(String, String)> = tokens
                     .iter()
                     .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))

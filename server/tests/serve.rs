@@ -181,3 +181,49 @@ fn an_unknown_flag_is_refused_with_usage() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--port"));
 }
+
+/// `r2r setup` prepares the demo target: ShopLite in a local forge beside the env file, the
+/// scripted model; a second run keeps both.
+#[test]
+fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
+    let scratch = tempfile::tempdir().unwrap();
+    let env_file = scratch.path().join(".env.local");
+    let output = common::r2r_with_env_file(&env_file)
+        .arg("setup")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = std::fs::read_to_string(&env_file).unwrap();
+    assert!(text.contains("R2R_MODEL_PROVIDER='scripted'"), "{text}");
+    let bare = scratch
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("data/shoplite.git");
+    assert!(
+        text.contains(&format!("R2R_LOCAL_FORGE='{}'", bare.display())),
+        "{text}"
+    );
+    let listing = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(&bare)
+        .args(["ls-tree", "-r", "--name-only", "main"])
+        .output()
+        .unwrap();
+    let files = String::from_utf8_lossy(&listing.stdout);
+    assert_eq!(
+        files.lines().collect::<Vec<_>>(),
+        ["Cargo.lock", "Cargo.toml", "src/lib.rs"],
+        "ShopLite without the test the crew has to write"
+    );
+    let again = common::r2r_with_env_file(&env_file)
+        .arg("setup")
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(std::fs::read_to_string(&env_file).unwrap(), text);
+}
