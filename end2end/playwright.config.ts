@@ -2,6 +2,7 @@ import { defineConfig, devices } from '@playwright/test';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 
 // The desk under test: the release binary built by `cargo leptos build --release`, on a fresh
 // SQLite file, on a loopback port of its own.
@@ -13,6 +14,30 @@ const databaseUrl = `sqlite://${dataDir}/desk.db`;
 // Scenarios that play the crew's part (`r2r demo drive`) write to the same database.
 process.env.R2R_E2E_DATABASE_URL = databaseUrl;
 process.env.R2R_E2E_DATA_DIR = dataDir;
+
+// The desk's secrets for this run, written once by `r2r setup` (fresh each run, never in the
+// repository): the first owner (its one-time password kept for the desk scenarios), the
+// session key and the role tokens. The config is evaluated again in every worker: once only.
+const envFile = `${dataDir}/desk.env`;
+const ownerFile = `${dataDir}/owner.json`;
+if (!fs.existsSync(ownerFile)) {
+  const printed = execFileSync(path.resolve(__dirname, '..', 'target/release/r2r'), ['--env-file', envFile, 'setup', '--owner-email', 'owner@e2e.test'], {
+    cwd: dataDir,
+    env: { ...process.env, RUST_LOG: 'warn' },
+  }).toString();
+  const password = /One-time password:\s+(\S+)/.exec(printed)?.[1];
+  if (!password) throw new Error(`r2r setup printed no password:\n${printed}`);
+  fs.writeFileSync(ownerFile, JSON.stringify({ email: 'owner@e2e.test', password }));
+}
+const secrets: Record<string, string> = {};
+for (const line of fs.readFileSync(envFile, 'utf8').split('\n')) {
+  const match = /^(R2R_[A-Z_]+)='?([^']*)'?$/.exec(line.trim());
+  if (match && (match[1].endsWith('_TOKEN') || ['R2R_OWNER_EMAIL', 'R2R_OWNER_PASSWORD_HASH', 'R2R_SESSION_KEY'].includes(match[1]))) {
+    secrets[match[1]] = match[2];
+  }
+}
+process.env.R2R_E2E_OWNER_FILE = ownerFile;
+process.env.R2R_E2E_SECRETS = JSON.stringify(secrets);
 
 // Debian's Chromium; Playwright never downloads a browser here.
 const launchOptions = {
@@ -51,6 +76,9 @@ export default defineConfig({
       R2R_RATE_INTAKE: '1000/60s',
       R2R_RATE_ANSWERS: '5000/60s',
       LEPTOS_SITE_ROOT: 'target/site',
+      // The owner and the roles (no crew runs here: the scenarios play the crew's part).
+      ...secrets,
+      R2R_CREW: 'off',
       RUST_LOG: 'warn',
     },
     stdout: 'ignore',

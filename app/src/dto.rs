@@ -303,3 +303,261 @@ mod tests {
         assert!(back.is_ok());
     }
 }
+
+/// What a server-rendered owner page shows (the desk's views are rendered on the server for
+/// the signed-in owner, without hydration: they work without JavaScript, and nothing of them
+/// is in the WebAssembly bundle's state).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DeskPage {
+    /// `/desk/sign-in`.
+    SignIn {
+        /// Why the last attempt failed.
+        error: Option<String>,
+        /// Where to go after signing in.
+        next: String,
+    },
+    /// `/desk`.
+    Dashboard(Box<Dashboard>),
+    /// `/desk/bugs/{id}`.
+    Bug(Box<BugDesk>),
+    /// `/desk/crew`.
+    Crew(Box<CrewDesk>),
+    /// A confirmation that states plainly what an action will do (`/desk/bugs/{id}/act`).
+    Confirm(Box<Confirm>),
+    /// Something went wrong (unknown bug, refused action).
+    Problem {
+        /// The owner, when signed in.
+        owner: Option<String>,
+        /// What happened.
+        message: String,
+        /// Where to go back to.
+        back: String,
+    },
+}
+
+/// One bug's line on the dashboard.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugRow {
+    /// Id.
+    pub id: String,
+    /// The first report's title (redacted).
+    pub title: String,
+    /// Component.
+    pub component: String,
+    /// State.
+    pub state: String,
+    /// Review tier, when a fix exists.
+    pub tier: Option<u8>,
+    /// Reports joined.
+    pub reports: usize,
+    /// When it was opened (ms).
+    pub opened_at: i64,
+    /// What a person has to do, if anything.
+    pub waiting_for: Option<String>,
+}
+
+/// A quarantined report: metadata only (its text was never kept).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuarantineRow {
+    /// Report id.
+    pub id: String,
+    /// When.
+    pub at: i64,
+    /// Component.
+    pub component: String,
+    /// Families the airlock found.
+    pub families: Vec<String>,
+}
+
+/// `/desk`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dashboard {
+    /// The signed-in owner.
+    pub owner: String,
+    /// Bugs per state (every state, zero included), in the loop's order.
+    pub counts: Vec<(String, usize)>,
+    /// The bugs shown (filtered, sorted; what waits for a person first).
+    pub bugs: Vec<BugRow>,
+    /// All bugs before filtering.
+    pub total: usize,
+    /// Filters as applied: state, component, tier, age in days, search text, sort.
+    pub filter: DeskFilter,
+    /// Components to filter by.
+    pub components: Vec<String>,
+    /// The quarantine queue, newest first.
+    pub quarantine: Vec<QuarantineRow>,
+    /// Whether the crew is connected.
+    pub crew_connected: bool,
+}
+
+/// The dashboard's filters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeskFilter {
+    /// Only this state.
+    pub state: Option<String>,
+    /// Only this component.
+    pub component: Option<String>,
+    /// Only this tier.
+    pub tier: Option<u8>,
+    /// Only bugs at least this many days old.
+    pub min_age_days: Option<u32>,
+    /// Words in the title or id.
+    pub q: Option<String>,
+    /// `waiting` (default), `newest`, `oldest`, `state`.
+    pub sort: String,
+}
+
+/// One report as the owner sees it: the airlock's redacted dossier, never the raw text.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeskReport {
+    /// Id.
+    pub id: String,
+    /// Filed at.
+    pub filed_at: i64,
+    /// Redacted title.
+    pub title: String,
+    /// Redacted account.
+    pub what_happened: String,
+    /// Redacted expectation.
+    pub expected: String,
+    /// Redacted steps.
+    pub steps: Vec<String>,
+    /// The reporter's answers on this bug.
+    pub answers: Vec<String>,
+}
+
+/// One check of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckView {
+    /// `suite`, `format`, `lint`, …
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// How long it took.
+    pub duration_ms: i64,
+    /// One line.
+    pub detail: String,
+}
+
+/// A piece of evidence.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceView {
+    /// Id.
+    pub id: String,
+    /// `reproduction_rerun`, `baseline_run`, `fix_attempt`, …
+    pub kind: String,
+    /// `isolated test`, `simulated demo`, `live run`, `controlled acceptance`.
+    pub label: String,
+    /// When.
+    pub at: i64,
+    /// Sandbox backend.
+    pub backend: Option<String>,
+    /// Model provider and model, when a model wrote what ran.
+    pub model: Option<String>,
+    /// The test file's path.
+    pub test_path: Option<String>,
+    /// The test file.
+    pub test_source: Option<String>,
+    /// Exit code.
+    pub exit_code: Option<i64>,
+    /// Duration.
+    pub duration_ms: Option<i64>,
+    /// The verdict or outcome in words.
+    pub outcome: String,
+    /// The run's output (tail).
+    pub output: String,
+    /// Checks of a fix attempt.
+    pub checks: Vec<CheckView>,
+    /// The commit it ran at.
+    pub commit: Option<String>,
+}
+
+/// One ledger event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRow {
+    /// Position.
+    pub seq: u64,
+    /// What happened.
+    pub kind: String,
+    /// Who.
+    pub actor: String,
+    /// When.
+    pub at: i64,
+    /// Evidence ids or notes it rests on.
+    pub evidence: Vec<String>,
+    /// Details.
+    pub detail: Vec<(String, String)>,
+    /// Its hash (hex).
+    pub hash: String,
+}
+
+/// `/desk/bugs/{id}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugDesk {
+    /// The signed-in owner.
+    pub owner: String,
+    /// CSRF token for the forms.
+    pub csrf: String,
+    /// The bug's line.
+    pub bug: BugRow,
+    /// The bug's ledger version.
+    pub version: u64,
+    /// Reports.
+    pub reports: Vec<DeskReport>,
+    /// Evidence, oldest first.
+    pub evidence: Vec<EvidenceView>,
+    /// The fix's diff (local forge).
+    pub diff: Option<String>,
+    /// The pull request: number, head, tier reasons, changed paths.
+    pub pull_request: Option<(u64, String, Vec<String>, Vec<String>)>,
+    /// Approvals: who, at which head.
+    pub approvals: Vec<(String, String)>,
+    /// What is still required before a merge, in words.
+    pub still_required: Vec<String>,
+    /// Deployments: id, commit, whether it contains the fix.
+    pub deployments: Vec<(String, String, String)>,
+    /// Advisory notes from the crew (already through the airlock).
+    pub notes: Vec<String>,
+    /// The ledger.
+    pub ledger: Vec<LedgerRow>,
+    /// The chain's verification: `intact`, or the break.
+    pub ledger_status: String,
+    /// What happened after the last action (`?done=…`).
+    pub notice: Option<String>,
+    /// Actions an owner can take now: `approve`, `merge`, `reopen`.
+    pub actions: Vec<String>,
+}
+
+/// `/desk/crew`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrewDesk {
+    /// The signed-in owner.
+    pub owner: String,
+    /// All four heartbeats under 90 s.
+    pub connected: bool,
+    /// Role, last seen (ms), age (ms), fresh, doing.
+    pub roles: Vec<(String, Option<i64>, Option<i64>, bool, String)>,
+    /// Spent (settled + open at worst case), settled, budget total (µ$).
+    pub spend: (u64, u64, u64),
+    /// Calls in the last hour and the hourly limit.
+    pub calls: (u64, u64),
+    /// Recent tasks: kind, bug, from, to, outcome or state, body hash prefix.
+    pub tasks: Vec<(String, String, String, String, String, String)>,
+}
+
+/// A confirmation page for an owner's action.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Confirm {
+    /// The signed-in owner.
+    pub owner: String,
+    /// CSRF token.
+    pub csrf: String,
+    /// The bug.
+    pub bug: String,
+    /// `approve`, `merge`, `reopen`.
+    pub action: String,
+    /// The exact head, for approve and merge.
+    pub head: Option<String>,
+    /// What will happen, in plain words.
+    pub consequences: Vec<String>,
+}

@@ -18,7 +18,7 @@ use domain::Role;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Instant;
-use store::{InviteOutcome, NewOwner};
+use store::{InviteOutcome, NewOwner, OwnerAccount};
 
 /// One operation of the API: the single source for routing checks and the OpenAPI document.
 #[derive(Debug)]
@@ -438,7 +438,7 @@ pub(crate) fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, 
     })
 }
 
-fn session_cookie_header(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
+pub(crate) fn session_cookie_header(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
     let secure = if state.auth.secure_cookies {
         "; Secure"
     } else {
@@ -484,64 +484,80 @@ pub async fn login(
     let result = async {
         let login: Login = json_body(&body)?;
         let client = crate::reporter::client_key_of(&state, addr, &headers);
-        let now = Instant::now();
-        state
-            .auth
-            .login_limiter
-            .check(&format!("ip:{client}"), now)
-            .and_then(|()| {
-                state
-                    .auth
-                    .login_limiter
-                    .check(&format!("email:{}", login.email.to_lowercase()), now)
-            })
-            .map_err(Refused::rate_limited)?;
-        let account = state
-            .store
-            .owner_by_email(login.email.trim())
-            .await
-            .map_err(Refused::storage)?;
-        // Verify against a real hash even for an unknown email, so timing says nothing.
-        let hash = account.as_ref().map_or_else(
-            || state.auth.dummy_password_hash.clone(),
-            |a| a.password_hash.clone(),
-        );
-        let ok = verify_password(hash, login.password).await && account.is_some();
-        let Some(account) = account.filter(|_| ok) else {
-            tracing::info!("login refused");
-            return Err(Refused::new(
-                StatusCode::UNAUTHORIZED,
-                "bad_credentials",
-                "That email and password do not match an owner account.",
-            ));
-        };
-        let session = random_secret(32);
-        let now = now_ms();
-        state
-            .store
-            .create_session(
-                &hash_secret(&session),
-                &account.id,
-                now,
-                now + SESSION_TTL_MS,
-            )
-            .await
-            .map_err(Refused::storage)?;
-        tracing::info!(owner = %account.id, "owner signed in");
+        let (session, account) = sign_in(&state, &client, &login.email, login.password).await?;
         let csrf = csrf_token(state.auth.session_key.expose().as_bytes(), &session);
         let mut response = (
             StatusCode::CREATED,
             Json(json!({"owner": {"id": account.id, "email": account.email}, "csrf_token": csrf})),
         )
             .into_response();
-        response.headers_mut().insert(
-            header::SET_COOKIE,
-            session_cookie_header(&state, &session, SESSION_TTL_MS / 1000),
-        );
+        response
+            .headers_mut()
+            .insert(header::SET_COOKIE, session_cookie(&state, &session));
         Ok(response)
     }
     .await;
     respond(result)
+}
+
+/// The `Set-Cookie` value of a new session.
+pub(crate) fn session_cookie(state: &AppState, session: &str) -> HeaderValue {
+    session_cookie_header(state, session, SESSION_TTL_MS / 1000)
+}
+
+/// Checks an owner's email and password (rate-limited per client and per email, timing
+/// independent of whether the email exists) and opens a session: its secret and the owner.
+pub(crate) async fn sign_in(
+    state: &AppState,
+    client: &str,
+    email: &str,
+    password: String,
+) -> Result<(String, OwnerAccount), Refused> {
+    let now = Instant::now();
+    state
+        .auth
+        .login_limiter
+        .check(&format!("ip:{client}"), now)
+        .and_then(|()| {
+            state
+                .auth
+                .login_limiter
+                .check(&format!("email:{}", email.to_lowercase()), now)
+        })
+        .map_err(Refused::rate_limited)?;
+    let account = state
+        .store
+        .owner_by_email(email.trim())
+        .await
+        .map_err(Refused::storage)?;
+    // Verify against a real hash even for an unknown email, so timing says nothing.
+    let hash = account.as_ref().map_or_else(
+        || state.auth.dummy_password_hash.clone(),
+        |a| a.password_hash.clone(),
+    );
+    let ok = verify_password(hash, password).await && account.is_some();
+    let Some(account) = account.filter(|_| ok) else {
+        tracing::info!("login refused");
+        return Err(Refused::new(
+            StatusCode::UNAUTHORIZED,
+            "bad_credentials",
+            "That email and password do not match an owner account.",
+        ));
+    };
+    let session = random_secret(32);
+    let now = now_ms();
+    state
+        .store
+        .create_session(
+            &hash_secret(&session),
+            &account.id,
+            now,
+            now + SESSION_TTL_MS,
+        )
+        .await
+        .map_err(Refused::storage)?;
+    tracing::info!(owner = %account.id, "owner signed in");
+    Ok((session, account))
 }
 
 /// Every API answer: the success or the refusal, never cached.

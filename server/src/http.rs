@@ -79,7 +79,11 @@ impl AppState {
 
 /// The full router.
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(app::App);
+    // The desk's pages are rendered by their own handlers (owner-only data, no hydration).
+    let routes: Vec<_> = generate_route_list(app::App)
+        .into_iter()
+        .filter(|route| !route.path().starts_with("/desk"))
+        .collect();
     let shell_options = state.leptos_options.clone();
     let settings = state.site_settings();
     let reporter_routes = Router::new()
@@ -90,6 +94,15 @@ pub fn router(state: AppState) -> Router {
         .route("/report", post(reporter::file_form))
         .route("/track", post(reporter::track_form))
         .route("/track/answer", post(reporter::answer_form))
+        .route("/desk", get(crate::desk_pages::dashboard))
+        .route("/desk/crew", get(crate::desk_pages::crew))
+        .route(
+            "/desk/sign-in",
+            get(crate::desk_pages::sign_in_page).post(crate::desk_pages::sign_in),
+        )
+        .route("/desk/sign-out", post(crate::desk_pages::sign_out))
+        .route("/desk/bugs/{id}", get(crate::desk_pages::bug))
+        .route("/desk/bugs/{id}/act", post(crate::desk_pages::act))
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     let api_routes = Router::new()
         .route("/api/openapi.json", get(api::openapi))

@@ -17,6 +17,7 @@ pub mod crew_api;
 pub mod demo;
 pub mod demo_drive;
 pub mod demo_run;
+pub mod desk_pages;
 pub mod fix;
 pub mod forge;
 pub mod forge_api;

@@ -121,8 +121,8 @@ fn client_of(desk: &ReporterDesk, addr: ClientAddr, headers: &HeaderMap) -> Stri
 /// A refusal with its HTTP status (and, for 429, how long to wait).
 #[derive(Debug)]
 pub struct Refused {
-    status: StatusCode,
-    error: ApiError,
+    pub(crate) status: StatusCode,
+    pub(crate) error: ApiError,
     retry_after: Option<u64>,
 }
 

@@ -1,5 +1,6 @@
 //! One module a page.
 
+mod desk;
 mod home;
 mod not_found;
 mod report;
@@ -7,6 +8,7 @@ mod shoplite;
 mod track;
 
 pub use self::shoplite::ShopLite;
+pub use desk::Desk;
 pub use home::Home;
 pub use not_found::NotFound;
 pub use report::Report;

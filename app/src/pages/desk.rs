@@ -1,0 +1,547 @@
+//! The owners' desk: dashboard, bug view, crew page, sign-in and confirmations. Rendered on
+//! the server for the signed-in owner (the data comes in a [`DeskPage`] context) and served
+//! without hydration scripts, so every view and every action works without JavaScript and
+//! with a keyboard alone: actions are forms, each confirmed on a page that says plainly what
+//! will happen.
+
+use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskPage, EvidenceView};
+use crate::net::format_time;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+/// `/desk`, `/desk/bugs/{id}`, `/desk/crew`, `/desk/sign-in`.
+#[component]
+pub fn Desk() -> impl IntoView {
+    match use_context::<DeskPage>() {
+        Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any(),
+        Some(DeskPage::Dashboard(dashboard)) => {
+            view! { <DashboardView dashboard=*dashboard/> }.into_any()
+        }
+        Some(DeskPage::Bug(bug)) => view! { <BugView bug=*bug/> }.into_any(),
+        Some(DeskPage::Crew(crew)) => view! { <CrewView crew=*crew/> }.into_any(),
+        Some(DeskPage::Confirm(confirm)) => view! { <ConfirmView confirm=*confirm/> }.into_any(),
+        Some(DeskPage::Problem {
+            owner,
+            message,
+            back,
+        }) => view! {
+            <Title text="Problem · Desk · Reporter-to-Release"/>
+            {owner.map(|owner| view! { <DeskNav owner/> })}
+            <section class="panel">
+                <h1>"That did not work"</h1>
+                <p class="error" role="alert" data-testid="desk-problem">{message}</p>
+                <p><a href=back>"Back"</a></p>
+            </section>
+        }
+        .into_any(),
+        // Reached by client-side navigation: the desk needs a full page load.
+        None => view! {
+            <section class="panel">
+                <h1>"Desk"</h1>
+                <p><a href="/desk" rel="external">"Open the desk"</a></p>
+            </section>
+        }
+        .into_any(),
+    }
+}
+
+#[component]
+fn DeskNav(owner: String) -> impl IntoView {
+    view! {
+        <nav class="desk-nav" aria-label="Desk">
+            <ul>
+                <li><a href="/desk" rel="external">"Bugs"</a></li>
+                <li><a href="/desk/crew" rel="external">"Crew"</a></li>
+            </ul>
+            <form method="post" action="/desk/sign-out" class="inline-form">
+                <span class="hint">"Signed in as " <strong data-testid="desk-owner">{owner}</strong></span>
+                " "
+                <button type="submit" class="button secondary">"Sign out"</button>
+            </form>
+        </nav>
+    }
+}
+
+#[component]
+fn SignIn(error: Option<String>, next: String) -> impl IntoView {
+    view! {
+        <Title text="Sign in · Desk · Reporter-to-Release"/>
+        <section class="panel narrow">
+            <h1>"Owners sign in"</h1>
+            <p class="lede">"The desk is where people decide: approve exact commits, merge, reopen."</p>
+            {error.map(|e| view! { <p class="error" role="alert" data-testid="sign-in-error">{e}</p> })}
+            <form method="post" action="/desk/sign-in" class="cart-form">
+                <input type="hidden" name="next" value=next/>
+                <div class="field">
+                    <label for="email">"Email"</label>
+                    <input id="email" name="email" type="email" autocomplete="username" required/>
+                </div>
+                <div class="field">
+                    <label for="password">"Password"</label>
+                    <input id="password" name="password" type="password" autocomplete="current-password" required/>
+                </div>
+                <button type="submit" class="button">"Sign in"</button>
+            </form>
+        </section>
+    }
+}
+
+fn state_words(state: &str) -> String {
+    state.replace('_', " ")
+}
+
+#[component]
+fn DashboardView(dashboard: Dashboard) -> impl IntoView {
+    let filter = dashboard.filter.clone();
+    let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
+    let states: Vec<String> = dashboard.counts.iter().map(|(s, _)| s.clone()).collect();
+    let shown = dashboard.bugs.len();
+    view! {
+        <Title text="Bugs · Desk · Reporter-to-Release"/>
+        <DeskNav owner=dashboard.owner.clone()/>
+        <section class="panel">
+            <h1>"Bugs"</h1>
+            <p class="hint" data-testid="crew-connection">
+                {if dashboard.crew_connected { "The crew is connected." } else { "The crew is not connected: see the crew page." }}
+            </p>
+            <ul class="counts" aria-label="Bugs by state" data-testid="state-counts">
+                {dashboard.counts.iter().map(|(state, count)| view! {
+                    <li>
+                        <a href=format!("/desk?state={state}") rel="external">
+                            <span class="count">{*count}</span>" "{state_words(state)}
+                        </a>
+                    </li>
+                }).collect_view()}
+            </ul>
+        </section>
+        <section class="panel">
+            <h2 id="filters">"Find bugs"</h2>
+            <form method="get" action="/desk" class="filters" aria-labelledby="filters">
+                <div class="field">
+                    <label for="f-q">"Search"</label>
+                    <input id="f-q" name="q" type="search" value=filter.q.clone().unwrap_or_default()/>
+                </div>
+                <div class="field">
+                    <label for="f-state">"State"</label>
+                    <select id="f-state" name="state">
+                        <option value="">"Any"</option>
+                        {states.iter().map(|s| view! {
+                            <option value=s.clone() selected=selected(&filter.state, s)>{state_words(s)}</option>
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div class="field">
+                    <label for="f-component">"Component"</label>
+                    <select id="f-component" name="component">
+                        <option value="">"Any"</option>
+                        {dashboard.components.iter().map(|c| view! {
+                            <option value=c.clone() selected=selected(&filter.component, c)>{c.clone()}</option>
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div class="field">
+                    <label for="f-tier">"Tier"</label>
+                    <select id="f-tier" name="tier">
+                        <option value="">"Any"</option>
+                        {[0u8, 1, 2].into_iter().map(|t| view! {
+                            <option value=t.to_string() selected=filter.tier == Some(t)>{format!("Tier {t}")}</option>
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div class="field">
+                    <label for="f-age">"At least this many days old"</label>
+                    <input id="f-age" name="age" type="number" min="0" max="3650" value=filter.min_age_days.map(|d| d.to_string()).unwrap_or_default()/>
+                </div>
+                <div class="field">
+                    <label for="f-sort">"Sort"</label>
+                    <select id="f-sort" name="sort">
+                        {[("waiting", "Waiting for a person first"), ("newest", "Newest first"), ("oldest", "Oldest first"), ("state", "By state")].into_iter().map(|(value, words)| view! {
+                            <option value=value selected=filter.sort == value>{words}</option>
+                        }).collect_view()}
+                    </select>
+                </div>
+                <button type="submit" class="button">"Show"</button>
+            </form>
+            <p class="hint" role="status">{format!("{shown} of {} bugs", dashboard.total)}</p>
+            <div class="table-wrap">
+                <table class="bugs" data-testid="bug-table">
+                    <caption class="visually-hidden">"Bugs, what waits for a person first"</caption>
+                    <thead>
+                        <tr><th scope="col">"Bug"</th><th scope="col">"State"</th><th scope="col">"Waiting for"</th><th scope="col">"Component"</th><th scope="col">"Reports"</th><th scope="col">"Opened"</th></tr>
+                    </thead>
+                    <tbody>
+                        {dashboard.bugs.into_iter().map(|bug| view! {
+                            <tr data-bug=bug.id.clone()>
+                                <td><a href=format!("/desk/bugs/{}", bug.id) rel="external">{bug.title.clone()}</a><br/><code>{bug.id.clone()}</code></td>
+                                <td><span class=format!("state state-{}", bug.state)>{state_words(&bug.state)}</span>{bug.tier.map(|t| format!(" · tier {t}"))}</td>
+                                <td>{bug.waiting_for.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td>{bug.component.clone()}</td>
+                                <td>{bug.reports}</td>
+                                <td>{format_time(bug.opened_at)}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+        <section class="panel">
+            <h2>"Quarantine"</h2>
+            <p class="hint">"Reports the airlock held back. Their text was never stored: only when, where and why."</p>
+            {if dashboard.quarantine.is_empty() {
+                view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="plain" data-testid="quarantine">
+                        {dashboard.quarantine.into_iter().map(|q| view! {
+                            <li><code>{q.id}</code>" · "{q.component}" · "{format_time(q.at)}" · "{q.families.join(", ")}</li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn Evidence(item: EvidenceView) -> impl IntoView {
+    view! {
+        <article class="evidence" data-kind=item.kind.clone()>
+            <h3>
+                {item.kind.replace('_', " ")}" "
+                <span class="label" data-testid="evidence-label">{item.label.clone()}</span>
+            </h3>
+            <p class="hint">
+                {format_time(item.at)}
+                {item.backend.clone().map(|b| format!(" · {b} sandbox"))}
+                {item.model.clone().map(|m| format!(" · written by {m}"))}
+                {item.commit.clone().map(|c| format!(" · at {}", c.chars().take(12).collect::<String>()))}
+                {item.duration_ms.map(|d| format!(" · {d} ms"))}
+                {item.exit_code.map(|c| format!(" · exit {c}"))}
+            </p>
+            <p><strong>{item.outcome.clone()}</strong></p>
+            {item.test_source.clone().map(|source| view! {
+                <details>
+                    <summary>{format!("The test: {}", item.test_path.clone().unwrap_or_default())}</summary>
+                    <pre class="code rust" tabindex="0"><code>{highlight(&source)}</code></pre>
+                </details>
+            })}
+            {(!item.checks.is_empty()).then(|| view! {
+                <ul class="checks">
+                    {item.checks.iter().map(|c| view! {
+                        <li class=if c.passed { "check passed" } else { "check failed" }>
+                            {if c.passed { "✓ " } else { "✗ " }}<strong>{c.name.clone()}</strong>
+                            {format!(" — {} ({} ms)", c.detail, c.duration_ms)}
+                        </li>
+                    }).collect_view()}
+                </ul>
+            })}
+            {(!item.output.is_empty()).then(|| view! {
+                <details>
+                    <summary>"Output"</summary>
+                    <pre class="code" tabindex="0">{item.output.clone()}</pre>
+                </details>
+            })}
+        </article>
+    }
+}
+
+/// Light syntax highlighting without scripts: keywords, strings and comments get classes.
+fn highlight(source: &str) -> impl IntoView {
+    const KEYWORDS: &[&str] = &[
+        "fn",
+        "let",
+        "use",
+        "pub",
+        "mod",
+        "struct",
+        "enum",
+        "impl",
+        "match",
+        "if",
+        "else",
+        "for",
+        "in",
+        "return",
+        "mut",
+        "const",
+        "assert",
+        "assert_eq",
+        "assert_ne",
+    ];
+    let mut parts = Vec::new();
+    for line in source.split_inclusive('\n') {
+        if let Some(at) = line.find("//") {
+            parts.extend(words(&line[..at], KEYWORDS));
+            parts.push(("comment", line[at..].to_owned()));
+        } else {
+            parts.extend(words(line, KEYWORDS));
+        }
+    }
+    parts
+        .into_iter()
+        .map(|(class, text)| view! { <span class=class>{text}</span> })
+        .collect_view()
+}
+
+fn words(text: &str, keywords: &[&str]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut in_string = false;
+    let flush = |current: &mut String, out: &mut Vec<(&'static str, String)>| {
+        if !current.is_empty() {
+            let word = current.trim_end_matches('!');
+            let class = if keywords.contains(&word) { "kw" } else { "" };
+            out.push((class, std::mem::take(current)));
+        }
+    };
+    for c in text.chars() {
+        if in_string {
+            current.push(c);
+            if c == '"' {
+                out.push(("str", std::mem::take(&mut current)));
+                in_string = false;
+            }
+        } else if c == '"' {
+            flush(&mut current, &mut out);
+            current.push(c);
+            in_string = true;
+        } else if c.is_alphanumeric() || c == '_' || c == '!' {
+            current.push(c);
+        } else {
+            flush(&mut current, &mut out);
+            out.push(("", c.to_string()));
+        }
+    }
+    if in_string {
+        out.push(("str", current));
+    } else {
+        flush(&mut current, &mut out);
+    }
+    out
+}
+
+#[component]
+fn ActionForm(
+    bug: String,
+    csrf: String,
+    action: &'static str,
+    label: &'static str,
+) -> impl IntoView {
+    view! {
+        <form method="post" action=format!("/desk/bugs/{bug}/act") class="inline-form">
+            <input type="hidden" name="csrf" value=csrf/>
+            <input type="hidden" name="action" value=action/>
+            <input type="hidden" name="step" value="confirm"/>
+            <button type="submit" class="button" data-testid=format!("action-{action}")>{label}</button>
+        </form>
+    }
+}
+
+#[component]
+fn BugView(bug: BugDesk) -> impl IntoView {
+    let id = bug.bug.id.clone();
+    let csrf = bug.csrf.clone();
+    let action = |name: &str| bug.actions.iter().any(|a| a == name);
+    let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
+    view! {
+        <Title text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
+        <DeskNav owner=bug.owner.clone()/>
+        <section class="panel">
+            <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
+            <h1>{bug.bug.title.clone()}</h1>
+            <p>
+                <code>{id.clone()}</code>" · "{bug.bug.component.clone()}" · "
+                <span class=format!("state state-{}", bug.bug.state) data-testid="bug-state">{state_words(&bug.bug.state)}</span>
+                {bug.bug.tier.map(|t| format!(" · tier {t}"))}
+                {format!(" · version {}", bug.version)}
+            </p>
+            {bug.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
+            {bug.bug.waiting_for.clone().map(|w| view! { <p class="deliberate panel" data-testid="waiting-for">{format!("Waiting for: {w}")}</p> })}
+            <div class="actions">
+                {approve.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="approve" label="Approve this exact head…"/> })}
+                {merge.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="merge" label="Merge…"/> })}
+                {reopen.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="reopen" label="Reopen…"/> })}
+            </div>
+            <nav class="tabs" aria-label="Bug sections">
+                <ul>
+                    <li><a href="#reports">"Reports"</a></li>
+                    <li><a href="#evidence">"Evidence"</a></li>
+                    <li><a href="#review">"Review"</a></li>
+                    <li><a href="#release">"Release"</a></li>
+                    <li><a href="#ledger">"Ledger"</a></li>
+                </ul>
+            </nav>
+        </section>
+        <section class="panel" id="reports" aria-labelledby="reports-h">
+            <h2 id="reports-h">{format!("Reports ({})", bug.reports.len())}</h2>
+            <p class="hint">"Each reporter's report as the airlock admitted it: redacted, never the raw text."</p>
+            {bug.reports.into_iter().map(|r| { let report_id = r.id.clone(); view! {
+                <article class="report" data-report=report_id>
+                    <h3>{r.title}</h3>
+                    <p class="hint"><code>{r.id}</code>" · filed "{format_time(r.filed_at)}</p>
+                    <dl class="dossier">
+                        <dt>"What happened"</dt><dd>{r.what_happened}</dd>
+                        <dt>"Expected"</dt><dd>{r.expected}</dd>
+                        <dt>"Steps"</dt><dd><ol>{r.steps.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}</ol></dd>
+                        <dt>"Answers"</dt><dd>{if r.answers.is_empty() { "none yet".to_owned() } else { r.answers.join("; ") }}</dd>
+                    </dl>
+                </article>
+            }}).collect_view()}
+        </section>
+        <section class="panel" id="evidence" aria-labelledby="evidence-h">
+            <h2 id="evidence-h">"Evidence"</h2>
+            {if bug.evidence.is_empty() {
+                view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any()
+            } else {
+                bug.evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any()
+            }}
+            {bug.diff.clone().map(|diff| view! {
+                <h3>"The fix's diff"</h3>
+                <pre class="code diff" tabindex="0" data-testid="diff">{diff}</pre>
+            })}
+            {(!bug.notes.is_empty()).then(|| view! {
+                <h3>"Advisory notes (never decisions)"</h3>
+                <ul class="plain" data-testid="notes">{bug.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
+            })}
+        </section>
+        <section class="panel" id="review" aria-labelledby="review-h">
+            <h2 id="review-h">"Review"</h2>
+            {match bug.pull_request.clone() {
+                None => view! { <p>"No fix yet."</p> }.into_any(),
+                Some((number, head, reasons, paths)) => view! {
+                    <dl class="dossier">
+                        <dt>"Draft pull request"</dt><dd>{format!("#{number}")}</dd>
+                        <dt>"Head"</dt><dd><code data-testid="head">{head}</code></dd>
+                        <dt>"Tier"</dt><dd>{bug.bug.tier.map(|t| format!("{t}: ")).unwrap_or_default()}{reasons.join("; ")}</dd>
+                        <dt>"Changes"</dt><dd>{paths.join(", ")}</dd>
+                        <dt>"Approvals"</dt><dd data-testid="approvals">{if bug.approvals.is_empty() { "none".to_owned() } else { bug.approvals.iter().map(|(who, head)| format!("{who} at {}", head.chars().take(12).collect::<String>())).collect::<Vec<_>>().join("; ") }}</dd>
+                        <dt>"Still required"</dt><dd>{if bug.still_required.is_empty() { "nothing".to_owned() } else { bug.still_required.join("; ") }}</dd>
+                    </dl>
+                }.into_any(),
+            }}
+        </section>
+        <section class="panel" id="release" aria-labelledby="release-h">
+            <h2 id="release-h">"Release"</h2>
+            {if bug.deployments.is_empty() {
+                view! { <p>"No deployment recorded."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="plain" data-testid="deployments">
+                        {bug.deployments.iter().map(|(id, commit, status)| view! {
+                            <li><code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.clone()}</li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+        </section>
+        <section class="panel" id="ledger" aria-labelledby="ledger-h">
+            <h2 id="ledger-h">"Ledger"</h2>
+            <p data-testid="ledger-status"><strong>{format!("Hash chain: {}", bug.ledger_status)}</strong></p>
+            <ol class="ledger">
+                {bug.ledger.into_iter().map(|e| view! {
+                    <li>
+                        <strong>{e.kind.replace('_', " ")}</strong>" · "{e.actor}" · "{format_time(e.at)}
+                        {(!e.detail.is_empty()).then(|| format!(" · {}", e.detail.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")))}
+                        <br/><code class="hash">{e.hash.chars().take(16).collect::<String>()}</code>
+                    </li>
+                }).collect_view()}
+            </ol>
+        </section>
+    }
+}
+
+#[component]
+fn CrewView(crew: CrewDesk) -> impl IntoView {
+    let (committed, settled, total) = crew.spend;
+    let dollars =
+        |micros: u64| format!("${}.{:04}", micros / 1_000_000, (micros % 1_000_000) / 100);
+    view! {
+        <Title text="Crew · Desk · Reporter-to-Release"/>
+        <DeskNav owner=crew.owner.clone()/>
+        <section class="panel">
+            <h1>"Crew"</h1>
+            <p data-testid="crew-status" class=if crew.connected { "ok" } else { "error" }>
+                {if crew.connected {
+                    "Connected: all four roles sent a heartbeat in the last 90 seconds."
+                } else {
+                    "Not connected: a role has not sent a heartbeat in the last 90 seconds."
+                }}
+            </p>
+            <div class="table-wrap">
+                <table data-testid="crew-roles">
+                    <caption class="visually-hidden">"Each role's last heartbeat"</caption>
+                    <thead><tr><th scope="col">"Role"</th><th scope="col">"Last heartbeat"</th><th scope="col">"Connection"</th><th scope="col">"Doing"</th></tr></thead>
+                    <tbody>
+                        {crew.roles.into_iter().map(|(role, seen, age, fresh, doing)| { let key = role.clone(); view! {
+                            <tr data-role=key>
+                                <th scope="row">{role}</th>
+                                <td>{match (seen, age) { (Some(at), Some(age)) => format!("{} ({} s ago)", format_time(at), age / 1000), _ => "never".to_owned() }}</td>
+                                <td>{if fresh { "connected" } else { "not connected" }}</td>
+                                <td>{doing}</td>
+                            </tr>
+                        }}).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+        <section class="panel">
+            <h2>"Spend"</h2>
+            <p data-testid="crew-spend">{format!("{} committed ({} settled) of a {} budget; {} of {} calls in the last hour.", dollars(committed), dollars(settled), dollars(total), crew.calls.0, crew.calls.1)}</p>
+        </section>
+        <section class="panel">
+            <h2>"Recent tasks"</h2>
+            {if crew.tasks.is_empty() {
+                view! { <p>"No hand-offs yet."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap">
+                        <table data-testid="crew-tasks">
+                            <thead><tr><th scope="col">"Task"</th><th scope="col">"Bug"</th><th scope="col">"From → to"</th><th scope="col">"Where it is"</th><th scope="col">"Body hash"</th></tr></thead>
+                            <tbody>
+                                {crew.tasks.into_iter().map(|(kind, bug, from, to, outcome, hash)| view! {
+                                    <tr><td>{kind}</td><td><code>{bug}</code></td><td>{format!("{from} → {to}")}</td><td>{outcome}</td><td><code>{hash}</code></td></tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn ConfirmView(confirm: Confirm) -> impl IntoView {
+    let title = match confirm.action.as_str() {
+        "approve" => "Approve this exact head?",
+        "merge" => "Merge this fix?",
+        _ => "Reopen this bug?",
+    };
+    let back = format!("/desk/bugs/{}", confirm.bug);
+    view! {
+        <Title text=format!("{title} · Desk · Reporter-to-Release")/>
+        <DeskNav owner=confirm.owner.clone()/>
+        <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what">
+            <h1 id="confirm-h">{title}</h1>
+            <ul id="confirm-what" data-testid="consequences">
+                {confirm.consequences.iter().map(|c| view! { <li>{c.clone()}</li> }).collect_view()}
+            </ul>
+            <form method="post" action=format!("/desk/bugs/{}/act", confirm.bug) class="cart-form">
+                <input type="hidden" name="csrf" value=confirm.csrf.clone()/>
+                <input type="hidden" name="action" value=confirm.action.clone()/>
+                <input type="hidden" name="step" value="do"/>
+                {confirm.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
+                {(confirm.action == "reopen").then(|| view! {
+                    <div class="field">
+                        <label for="reason">"Why (the reporters will see that it was reopened)"</label>
+                        <input id="reason" name="reason" type="text" required maxlength="2000"/>
+                    </div>
+                })}
+                <div class="actions">
+                    <button type="submit" class="button" data-testid="confirm">{format!("Yes, {}", confirm.action)}</button>
+                    <a class="button secondary" href=back>"Cancel"</a>
+                </div>
+            </form>
+        </section>
+    }
+}
