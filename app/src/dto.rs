@@ -526,6 +526,8 @@ pub struct BugDesk {
     pub notice: Option<String>,
     /// Actions an owner can take now: `approve`, `merge`, `reopen`.
     pub actions: Vec<String>,
+    /// What crew roles say they are doing about this bug right now.
+    pub crew_working: Vec<String>,
 }
 
 /// `/desk/crew`.

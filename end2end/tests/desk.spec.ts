@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { APIRequestContext, Page } from '@playwright/test';
-import { test, expect } from './fixtures';
+import { test, expect, jsOff } from './fixtures';
 
 // The owners' desk is rendered on the server without scripts: every scenario here runs the
 // same in the desktop, mobile and JavaScript-off projects.
@@ -164,4 +164,20 @@ test('reopening asks first, says what will happen, and then reopens', async ({ p
   await page.getByTestId('confirm').click();
   await expect(page.getByTestId('desk-notice')).toContainText('Reopened');
   await expect(page.getByTestId('bug-state')).toHaveText('reopened');
+});
+
+test('an open bug view updates by itself when the ledger changes', async ({ page, request }, info) => {
+  test.skip(jsOff(info.project.name), 'live updates need JavaScript (the page itself does not)');
+  const filed = await file(request, `Coupon below zero ${token()}`, 'The SAVE300 total shows -₹100');
+  await signIn(page, `/desk/bugs/${filed.bug_id}`);
+  await expect(page.getByTestId('bug-state')).toHaveText('new');
+  const triaged = await request.post(`/api/v1/bugs/${filed.bug_id}/triage`, {
+    headers: { authorization: `Bearer ${secrets().R2R_MANAGER_TOKEN}` },
+    data: { note: 'Advisory triage: the coupon discount is not capped at the subtotal.' },
+  });
+  expect(triaged.status()).toBe(200);
+  // No reload: the page hears of the change and swaps its content in place.
+  await expect(page.getByTestId('bug-state')).toHaveText('triaged', { timeout: 15_000 });
+  await expect(page.locator('#live-status')).toContainText('Updated');
+  await expect(page.getByTestId('notes')).toContainText('not capped at the subtotal');
 });

@@ -96,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .route("/track/answer", post(reporter::answer_form))
         .route("/desk", get(crate::desk_pages::dashboard))
         .route("/desk/crew", get(crate::desk_pages::crew))
+        .route("/desk/live", get(crate::desk_pages::live))
         .route(
             "/desk/sign-in",
             get(crate::desk_pages::sign_in_page).post(crate::desk_pages::sign_in),

@@ -62,6 +62,16 @@ fn DeskNav(owner: String) -> impl IntoView {
     }
 }
 
+/// Live updates: the page's event source, a polite status line, and the small script that
+/// swaps fresh content in (the page works without it).
+#[component]
+fn Live(url: String) -> impl IntoView {
+    view! {
+        <p id="live-status" class="hint" role="status" aria-live="polite" data-live=url></p>
+        <script src="/live.js" defer></script>
+    }
+}
+
 #[component]
 fn SignIn(error: Option<String>, next: String) -> impl IntoView {
     view! {
@@ -99,6 +109,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     view! {
         <Title text="Bugs · Desk · Reporter-to-Release"/>
         <DeskNav owner=dashboard.owner.clone()/>
+        <Live url="/desk/live".to_owned()/>
         <section class="panel">
             <h1>"Bugs"</h1>
             <p class="hint" data-testid="crew-connection">
@@ -346,6 +357,7 @@ fn BugView(bug: BugDesk) -> impl IntoView {
     view! {
         <Title text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
         <DeskNav owner=bug.owner.clone()/>
+        <Live url=format!("/desk/live?bug={id}")/>
         <section class="panel">
             <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
             <h1>{bug.bug.title.clone()}</h1>
@@ -357,6 +369,9 @@ fn BugView(bug: BugDesk) -> impl IntoView {
             </p>
             {bug.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
             {bug.bug.waiting_for.clone().map(|w| view! { <p class="deliberate panel" data-testid="waiting-for">{format!("Waiting for: {w}")}</p> })}
+            {(!bug.crew_working.is_empty()).then(|| view! {
+                <p class="notice" data-testid="crew-working">{format!("The crew is working on it: {}", bug.crew_working.join("; "))}</p>
+            })}
             <div class="actions">
                 {approve.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="approve" label="Approve this exact head…"/> })}
                 {merge.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="merge" label="Merge…"/> })}
@@ -458,6 +473,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
     view! {
         <Title text="Crew · Desk · Reporter-to-Release"/>
         <DeskNav owner=crew.owner.clone()/>
+        <Live url="/desk/live".to_owned()/>
         <section class="panel">
             <h1>"Crew"</h1>
             <p data-testid="crew-status" class=if crew.connected { "ok" } else { "error" }>

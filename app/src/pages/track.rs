@@ -79,6 +79,41 @@ fn LiveTrack() -> impl IntoView {
         });
     };
 
+    // Live updates: every 10 s the page asks again and redraws only when something the
+    // reporter sees changed (state, history, question, messages) — never under their typing.
+    let refresh = move || {
+        let Some(cap) = capability.get_untracked() else {
+            return;
+        };
+        if loading.get_untracked() {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            if let Ok(view) =
+                crate::net::call::<Tracking, ()>("GET", "/api/v1/track", Some(&cap), None).await
+            {
+                let seen = |t: &Tracking| {
+                    (
+                        t.bug.as_ref().map(|b| (b.state.clone(), b.timeline.len())),
+                        t.question.as_ref().map(|q| q.request_id.clone()),
+                        t.messages.len(),
+                    )
+                };
+                let changed = tracking
+                    .with_untracked(|current| current.as_ref().map(seen) != Some(seen(&view)));
+                if changed {
+                    tracking.set(Some(view));
+                }
+            }
+        });
+    };
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        leptos::prelude::set_interval(refresh, std::time::Duration::from_secs(10));
+        #[cfg(not(feature = "hydrate"))]
+        let _ = refresh;
+    });
+
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
         {
