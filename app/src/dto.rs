@@ -509,7 +509,7 @@ pub struct BugDesk {
     /// The fix's diff (local forge).
     pub diff: Option<String>,
     /// The pull request: number, head, tier reasons, changed paths.
-    pub pull_request: Option<(u64, String, Vec<String>, Vec<String>)>,
+    pub pull_request: Option<PullRequestRow>,
     /// Approvals: who, at which head.
     pub approvals: Vec<(String, String)>,
     /// What is still required before a merge, in words.
@@ -530,6 +530,13 @@ pub struct BugDesk {
     pub crew_working: Vec<String>,
 }
 
+/// A crew role's line: role, last seen (ms), age (ms), fresh, what it is doing.
+pub type RoleRow = (String, Option<i64>, Option<i64>, bool, String);
+/// A hand-off's line: kind, bug, from, to, where it is, body hash prefix.
+pub type TaskRow = (String, String, String, String, String, String);
+/// A pull request: number, head, tier reasons, changed paths.
+pub type PullRequestRow = (u64, String, Vec<String>, Vec<String>);
+
 /// `/desk/crew`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrewDesk {
@@ -538,13 +545,13 @@ pub struct CrewDesk {
     /// All four heartbeats under 90 s.
     pub connected: bool,
     /// Role, last seen (ms), age (ms), fresh, doing.
-    pub roles: Vec<(String, Option<i64>, Option<i64>, bool, String)>,
+    pub roles: Vec<RoleRow>,
     /// Spent (settled + open at worst case), settled, budget total (µ$).
     pub spend: (u64, u64, u64),
     /// Calls in the last hour and the hourly limit.
     pub calls: (u64, u64),
     /// Recent tasks: kind, bug, from, to, outcome or state, body hash prefix.
-    pub tasks: Vec<(String, String, String, String, String, String)>,
+    pub tasks: Vec<TaskRow>,
 }
 
 /// A confirmation page for an owner's action.

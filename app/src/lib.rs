@@ -73,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/shoplite") view=pages::ShopLite/>
                     <Route path=path!("/report") view=pages::Report ssr=SsrMode::InOrder/>
                     <Route path=path!("/track") view=pages::Track/>
+                    <Route path=path!("/demo") view=pages::Demo/>
                     <Route path=path!("/desk") view=pages::Desk/>
                     <Route path=path!("/desk/crew") view=pages::Desk/>
                     <Route path=path!("/desk/sign-in") view=pages::Desk/>

@@ -1,7 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import { test, expect, jsOff, waitForHydration, openWithoutScripts, MISSING_PAGE } from './fixtures';
 
-const pages = ['/', '/shoplite', '/shoplite?price=200&qty=1&coupon=SAVE300', '/report', '/track', MISSING_PAGE];
+const pages = ['/', '/shoplite', '/shoplite?price=200&qty=1&coupon=SAVE300', '/report', '/track', '/demo', MISSING_PAGE];
 
 for (const path of pages) {
   test(`axe finds no accessibility violations on ${path}`, async ({ page, browser, baseURL }, info) => {

@@ -313,8 +313,8 @@ pub async fn dashboard(
             })
             .collect();
         match filter.sort.as_str() {
-            "newest" => shown.sort_by(|a, b| b.1.opened_at.cmp(&a.1.opened_at)),
-            "oldest" => shown.sort_by(|a, b| a.1.opened_at.cmp(&b.1.opened_at)),
+            "newest" => shown.sort_by_key(|(_, row)| std::cmp::Reverse(row.opened_at)),
+            "oldest" => shown.sort_by_key(|(_, row)| row.opened_at),
             "state" => shown.sort_by(|a, b| a.1.state.cmp(&b.1.state)),
             _ => shown.sort_by(|a, b| {
                 needs_person(&b.0)

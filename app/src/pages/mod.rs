@@ -1,5 +1,6 @@
 //! One module a page.
 
+mod demo;
 mod desk;
 mod home;
 mod not_found;
@@ -8,6 +9,7 @@ mod shoplite;
 mod track;
 
 pub use self::shoplite::ShopLite;
+pub use demo::Demo;
 pub use desk::Desk;
 pub use home::Home;
 pub use not_found::NotFound;
