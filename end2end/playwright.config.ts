@@ -75,6 +75,8 @@ export default defineConfig({
       // Every scenario files from 127.0.0.1: lift the per-client limits (tested in Rust).
       R2R_RATE_INTAKE: '1000/60s',
       R2R_RATE_ANSWERS: '5000/60s',
+      // Every desk scenario signs the same owner in from 127.0.0.1 (the limit is tested in Rust).
+      R2R_RATE_LOGIN: '1000/60s',
       LEPTOS_SITE_ROOT: 'target/site',
       // The owner and the roles (no crew runs here: the scenarios play the crew's part).
       ...secrets,
