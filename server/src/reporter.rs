@@ -1048,6 +1048,26 @@ async fn render(
     retry_after: Option<u64>,
     context: PageContext,
 ) -> Response {
+    let mut response = match context {
+        PageContext::Report(page) => render_script_free(state, path, status, page).await,
+        PageContext::Track(page) => render_script_free(state, path, status, page).await,
+    };
+    if let Some(seconds) = retry_after {
+        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+    }
+    response
+}
+
+/// Renders the app at `path` with `page` in its context and without hydration scripts (the
+/// reporter's form answers and the owners' desk pages), never cached.
+pub(crate) async fn render_script_free<P: Clone + Send + Sync + 'static>(
+    state: &AppState,
+    path: &str,
+    status: StatusCode,
+    page: P,
+) -> Response {
     let options = state.leptos_options.clone();
     let context_options = options.clone();
     let settings = state.site_settings();
@@ -1055,10 +1075,7 @@ async fn render(
         move || {
             leptos::prelude::provide_context(context_options.clone());
             leptos::prelude::provide_context(settings.clone());
-            match context.clone() {
-                PageContext::Report(page) => leptos::prelude::provide_context(page),
-                PageContext::Track(page) => leptos::prelude::provide_context(page),
-            }
+            leptos::prelude::provide_context(page.clone());
         },
         move || app::shell_without_scripts(options.clone()),
     );
@@ -1068,11 +1085,6 @@ async fn render(
     };
     let mut response = handler(request).await.into_response();
     *response.status_mut() = status;
-    if let Some(seconds) = retry_after {
-        if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-    }
     no_store(response)
 }
 

@@ -1,0 +1,168 @@
+//! `/desk/bugs/{id}/act`: an owner's approve, merge or reopen, confirmed first.
+
+use super::*;
+// ---------------------------------------------------------------------------------------------
+// Actions
+
+#[derive(Debug, Deserialize)]
+pub struct ActForm {
+    csrf: String,
+    action: String,
+    step: String,
+    #[serde(default)]
+    head: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /desk/bugs/{id}/act`: `step=confirm` shows what will happen; `step=do` does it.
+pub async fn act(
+    State(state): State<AppState>,
+    credential: Credential,
+    Path(id): Path<String>,
+    Form(form): Form<ActForm>,
+) -> Response {
+    let back = format!("/desk/bugs/{id}");
+    let Some((account, session)) = owner(&credential) else {
+        return to_sign_in(&back);
+    };
+    let email = Some(account.email.clone());
+    if !csrf_valid(
+        state.auth.session_key.expose().as_bytes(),
+        session,
+        Some(form.csrf.as_str()),
+    ) {
+        return problem(
+            &state,
+            email,
+            StatusCode::FORBIDDEN,
+            "This form is stale or did not come from your desk (CSRF check failed). Nothing was changed; reload the bug and try again.".into(),
+            &back,
+        )
+        .await;
+    }
+    let Some(stored) = state.store.load_bug(&id).await.ok().flatten() else {
+        return problem(
+            &state,
+            email,
+            StatusCode::NOT_FOUND,
+            format!("No bug {id}."),
+            "/desk",
+        )
+        .await;
+    };
+    let bug = stored.bug;
+    let head = bug
+        .pull_request
+        .as_ref()
+        .map(|pr| pr.head.as_str().to_owned());
+    let action = form.action.as_str();
+    if !matches!(action, "approve" | "merge" | "reopen") {
+        return problem(
+            &state,
+            email,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Unknown action {action:?}."),
+            &back,
+        )
+        .await;
+    }
+    if form.step == "confirm" {
+        let consequences = match action {
+            "approve" => vec![
+                format!("You approve commit {} of draft pull request #{} — this exact commit, nothing else.", head.clone().unwrap_or_default(), bug.pull_request.as_ref().map(|p| p.number).unwrap_or_default()),
+                "A new push to the pull request clears every approval.".to_owned(),
+                "Nothing is merged yet: merging is a separate step.".to_owned(),
+            ],
+            "merge" => vec![
+                format!("The desk merges commit {} into the default branch with a real git merge.", head.clone().unwrap_or_default()),
+                "The merge happens only if the approvals still hold for this head and it merges cleanly.".to_owned(),
+                "The reporters are asked whether it is fixed only after the recorder proves the merge is live.".to_owned(),
+            ],
+            _ => vec![
+                "The bug goes back to the start of the loop: the crew must prove it again.".to_owned(),
+                "Approvals and the current fix stop counting.".to_owned(),
+                "Reporters see on their tracking page that the bug was reopened.".to_owned(),
+            ],
+        };
+        let page = DeskPage::Confirm(Box::new(Confirm {
+            owner: account.email.clone(),
+            csrf: form.csrf.clone(),
+            bug: id.clone(),
+            action: action.to_owned(),
+            head: head.clone().filter(|_| action != "reopen"),
+            consequences,
+        }));
+        return render(&state, &format!("{back}/act"), StatusCode::OK, page).await;
+    }
+    let actor = Actor::Owner {
+        id: account.id.clone(),
+    };
+    let result = match action {
+        "approve" | "merge" => {
+            let Some(head) = form.head.clone() else {
+                return problem(
+                    &state,
+                    email,
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "The exact head is missing.".into(),
+                    &back,
+                )
+                .await;
+            };
+            let body = serde_json::json!({"head": head}).to_string();
+            if action == "approve" {
+                if state.local_forge.is_some() {
+                    crate::forge_api::approve(&state, &id, body.as_bytes(), &actor).await
+                } else {
+                    match domain::workflow::CommitSha::parse(&head) {
+                        Ok(head) => {
+                            crate::forge_api::record(
+                                &state,
+                                &id,
+                                Command::Approve { head },
+                                &actor,
+                                &Fetched::default(),
+                            )
+                            .await
+                        }
+                        Err(e) => Err(Refused::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            "invalid_head",
+                            e.to_string(),
+                        )),
+                    }
+                }
+            } else {
+                crate::forge_api::merge(&state, &id, body.as_bytes(), &actor).await
+            }
+        }
+        _ => {
+            let reason = form.reason.clone().unwrap_or_default();
+            if reason.trim().is_empty() {
+                return problem(
+                    &state,
+                    email,
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "A reopen needs a reason.".into(),
+                    &back,
+                )
+                .await;
+            }
+            crate::forge_api::record(
+                &state,
+                &id,
+                Command::OwnerReopen {
+                    reason: reason.chars().take(2_000).collect(),
+                },
+                &actor,
+                &Fetched::default(),
+            )
+            .await
+        }
+    };
+    match result {
+        Ok(_) => Redirect::to(&format!("{back}?done={action}")).into_response(),
+        Err(refused) => problem(&state, email, refused.status, refused.error.message, &back).await,
+    }
+}

@@ -1,0 +1,346 @@
+//! `/desk/bugs/{id}`: reports, evidence, review, release and the ledger of one bug.
+
+use super::*;
+// ---------------------------------------------------------------------------------------------
+// The bug view
+
+fn text(value: &Value, key: &str) -> Option<String> {
+    value[key].as_str().map(str::to_owned)
+}
+
+fn evidence_view(record: store::EvidenceRecord) -> EvidenceView {
+    let body = &record.body;
+    let output = [text(body, "stdout"), text(body, "stderr")]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let model = match (text(body, "provider"), text(body, "model")) {
+        (Some(provider), Some(model)) => Some(format!("{provider} / {model}")),
+        (Some(provider), None) => Some(provider),
+        _ => None,
+    };
+    let checks: Vec<CheckView> = body["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| CheckView {
+            name: text(c, "check").unwrap_or_default(),
+            passed: c["passed"] == Value::Bool(true),
+            duration_ms: c["duration_ms"].as_i64().unwrap_or_default(),
+            detail: text(c, "detail").unwrap_or_default(),
+        })
+        .collect();
+    let outcome = match record.kind.as_str() {
+        "reproduction_rerun" => match body["verdict"]["verdict"]
+            .as_str()
+            .or(body["verdict"].as_str())
+        {
+            Some(v) => format!("The desk's run: {v}"),
+            None => format!("The desk's run: {}", body["verdict"]),
+        },
+        "baseline_run" => {
+            if body["exit_code"] == 0 {
+                "The target's own suite passed before any new test".to_owned()
+            } else {
+                "The target's own suite FAILED before any new test".to_owned()
+            }
+        }
+        "fix_attempt" => {
+            if body["passed"] == Value::Bool(true) {
+                format!(
+                    "Attempt {} passed every check; draft pull request #{}",
+                    body["attempt"], body["pull_request"]
+                )
+            } else {
+                format!("Attempt {} failed the desk's checks", body["attempt"])
+            }
+        }
+        other => other.replace('_', " "),
+    };
+    // A fix attempt's output lives in its checks; show the failing ones.
+    let output = if checks.is_empty() {
+        output
+    } else {
+        body["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["passed"] != Value::Bool(true))
+            .map(|c| {
+                format!(
+                    "[{}]\n{}{}",
+                    c["check"].as_str().unwrap_or_default(),
+                    c["stdout"].as_str().unwrap_or_default(),
+                    c["stderr"].as_str().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let backend =
+        text(body, "backend").or_else(|| body["checks"][0]["backend"].as_str().map(str::to_owned));
+    EvidenceView {
+        id: record.id,
+        kind: record.kind,
+        label: record.label,
+        at: record.created_at,
+        backend,
+        model,
+        test_path: text(body, "test_path"),
+        test_source: text(body, "test_source"),
+        exit_code: body["exit_code"].as_i64(),
+        duration_ms: body["duration_ms"].as_i64(),
+        outcome,
+        output,
+        checks,
+        commit: text(body, "commit").or_else(|| text(body, "base")),
+    }
+}
+
+fn actor_words(kind: &str, id: &str) -> String {
+    match kind {
+        "owner" => format!("owner {id}"),
+        "role" => id.to_owned(),
+        "reporter" => "a reporter".to_owned(),
+        "" => "the desk".to_owned(),
+        other => format!("{other} {id}"),
+    }
+}
+
+#[derive(Debug, Deserialize, Default)]
+pub struct BugQuery {
+    done: Option<String>,
+}
+
+async fn bug_page(
+    state: &AppState,
+    account: &OwnerAccount,
+    session: &str,
+    id: &str,
+    notice: Option<String>,
+) -> Result<Option<DeskPage>, Refused> {
+    let Some(stored) = state.store.load_bug(id).await.map_err(Refused::storage)? else {
+        return Ok(None);
+    };
+    let bug = stored.bug.clone();
+    let mut reports = Vec::new();
+    let mut opened_at = 0;
+    for report_id in &bug.reports {
+        let Some(report) = state
+            .store
+            .report(report_id)
+            .await
+            .map_err(Refused::storage)?
+        else {
+            continue;
+        };
+        if opened_at == 0 {
+            opened_at = report.created_at;
+        }
+        let answers = bug
+            .confirmations
+            .iter()
+            .filter(|c| &c.report == report_id)
+            .map(|c| format!("yes to the {:?} question", c.kind).to_lowercase())
+            .collect();
+        let Some(dossier) = report.dossier else {
+            continue;
+        };
+        reports.push(DeskReport {
+            id: report.id,
+            filed_at: report.created_at,
+            title: dossier.title,
+            what_happened: dossier.what_happened,
+            expected: dossier.expected,
+            steps: dossier.steps,
+            answers,
+        });
+    }
+    let evidence: Vec<EvidenceView> = {
+        let mut records = state
+            .store
+            .evidence_for(id)
+            .await
+            .map_err(Refused::storage)?;
+        records.sort_by_key(|r| r.created_at);
+        records.into_iter().map(evidence_view).collect()
+    };
+    let events = state.store.events_of(id).await.map_err(Refused::storage)?;
+    let ledger_status =
+        match domain::ledger::verify(id, &events, &stored.head_hash, stored.event_count) {
+            Ok(()) => format!("intact ({} events)", events.len()),
+            Err(broken) => format!("BROKEN at event {}: {}", broken.seq, broken.reason),
+        };
+    let notes: Vec<String> = events
+        .iter()
+        .filter(|e| e.event.kind == "advisory_note" || e.event.kind == "triaged")
+        .flat_map(|e| e.event.evidence.clone())
+        .collect();
+    let ledger: Vec<LedgerRow> = events
+        .iter()
+        .map(|e| LedgerRow {
+            seq: e.seq,
+            kind: e.event.kind.clone(),
+            actor: actor_words(&e.event.actor_kind, &e.event.actor_id),
+            at: e.event.at,
+            evidence: e.event.evidence.clone(),
+            detail: e
+                .event
+                .detail
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            hash: e.hash.clone(),
+        })
+        .collect();
+    let diff = match (&bug.pull_request, state.local_forge.as_deref()) {
+        (Some(pr), Some(forge)) => forge.diff(&pr.head).await.ok(),
+        _ => None,
+    };
+    let me = Human {
+        kind: HumanKind::Owner,
+        id: account.id.clone(),
+    };
+    let mut still_required = Vec::new();
+    if let Some(pr) = &bug.pull_request {
+        let current: Vec<_> = bug.approvals.iter().filter(|a| a.head == pr.head).collect();
+        let needed = pr.tier.required_humans();
+        if current.len() < needed {
+            still_required.push(format!(
+                "{} more approval(s) of {} (tier {} needs {needed})",
+                needed - current.len(),
+                pr.head,
+                pr.tier.number()
+            ));
+        }
+        if pr.tier.requires_code_owner() && !current.iter().any(|a| a.code_owner) {
+            still_required.push("a code owner's approval (CODEOWNERS at that head)".to_owned());
+        }
+    }
+    let mut actions = Vec::new();
+    if bug.state == BugState::InReview
+        || (bug.state == BugState::Approved && !bug.approvals.iter().any(|a| a.approver == me))
+    {
+        actions.push("approve".to_owned());
+    }
+    if bug.state == BugState::Approved && state.local_forge.is_some() {
+        actions.push("merge".to_owned());
+    }
+    if !matches!(bug.state, BugState::New | BugState::Reopened) {
+        actions.push("reopen".to_owned());
+    }
+    let row = BugRow {
+        id: bug.id.clone(),
+        title: reports
+            .first()
+            .map(|r| r.title.clone())
+            .unwrap_or_else(|| bug.id.clone()),
+        component: bug.component.clone(),
+        state: bug.state.as_str().to_owned(),
+        tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
+        reports: bug.reports.len(),
+        opened_at,
+        waiting_for: waiting_for(&bug),
+    };
+    Ok(Some(DeskPage::Bug(Box::new(BugDesk {
+        owner: account.email.clone(),
+        csrf: csrf(state, session),
+        bug: row,
+        version: bug.version,
+        reports,
+        evidence,
+        diff,
+        pull_request: bug.pull_request.as_ref().map(|pr| {
+            (
+                pr.number,
+                pr.head.as_str().to_owned(),
+                pr.tier_reasons.clone(),
+                pr.changed_paths.clone(),
+            )
+        }),
+        approvals: bug
+            .approvals
+            .iter()
+            .map(|a| {
+                (
+                    format!(
+                        "{}{}",
+                        a.approver.id,
+                        if a.code_owner { " (code owner)" } else { "" }
+                    ),
+                    a.head.as_str().to_owned(),
+                )
+            })
+            .collect(),
+        still_required,
+        deployments: bug
+            .deployments
+            .iter()
+            .map(|d| {
+                (
+                    d.id.clone(),
+                    d.commit.as_str().to_owned(),
+                    format!("{:?}", d.status),
+                )
+            })
+            .collect(),
+        notes,
+        ledger,
+        ledger_status,
+        notice,
+        actions,
+        crew_working: state
+            .store
+            .heartbeats()
+            .await
+            .map_err(Refused::storage)?
+            .into_iter()
+            .filter(|(_, _, doing)| doing.contains(id))
+            .map(|(role, _, doing)| format!("{role}: {doing}"))
+            .collect(),
+    }))))
+}
+
+/// `GET /desk/bugs/{id}`.
+pub async fn bug(
+    State(state): State<AppState>,
+    credential: Credential,
+    Path(id): Path<String>,
+    Query(query): Query<BugQuery>,
+) -> Response {
+    let path = format!("/desk/bugs/{id}");
+    let Some((account, session)) = owner(&credential) else {
+        return to_sign_in(&path);
+    };
+    let notice = query.done.as_deref().and_then(|done| match done {
+        "approve" => Some("Approved. The approval is for this exact head only: a new push clears it.".to_owned()),
+        "merge" => Some("Merged into the default branch. The recorder proves the merge commit is live before reporters are asked.".to_owned()),
+        "reopen" => Some("Reopened: the bug goes back to the start of the loop.".to_owned()),
+        _ => None,
+    });
+    match bug_page(&state, account, session, &id, notice).await {
+        Ok(Some(page)) => render(&state, &path, StatusCode::OK, page).await,
+        Ok(None) => {
+            problem(
+                &state,
+                Some(account.email.clone()),
+                StatusCode::NOT_FOUND,
+                format!("No bug {id}."),
+                "/desk",
+            )
+            .await
+        }
+        Err(refused) => {
+            problem(
+                &state,
+                Some(account.email.clone()),
+                refused.status,
+                refused.error.message,
+                "/desk",
+            )
+            .await
+        }
+    }
+}
