@@ -18,11 +18,13 @@ process.env.R2R_E2E_DATA_DIR = dataDir;
 // The desk's secrets for this run, written once by `r2r setup` (fresh each run, never in the
 // repository): the first owner (its one-time password kept for the desk scenarios), the
 // session key and the role tokens. The config is evaluated again in every worker: once only.
+// Run from the repository root, setup also seeds ShopLite into a local forge beside the env
+// file (`${dataDir}/data/shoplite.git`), which the full-loop scenario drafts and merges into.
 const envFile = `${dataDir}/desk.env`;
 const ownerFile = `${dataDir}/owner.json`;
 if (!fs.existsSync(ownerFile)) {
   const printed = execFileSync(path.resolve(__dirname, '..', 'target/release/r2r'), ['--env-file', envFile, 'setup', '--owner-email', 'owner@e2e.test'], {
-    cwd: dataDir,
+    cwd: path.resolve(__dirname, '..'),
     env: { ...process.env, RUST_LOG: 'warn' },
   }).toString();
   const password = /One-time password:\s+(\S+)/.exec(printed)?.[1];
@@ -30,12 +32,16 @@ if (!fs.existsSync(ownerFile)) {
   fs.writeFileSync(ownerFile, JSON.stringify({ email: 'owner@e2e.test', password }));
 }
 const secrets: Record<string, string> = {};
+let localForge: string | undefined;
 for (const line of fs.readFileSync(envFile, 'utf8').split('\n')) {
   const match = /^(R2R_[A-Z_]+)='?([^']*)'?$/.exec(line.trim());
   if (match && (match[1].endsWith('_TOKEN') || ['R2R_OWNER_EMAIL', 'R2R_OWNER_PASSWORD_HASH', 'R2R_SESSION_KEY'].includes(match[1]))) {
     secrets[match[1]] = match[2];
   }
+  if (match && match[1] === 'R2R_LOCAL_FORGE') localForge = match[2];
 }
+process.env.R2R_E2E_ENV_FILE = envFile;
+if (localForge) process.env.R2R_E2E_LOCAL_FORGE = localForge;
 process.env.R2R_E2E_OWNER_FILE = ownerFile;
 process.env.R2R_E2E_SECRETS = JSON.stringify(secrets);
 
@@ -81,6 +87,10 @@ export default defineConfig({
       // The owner and the roles (no crew runs here: the scenarios play the crew's part).
       ...secrets,
       R2R_CREW: 'off',
+      // ShopLite in its local forge: the desk re-runs proposed tests and fixes on snapshots of
+      // it (in the sandbox: R2R_SANDBOX_IMAGE and DOCKER_HOST come from the environment),
+      // opens draft pull requests there and merges them.
+      ...(localForge ? { R2R_LOCAL_FORGE: localForge } : {}),
       RUST_LOG: 'warn',
     },
     stdout: 'ignore',

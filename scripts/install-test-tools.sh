@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs and starts what the test suite needs, and only what is missing: Chromium (apt),
-# Playwright and axe (npm, exact pins, no browser download), cargo-deny, and a running
-# PostgreSQL with a test role. Prints `export R2R_TEST_POSTGRES_URL=…` on stdout.
+# Playwright and axe (npm, exact pins, no browser download), cargo-deny, a running
+# PostgreSQL with a test role, and aiosmtpd (PyPI, in a venv) as the real SMTP server the
+# notification tests deliver to. Prints `export R2R_TEST_POSTGRES_URL=…` and
+# `export R2R_TEST_SMTP_PYTHON=…` on stdout.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 apt_ready=0
@@ -32,6 +34,24 @@ if [ ! -d "$R2R_ROOT/end2end/node_modules/@playwright/test" ] || [ "$R2R_ROOT/en
   log "installing Playwright and axe from npm (no browser download)"
   (cd "$R2R_ROOT/end2end" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >&2)
 fi
+
+# aiosmtpd: the notification tests start it on a loopback port and read what it received.
+smtp_venv="$R2R_ROOT/.tools/smtp-venv"
+if ! "$smtp_venv/bin/python" -c "import aiosmtpd" 2>/dev/null; then
+  if ! command -v python3 >/dev/null 2>&1; then
+    log "installing Python from Debian"
+    apt_install python3 python3-venv
+  fi
+  rm -rf "$smtp_venv"
+  if ! python3 -m venv "$smtp_venv" >&2 2>/dev/null; then
+    log "installing python3-venv from Debian"
+    apt_install python3-venv
+    python3 -m venv "$smtp_venv" >&2
+  fi
+  log "installing aiosmtpd $AIOSMTPD_VERSION from PyPI"
+  "$smtp_venv/bin/python" -m pip install --quiet --disable-pip-version-check "aiosmtpd==$AIOSMTPD_VERSION" >&2
+fi
+echo "export R2R_TEST_SMTP_PYTHON='$smtp_venv/bin/python'"
 
 # PostgreSQL: start the first cluster (create one if there is none), then a test role with a
 # fresh random password for this run.

@@ -9,6 +9,7 @@ export R2R_ROOT
 CARGO_LEPTOS_VERSION="0.3.11"
 WASM_BINDGEN_VERSION="0.2.130"
 CARGO_DENY_VERSION="0.20.2"
+AIOSMTPD_VERSION="1.4.6"
 BINARYEN_NPM_VERSION="132.0.0"
 
 # npm-installed tools (binaryen's wasm-opt) live under one prefix inside the checkout.

@@ -21,7 +21,9 @@ WASM_CRATES=(-p frontend -p domain -p shoplite --target wasm32-unknown-unknown)
 
 step "build tools"          ./scripts/install-tools.sh
 eval "$(./scripts/install-test-tools.sh)"
-export R2R_TEST_POSTGRES_URL
+export R2R_TEST_POSTGRES_URL R2R_TEST_SMTP_PYTHON
+# The notification tests fail instead of skipping when aiosmtpd is missing.
+export R2R_TEST_SMTP_REQUIRED=1
 # The sandbox: Docker Engine (no bridge, no iptables), bubblewrap, the local base image.
 # With R2R_SANDBOX_REQUIRED=1 the escape suite fails instead of skipping a backend.
 eval "$(./scripts/sandbox-host.sh)"

@@ -179,6 +179,9 @@ pub struct BugView {
     pub reproduction: Option<ReproductionView>,
     /// The release with the fix, once live.
     pub release: Option<ReleaseView>,
+    /// What happens next, in plain words.
+    #[serde(default)]
+    pub next: String,
 }
 
 /// A question waiting for this reporter.
@@ -214,6 +217,20 @@ pub struct Tracking {
     pub question: Option<QuestionView>,
     /// Messages from the owners.
     pub messages: Vec<MessageView>,
+    /// What the concierge delivered to this reporter (each notice once, oldest first).
+    #[serde(default)]
+    pub inbox: Vec<NoticeView>,
+}
+
+/// A notice in the reporter's inbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoticeView {
+    /// When it was delivered.
+    pub at: i64,
+    /// Its subject.
+    pub subject: String,
+    /// Its text.
+    pub body: String,
 }
 
 /// `POST /api/v1/track/answer`.
@@ -388,6 +405,12 @@ pub struct Dashboard {
     pub quarantine: Vec<QuarantineRow>,
     /// Whether the crew is connected.
     pub crew_connected: bool,
+    /// CSRF token for the quarantine queue's forms.
+    #[serde(default)]
+    pub csrf: String,
+    /// What an action just did.
+    #[serde(default)]
+    pub notice: Option<String>,
 }
 
 /// The dashboard's filters.
@@ -424,6 +447,9 @@ pub struct DeskReport {
     pub steps: Vec<String>,
     /// The reporter's answers on this bug.
     pub answers: Vec<String>,
+    /// Whether they left an email address (the address itself is not shown here).
+    #[serde(default)]
+    pub has_contact: bool,
 }
 
 /// One check of a run.
@@ -563,8 +589,14 @@ pub struct Confirm {
     pub csrf: String,
     /// The bug.
     pub bug: String,
-    /// `approve`, `merge`, `reopen`.
+    /// `approve`, `merge`, `reopen`, `contact`.
     pub action: String,
+    /// Where the confirmed form posts.
+    #[serde(default)]
+    pub target: String,
+    /// The report written to, for `contact`.
+    #[serde(default)]
+    pub report: Option<String>,
     /// The exact head, for approve and merge.
     pub head: Option<String>,
     /// What will happen, in plain words.

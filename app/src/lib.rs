@@ -79,6 +79,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/desk/sign-in") view=pages::Desk/>
                     <Route path=path!("/desk/bugs/:id") view=pages::Desk/>
                     <Route path=path!("/desk/bugs/:id/act") view=pages::Desk/>
+                    <Route path=path!("/desk/reports/:id/act") view=pages::Desk/>
                 </Routes>
             </layout::Frame>
         </Router>

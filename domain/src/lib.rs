@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod codeowners;
 pub mod crew;
 pub mod ledger;
+pub mod notice;
 pub mod spend;
 pub mod state;
 pub mod tier;

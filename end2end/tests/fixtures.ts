@@ -1,3 +1,4 @@
+import * as fs from 'node:fs';
 import { test as base, expect, type Browser, type Page } from '@playwright/test';
 
 /** Whether the running project has JavaScript turned off. */
@@ -59,4 +60,20 @@ export async function openWithoutScripts(browser: Browser, baseURL: string, path
   });
   await page.goto(path);
   return page;
+}
+
+/** The first owner `r2r setup` created for this run (its one-time password kept by the config). */
+export function owner(): { email: string; password: string } {
+  return JSON.parse(fs.readFileSync(process.env.R2R_E2E_OWNER_FILE!, 'utf8'));
+}
+
+/** Opens a desk page as a signed-out visitor, signs the owner in and lands on that page. */
+export async function signIn(page: Page, next = '/desk'): Promise<void> {
+  const { email, password } = owner();
+  await page.goto(next);
+  await expect(page).toHaveURL(/\/desk\/sign-in/);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByTestId('desk-owner')).toHaveText(email);
 }

@@ -153,3 +153,35 @@ test('a wrong link and a missing one look the same', async ({ page }, info) => {
   await waitForHydration(page);
   await expect(page.getByTestId('track-missing')).toContainText('No report matches this link');
 });
+
+test('on a 360 px phone the tracking page reads without sideways scrolling: state, what happens next, the question, the inbox', async ({ page, request }, info) => {
+  test.skip(jsOff(info.project.name), 'the tracking link lives in the fragment; the script-free path has its own scenario');
+  await page.setViewportSize({ width: 360, height: 740 });
+  const filed = await (await request.post('/api/v1/reports', {
+    data: { component: 'shoplite', title: uniqueTitle(), what_happened: 'SAVE300 on the ₹200 tea set: the total is −₹100, see https://shoplite.example/checkout?cart=teaset-200&coupon=SAVE300', expected: '₹0', steps: 'Open ShopLite\nApply coupon SAVE300', contact: 'reporter@example.test' },
+  })).json();
+  drive(filed.bug_id, 'question');
+  await page.goto(filed.tracking_link);
+  await waitForHydration(page);
+  await expect(page.getByTestId('next-step')).toContainText('Nothing is fixed until a reporter says');
+  await expect(page.getByTestId('question')).toBeVisible();
+  // The concierge runs inside the desk under test: its notice arrives in the inbox.
+  await expect(async () => {
+    await page.reload();
+    await waitForHydration(page);
+    await expect(page.getByTestId('inbox')).toContainText('Is this the bug you saw?', { timeout: 1_000 });
+  }).toPass({ timeout: 20_000 });
+  const overflow = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth,
+    // What sticks out, to name it when this fails.
+    wide: Array.from(document.querySelectorAll('body *'))
+      .filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5
+        || (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === 'visible'))
+      .slice(0, 5)
+      .map((el) => `${el.tagName.toLowerCase()}.${el.className}[${el.getAttribute('data-testid') ?? ''}] ${Math.round(el.getBoundingClientRect().width)}px`),
+  }));
+  expect(overflow.client).toBe(360);
+  expect(overflow.scroll, overflow.wide.join('; ')).toBeLessThanOrEqual(overflow.client);
+  await axe(page);
+});

@@ -380,12 +380,39 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "recordDelivery",
+        method: "POST",
+        path: "/api/v1/outbox/jobs/{key}/delivered",
+        summary: "Record one channel a notification went through (inbox, email, webhook)",
+        realm: Realm::Concierge,
+        accepts: &[R(Role::Concierge)],
+        reporter: false,
+    },
+    Operation {
+        id: "failNotification",
+        method: "POST",
+        path: "/api/v1/outbox/jobs/{key}/fail",
+        summary: "Report a failed delivery; the job returns after a backoff",
+        realm: Realm::Concierge,
+        accepts: &[R(Role::Concierge)],
+        reporter: false,
+    },
+    Operation {
         id: "ackNotification",
         method: "POST",
         path: "/api/v1/outbox/jobs/{key}/ack",
         summary: "Confirm a delivered notification",
         realm: Realm::Concierge,
         accepts: &[R(Role::Concierge)],
+        reporter: false,
+    },
+    Operation {
+        id: "messageReporter",
+        method: "POST",
+        path: "/api/v1/reports/{id}/messages",
+        summary: "Write to a report's reporter (tracking page, and email when they left an address)",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
         reporter: false,
     },
 ];
@@ -964,67 +991,6 @@ async fn bug_operation(
             _ => Command::StartReproduction,
         };
         run_command(&state, &id, command, &actor).await
-    }
-    .await;
-    respond(result)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The concierge's outbox
-
-/// `POST /api/v1/outbox/concierge/claim`.
-pub async fn claim_notifications(
-    State(state): State<AppState>,
-    credential: Credential,
-    headers: HeaderMap,
-) -> Response {
-    let result = async {
-        guard(&state, &credential, &headers, "claimNotifications")?;
-        let jobs = state
-            .store
-            .claim_jobs("concierge", 20, now_ms())
-            .await
-            .map_err(Refused::storage)?;
-        let jobs: Vec<Value> = jobs
-            .into_iter()
-            .map(|j| json!({"key": j.key, "kind": j.kind, "payload": j.payload, "attempts": j.attempts, "lease_id": j.lease_id, "leased_until": j.leased_until}))
-            .collect();
-        Ok::<_, Refused>(Json(json!({"jobs": jobs})))
-    }
-    .await;
-    respond(result)
-}
-
-#[derive(Deserialize)]
-struct AckBody {
-    lease_id: String,
-}
-
-/// `POST /api/v1/outbox/jobs/{key}/ack`.
-pub async fn ack_notification(
-    State(state): State<AppState>,
-    credential: Credential,
-    headers: HeaderMap,
-    Path(key): Path<String>,
-    LimitedBody(body): LimitedBody,
-) -> Response {
-    let result = async {
-        guard(&state, &credential, &headers, "ackNotification")?;
-        let ack: AckBody = json_body(&body)?;
-        let done = state
-            .store
-            .ack_job(&key, &ack.lease_id, now_ms())
-            .await
-            .map_err(Refused::storage)?;
-        if done {
-            Ok(StatusCode::NO_CONTENT.into_response())
-        } else {
-            Err(Refused::new(
-                StatusCode::CONFLICT,
-                "lease_lost",
-                "No live lease with that id on this job.",
-            ))
-        }
     }
     .await;
     respond(result)

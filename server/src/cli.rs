@@ -77,6 +77,11 @@ enum Command {
         #[command(subcommand)]
         command: CrewCommand,
     },
+    /// The concierge: notifications to reporters (tracking page, email) and owners (webhook).
+    Concierge {
+        #[command(subcommand)]
+        command: crate::concierge::ConciergeCommand,
+    },
     /// The sandbox the crew's code runs in.
     Sandbox {
         #[command(subcommand)]
@@ -645,6 +650,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             }
         }
+        Command::Concierge { command } => crate::concierge::cli(&cli.env_file, command).await,
         Command::Sandbox { command } => {
             let env = Environment::load(&cli.env_file)?;
             let image = env

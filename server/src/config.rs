@@ -20,7 +20,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn new(variable: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(variable: &str, reason: impl Into<String>) -> Self {
         ConfigError {
             variable: variable.to_owned(),
             reason: reason.into(),
@@ -72,6 +72,8 @@ pub struct Config {
     pub fix_allowed_paths: Vec<String>,
     /// Whether `r2r serve` runs the crew inside the same process (`R2R_CREW`).
     pub crew: CrewMode,
+    /// Notifications: SMTP, the owners' webhook, and whether the concierge runs here.
+    pub notify: crate::concierge::NotifyConfig,
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
@@ -536,6 +538,7 @@ impl Config {
                 })?
             },
             crew: crew_mode(env)?,
+            notify: crate::concierge::NotifyConfig::from_env(env)?,
             fix_allowed_paths: fix_allowed_paths(env.get("R2R_FIX_ALLOWED_PATHS"))
                 .map_err(|reason| ConfigError::new("R2R_FIX_ALLOWED_PATHS", reason))?,
         })

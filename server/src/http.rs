@@ -104,6 +104,10 @@ pub fn router(state: AppState) -> Router {
         .route("/desk/sign-out", post(crate::desk_pages::sign_out))
         .route("/desk/bugs/{id}", get(crate::desk_pages::bug))
         .route("/desk/bugs/{id}/act", post(crate::desk_pages::act))
+        .route(
+            "/desk/reports/{id}/act",
+            post(crate::desk_pages::act_on_report),
+        )
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     let api_routes = Router::new()
         .route("/api/openapi.json", get(api::openapi))
@@ -155,9 +159,24 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/crew/heartbeat", post(crate::crew_api::heartbeat))
         .route(
             "/api/v1/outbox/concierge/claim",
-            post(api::claim_notifications),
+            post(crate::notify_api::claim),
         )
-        .route("/api/v1/outbox/jobs/{key}/ack", post(api::ack_notification))
+        .route(
+            "/api/v1/outbox/jobs/{key}/delivered",
+            post(crate::notify_api::delivered),
+        )
+        .route(
+            "/api/v1/outbox/jobs/{key}/fail",
+            post(crate::notify_api::fail),
+        )
+        .route(
+            "/api/v1/outbox/jobs/{key}/ack",
+            post(crate::notify_api::ack),
+        )
+        .route(
+            "/api/v1/reports/{id}/messages",
+            post(crate::notify_api::message_reporter),
+        )
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     let webhook_routes = Router::new()
         .route("/webhooks/github", post(crate::github::webhook))

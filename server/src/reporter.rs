@@ -9,9 +9,9 @@ use crate::clock::now_ms;
 use crate::http::AppState;
 use crate::ratelimit::{client_key, retry_after_seconds, Limiter};
 use app::dto::{
-    limits, Answer, AnswerOutcome, ApiError, BugView, Components, MessageView, QuestionView,
-    ReleaseView, ReportForm, ReportPageState, ReportReceipt, ReportView, ReproductionView,
-    TimelineEntry, TrackPageState, Tracking, CAPABILITY_HEADER,
+    limits, Answer, AnswerOutcome, ApiError, BugView, Components, MessageView, NoticeView,
+    QuestionView, ReleaseView, ReportForm, ReportPageState, ReportReceipt, ReportView,
+    ReproductionView, TimelineEntry, TrackPageState, Tracking, CAPABILITY_HEADER,
 };
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, FromRequestParts, State};
@@ -602,6 +602,44 @@ fn state_label(state: BugState) -> &'static str {
     }
 }
 
+/// What happens next for a bug in `state`, told to its reporters.
+fn next_step(state: BugState) -> &'static str {
+    match state {
+        BugState::New | BugState::Triaged | BugState::Reproducing => {
+            "The crew writes a test that fails because of this bug and runs it in a locked-down \
+             sandbox. When it fails the way you described, you are asked here whether it is your \
+             bug. You need not do anything until then."
+        }
+        BugState::AwaitingReporter => {
+            "Answer the question below. Nothing is fixed until a reporter says the failing test \
+             is the bug they saw."
+        }
+        BugState::Confirmed | BugState::Fixing => {
+            "The crew drafts a fix (two attempts at most), and the desk checks that every test \
+             passes with it. Then people review it: the crew cannot merge anything."
+        }
+        BugState::InReview | BugState::Approved => {
+            "People review the exact fix and merge it. Then the desk checks that the release \
+             people use really contains it."
+        }
+        BugState::Merged => {
+            "The fix is merged but not yet proven live. Once it is, you are asked here whether \
+             it works for you."
+        }
+        BugState::Deployed => {
+            "Try what went wrong again and answer below. If it still goes wrong, say how: the \
+             bug is reopened."
+        }
+        BugState::Verified => "Nothing more to do. If the problem comes back, file a new report.",
+        BugState::Reopened => {
+            "The loop starts again: the crew must prove the bug again before anyone fixes it."
+        }
+        BugState::NeedsHuman => {
+            "A person from the team takes it from here and can write to you on this page."
+        }
+    }
+}
+
 /// The public words for an audit event, or `None` for events reporters do not see.
 fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Option<String> {
     let own = evidence.first().is_some_and(|e| e == own_report);
@@ -714,6 +752,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
             id: bug.id.clone(),
             state: bug.state.as_str().to_owned(),
             state_label: state_label(bug.state).to_owned(),
+            next: next_step(bug.state).to_owned(),
             reports: bug.reports.len(),
             timeline,
             reproduction: bug.reproduction.as_ref().map(|r| ReproductionView {
@@ -734,11 +773,26 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
             body: m.body,
         })
         .collect();
+    // An owner's message already shows among the messages; the inbox holds the rest.
+    let inbox = state
+        .store
+        .inbox_of(&report.id)
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .filter(|n| n.kind != "owner_message")
+        .map(|n| NoticeView {
+            at: n.delivered_at,
+            subject: n.subject,
+            body: n.body,
+        })
+        .collect();
     Ok(Tracking {
         report: report_view,
         bug: bug_view,
         question,
         messages,
+        inbox,
     })
 }
 

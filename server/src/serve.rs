@@ -155,6 +155,42 @@ fn start_crew(config: &Config, bound: std::net::SocketAddr) -> Option<crew::serv
     }
 }
 
+/// Starts the concierge in this process when configured; like the crew it reaches the desk
+/// at `bound` over HTTP with its own token.
+pub fn start_concierge(
+    config: &Config,
+    bound: std::net::SocketAddr,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if !config.notify.in_process {
+        tracing::info!("the concierge is not running in this process (R2R_CONCIERGE=off or no R2R_CONCIERGE_TOKEN); start it with r2r concierge run");
+        return None;
+    }
+    let token = config
+        .auth
+        .role_tokens
+        .iter()
+        .find(|(r, _)| *r == domain::Role::Concierge)
+        .map(|(_, t)| t.expose().to_owned())?;
+    let host = if bound.ip().is_unspecified() {
+        std::net::SocketAddr::from(([127, 0, 0, 1], bound.port()))
+    } else {
+        bound
+    };
+    match crate::concierge::Concierge::new(&format!("http://{host}"), &token, &config.notify) {
+        Ok(concierge) => {
+            tracing::info!("the concierge runs in this process (own token, over HTTP)");
+            Some(tokio::spawn(crate::concierge::run(
+                concierge,
+                std::time::Duration::from_secs(2),
+            )))
+        }
+        Err(error) => {
+            tracing::error!(%error, "the concierge cannot start");
+            None
+        }
+    }
+}
+
 /// Serves until interrupted (Ctrl-C or SIGTERM).
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let conf = leptos::config::get_configuration(Some(&config.leptos_toml))
@@ -174,6 +210,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     );
     let reasker = tokio::spawn(crate::reasker::run(store.clone(), config.policy.clone()));
     let crew = start_crew(&config, bound);
+    let concierge = start_concierge(&config, bound);
     let github_worker = tokio::spawn(crate::github::run_worker(
         store.clone(),
         config.github.clone(),
@@ -187,6 +224,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     .await?;
     reasker.abort();
     github_worker.abort();
+    if let Some(concierge) = concierge {
+        concierge.abort();
+    }
     if let Some(crew) = crew {
         crew.stop();
     }

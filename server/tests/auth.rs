@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::start_server_with;
+use common::{sign_in, start_server_with};
 use domain::Role;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -54,33 +54,6 @@ fn desk(extra: &[(&str, &str)]) -> Desk {
         database_url,
         _dir: dir,
     }
-}
-
-/// Signs in; returns the session cookie pair and the CSRF token.
-async fn sign_in(
-    client: &reqwest::Client,
-    base: &str,
-    email: &str,
-    password: &str,
-) -> (String, String) {
-    let response = client
-        .post(format!("{base}/api/v1/session"))
-        .json(&json!({"email": email, "password": password}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    let cookie = response.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    let pair = cookie.split(';').next().unwrap().to_owned();
-    let body: Value = response.json().await.unwrap();
-    (pair, body["csrf_token"].as_str().unwrap().to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@ mod bench;
 pub mod crew;
 pub mod evidence;
 pub mod ledger;
+pub mod notices;
 pub mod outbox;
 pub mod reports;
 pub mod spend;
@@ -16,7 +17,7 @@ pub mod testing;
 mod url;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 pub use auth::{InviteOutcome, OwnerAccount};
 pub use crew::CrewTask;

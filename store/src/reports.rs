@@ -506,8 +506,9 @@ impl Store {
         rows.into_iter().map(to_report).collect()
     }
 
-    /// Appends a message from an owner to a report's reporter; returns its sequence number,
-    /// or `None` when there is no such report.
+    /// Appends a message from an owner to a report's reporter, with the concierge's job to
+    /// deliver it (one transaction); returns its sequence number, or `None` when there is no
+    /// such report.
     pub async fn add_report_message(
         &self,
         report_id: &str,
@@ -517,13 +518,14 @@ impl Store {
     ) -> Result<Option<u64>, StoreError> {
         for_each_backend!(self, pool, begin => {
             let mut tx = begin().await?;
-            let exists: Option<String> = sqlx::query_scalar("SELECT id FROM reports WHERE id = $1")
-                .bind(report_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if exists.is_none() {
+            let exists: Option<(String, Option<String>)> =
+                sqlx::query_as("SELECT id, bug_id FROM reports WHERE id = $1")
+                    .bind(report_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            let Some((_, bug_id)) = exists else {
                 return Ok(None);
-            }
+            };
             let next: i64 = sqlx::query_scalar(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM report_messages WHERE report_id = $1",
             )
@@ -540,6 +542,11 @@ impl Store {
             .bind(now)
             .execute(&mut *tx)
             .await?;
+            // The concierge takes it to the reporter's other channels (email, webhook).
+            let job = message_job(report_id, bug_id.as_deref(), next, body, now);
+            let payload = serde_json::to_string(&job.payload)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            insert_job!(tx, job, bug_id.as_deref(), &payload, now);
             tx.commit().await?;
             Ok(Some(to_u64(next)))
         })
@@ -562,5 +569,30 @@ impl Store {
                 at,
             })
             .collect())
+    }
+}
+
+/// The concierge's job for message `seq` to `report_id`'s reporter.
+fn message_job(
+    report_id: &str,
+    bug_id: Option<&str>,
+    seq: i64,
+    text: &str,
+    now: Millis,
+) -> domain::workflow::JobDraft {
+    let mut payload = std::collections::BTreeMap::from([
+        ("report".to_owned(), report_id.to_owned()),
+        ("text".to_owned(), text.to_owned()),
+        ("seq".to_owned(), seq.to_string()),
+    ]);
+    if let Some(bug) = bug_id {
+        payload.insert("bug".to_owned(), bug.to_owned());
+    }
+    domain::workflow::JobDraft {
+        idempotency_key: format!("message:{report_id}:{seq}"),
+        kind: "owner_message".to_owned(),
+        consumer: domain::workflow::Consumer::Concierge,
+        available_at: now,
+        payload,
     }
 }

@@ -62,13 +62,15 @@ fn DeskNav(owner: String) -> impl IntoView {
     }
 }
 
-/// Live updates: the page's event source, a polite status line, and the small script that
-/// swaps fresh content in (the page works without it).
+/// Live updates: the page's event source, a polite status line, and the small scripts that
+/// swap fresh content in and show confirmations as modal dialogs (the page works without
+/// them).
 #[component]
 fn Live(url: String) -> impl IntoView {
     view! {
         <p id="live-status" class="hint" role="status" aria-live="polite" data-live=url></p>
         <script src="/live.js" defer></script>
+        <script src="/dialog.js" defer></script>
     }
 }
 
@@ -106,12 +108,14 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
     let states: Vec<String> = dashboard.counts.iter().map(|(s, _)| s.clone()).collect();
     let shown = dashboard.bugs.len();
+    let csrf = dashboard.csrf.clone();
     view! {
         <Title text="Bugs · Desk · Reporter-to-Release"/>
         <DeskNav owner=dashboard.owner.clone()/>
         <Live url="/desk/live".to_owned()/>
         <section class="panel">
             <h1>"Bugs"</h1>
+            {dashboard.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
             <p class="hint" data-testid="crew-connection">
                 {if dashboard.crew_connected { "The crew is connected." } else { "The crew is not connected: see the crew page." }}
             </p>
@@ -203,9 +207,12 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
             } else {
                 view! {
                     <ul class="plain" data-testid="quarantine">
-                        {dashboard.quarantine.into_iter().map(|q| view! {
-                            <li><code>{q.id}</code>" · "{q.component}" · "{format_time(q.at)}" · "{q.families.join(", ")}</li>
-                        }).collect_view()}
+                        {dashboard.quarantine.into_iter().map(|q| { let target = format!("/desk/reports/{}/act", q.id); view! {
+                            <li>
+                                <code>{q.id.clone()}</code>" · "{q.component}" · "{format_time(q.at)}" · "{q.families.join(", ")}
+                                <ActionForm target=target csrf=csrf.clone() action="contact" label=format!("Write to the reporter of {}…", q.id)/>
+                            </li>
+                        }}).collect_view()}
                     </ul>
                 }.into_any()
             }}
@@ -331,19 +338,24 @@ fn words(text: &str, keywords: &[&str]) -> Vec<(&'static str, String)> {
     out
 }
 
+/// A button that asks first: it posts `step=confirm` and the desk answers with a page that
+/// says what will happen (`/dialog.js` shows that page's question as a modal dialog).
 #[component]
 fn ActionForm(
-    bug: String,
+    target: String,
     csrf: String,
     action: &'static str,
-    label: &'static str,
+    label: String,
+    #[prop(optional)] report: Option<String>,
 ) -> impl IntoView {
+    let testid = format!("action-{action}");
     view! {
-        <form method="post" action=format!("/desk/bugs/{bug}/act") class="inline-form">
+        <form method="post" action=target class="inline-form" data-confirm="">
             <input type="hidden" name="csrf" value=csrf/>
             <input type="hidden" name="action" value=action/>
             <input type="hidden" name="step" value="confirm"/>
-            <button type="submit" class="button" data-testid=format!("action-{action}")>{label}</button>
+            {report.map(|r| view! { <input type="hidden" name="report" value=r/> })}
+            <button type="submit" class="button" data-testid=testid>{label}</button>
         </form>
     }
 }
@@ -354,6 +366,7 @@ fn BugView(bug: BugDesk) -> impl IntoView {
     let csrf = bug.csrf.clone();
     let action = |name: &str| bug.actions.iter().any(|a| a == name);
     let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
+    let act = format!("/desk/bugs/{id}/act");
     view! {
         <Title text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
         <DeskNav owner=bug.owner.clone()/>
@@ -373,9 +386,9 @@ fn BugView(bug: BugDesk) -> impl IntoView {
                 <p class="notice" data-testid="crew-working">{format!("The crew is working on it: {}", bug.crew_working.join("; "))}</p>
             })}
             <div class="actions">
-                {approve.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="approve" label="Approve this exact head…"/> })}
-                {merge.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="merge" label="Merge…"/> })}
-                {reopen.then(|| view! { <ActionForm bug=id.clone() csrf=csrf.clone() action="reopen" label="Reopen…"/> })}
+                {approve.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
+                {merge.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="merge" label="Merge…".to_owned()/> })}
+                {reopen.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="reopen" label="Reopen…".to_owned()/> })}
             </div>
             <nav class="tabs" aria-label="Bug sections">
                 <ul>
@@ -399,7 +412,9 @@ fn BugView(bug: BugDesk) -> impl IntoView {
                         <dt>"Expected"</dt><dd>{r.expected}</dd>
                         <dt>"Steps"</dt><dd><ol>{r.steps.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}</ol></dd>
                         <dt>"Answers"</dt><dd>{if r.answers.is_empty() { "none yet".to_owned() } else { r.answers.join("; ") }}</dd>
+                        <dt>"Contact"</dt><dd>{if r.has_contact { "email address on file (the concierge emails your messages)" } else { "tracking link only" }}</dd>
                     </dl>
+                    <ActionForm target=act.clone() csrf=csrf.clone() action="contact" label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
                 </article>
             }}).collect_view()}
         </section>
@@ -531,9 +546,15 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
     let title = match confirm.action.as_str() {
         "approve" => "Approve this exact head?",
         "merge" => "Merge this fix?",
+        "contact" => "Write to this reporter?",
         _ => "Reopen this bug?",
     };
-    let back = format!("/desk/bugs/{}", confirm.bug);
+    let back = if confirm.bug.is_empty() {
+        "/desk".to_owned()
+    } else {
+        format!("/desk/bugs/{}", confirm.bug)
+    };
+    let target = confirm.target.clone();
     view! {
         <Title text=format!("{title} · Desk · Reporter-to-Release")/>
         <DeskNav owner=confirm.owner.clone()/>
@@ -542,11 +563,18 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
             <ul id="confirm-what" data-testid="consequences">
                 {confirm.consequences.iter().map(|c| view! { <li>{c.clone()}</li> }).collect_view()}
             </ul>
-            <form method="post" action=format!("/desk/bugs/{}/act", confirm.bug) class="cart-form">
+            <form method="post" action=target class="cart-form">
                 <input type="hidden" name="csrf" value=confirm.csrf.clone()/>
                 <input type="hidden" name="action" value=confirm.action.clone()/>
                 <input type="hidden" name="step" value="do"/>
                 {confirm.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
+                {confirm.report.clone().map(|r| view! { <input type="hidden" name="report" value=r/> })}
+                {(confirm.action == "contact").then(|| view! {
+                    <div class="field">
+                        <label for="text">{format!("Your message to the reporter of {}", confirm.report.clone().unwrap_or_default())}</label>
+                        <textarea id="text" name="text" rows="5" required maxlength="4000"></textarea>
+                    </div>
+                })}
                 {(confirm.action == "reopen").then(|| view! {
                     <div class="field">
                         <label for="reason">"Why (the reporters will see that it was reopened)"</label>
@@ -554,7 +582,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                     </div>
                 })}
                 <div class="actions">
-                    <button type="submit" class="button" data-testid="confirm">{format!("Yes, {}", confirm.action)}</button>
+                    <button type="submit" class="button" data-testid="confirm">{if confirm.action == "contact" { "Yes, send the message".to_owned() } else { format!("Yes, {}", confirm.action) }}</button>
                     <a class="button secondary" href=back>"Cancel"</a>
                 </div>
             </form>

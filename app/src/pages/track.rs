@@ -97,6 +97,7 @@ fn LiveTrack() -> impl IntoView {
                         t.bug.as_ref().map(|b| (b.state.clone(), b.timeline.len())),
                         t.question.as_ref().map(|q| q.request_id.clone()),
                         t.messages.len(),
+                        t.inbox.len(),
                     )
                 };
                 let changed = tracking
@@ -232,6 +233,9 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                     <p class="hint">
                         {format!("Bug {} · {} report(s) of it, yours included. Each reporter sees only their own report.", bug.id, bug.reports)}
                     </p>
+                    {(!bug.next.is_empty()).then(|| view! {
+                        <p class="next-step" data-testid="next-step"><strong>"What happens next: "</strong>{bug.next.clone()}</p>
+                    })}
                 }.into_any(),
                 None => view! {
                     <p class="state" data-testid="bug-state" data-state="quarantined">
@@ -247,6 +251,20 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                 <ul class="messages">
                     {tracking.messages.iter().map(|m| view! {
                         <li><span class="when">{format_time(m.at)}</span>" " {m.body.clone()}</li>
+                    }).collect_view()}
+                </ul>
+            </section>
+        })}
+        {(!tracking.inbox.is_empty()).then(|| view! {
+            <section class="panel" aria-labelledby="inbox-heading" data-testid="inbox">
+                <h2 id="inbox-heading">"Inbox"</h2>
+                <ul class="messages inbox">
+                    {tracking.inbox.iter().rev().map(|n| view! {
+                        <li>
+                            <span class="when">{format_time(n.at)}</span>" "
+                            <strong>{n.subject.clone()}</strong>
+                            <p>{n.body.clone()}</p>
+                        </li>
                     }).collect_view()}
                 </ul>
             </section>

@@ -1,4 +1,6 @@
-//! `/desk/bugs/{id}/act`: an owner's approve, merge or reopen, confirmed first.
+//! `/desk/bugs/{id}/act`: an owner's approve, merge, reopen or message to one of the bug's
+//! reporters; `/desk/reports/{id}/act`: a message to a quarantined report's reporter. Each is
+//! confirmed first on a page that says what will happen.
 
 use super::*;
 // ---------------------------------------------------------------------------------------------
@@ -13,6 +15,10 @@ pub struct ActForm {
     head: Option<String>,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    report: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
 }
 
 /// `POST /desk/bugs/{id}/act`: `step=confirm` shows what will happen; `step=do` does it.
@@ -57,6 +63,29 @@ pub async fn act(
         .as_ref()
         .map(|pr| pr.head.as_str().to_owned());
     let action = form.action.as_str();
+    if action == "contact" {
+        let report = form.report.clone().unwrap_or_default();
+        let belongs = bug.reports.contains(&report);
+        if !belongs {
+            return problem(
+                &state,
+                email,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                format!("Report {report:?} is not one of bug {id}'s reports."),
+                &back,
+            )
+            .await;
+        }
+        return contact(
+            &state,
+            account,
+            &form,
+            &report,
+            &back,
+            &format!("{back}/act"),
+        )
+        .await;
+    }
     if !matches!(action, "approve" | "merge" | "reopen") {
         return problem(
             &state,
@@ -92,6 +121,8 @@ pub async fn act(
             action: action.to_owned(),
             head: head.clone().filter(|_| action != "reopen"),
             consequences,
+            target: format!("{back}/act"),
+            report: None,
         }));
         return render(&state, &format!("{back}/act"), StatusCode::OK, page).await;
     }
@@ -164,5 +195,109 @@ pub async fn act(
     match result {
         Ok(_) => Redirect::to(&format!("{back}?done={action}")).into_response(),
         Err(refused) => problem(&state, email, refused.status, refused.error.message, &back).await,
+    }
+}
+
+/// `POST /desk/reports/{id}/act`: write to the reporter of a report that has no bug (the
+/// quarantine queue's only way back to them).
+pub async fn act_on_report(
+    State(state): State<AppState>,
+    credential: Credential,
+    Path(id): Path<String>,
+    Form(form): Form<ActForm>,
+) -> Response {
+    let back = "/desk".to_owned();
+    let Some((account, session)) = owner(&credential) else {
+        return to_sign_in(&back);
+    };
+    let email = Some(account.email.clone());
+    if !csrf_valid(
+        state.auth.session_key.expose().as_bytes(),
+        session,
+        Some(form.csrf.as_str()),
+    ) {
+        return problem(
+            &state,
+            email,
+            StatusCode::FORBIDDEN,
+            "This form is stale or did not come from your desk (CSRF check failed). Nothing was changed; reload the desk and try again.".into(),
+            &back,
+        )
+        .await;
+    }
+    if form.action != "contact" {
+        return problem(
+            &state,
+            email,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("Unknown action {:?}.", form.action),
+            &back,
+        )
+        .await;
+    }
+    contact(
+        &state,
+        account,
+        &form,
+        &id,
+        &back,
+        &format!("/desk/reports/{id}/act"),
+    )
+    .await
+}
+
+/// Confirms, then sends, an owner's message to `report`'s reporter.
+async fn contact(
+    state: &AppState,
+    account: &OwnerAccount,
+    form: &ActForm,
+    report: &str,
+    back: &str,
+    target: &str,
+) -> Response {
+    let email = Some(account.email.clone());
+    let stored = match state.store.report(report).await {
+        Ok(Some(stored)) => stored,
+        Ok(None) => {
+            return problem(
+                state,
+                email,
+                StatusCode::NOT_FOUND,
+                format!("No report {report}."),
+                back,
+            )
+            .await
+        }
+        Err(error) => {
+            let refused = Refused::storage(error);
+            return problem(state, email, refused.status, refused.error.message, back).await;
+        }
+    };
+    if form.step == "confirm" {
+        let mut consequences = vec![
+            format!("Your message shows on the private tracking page of report {report} at once, signed as the desk's owners."),
+            "The reporter cannot answer it here; if you ask something, they can file a new report or answer the desk's questions.".to_owned(),
+        ];
+        consequences.push(if stored.contact.is_some() {
+            "They left an email address: the concierge also emails the message to them.".to_owned()
+        } else {
+            "They left no email address: it waits on their tracking page until they open their link.".to_owned()
+        });
+        let page = DeskPage::Confirm(Box::new(Confirm {
+            owner: account.email.clone(),
+            csrf: form.csrf.clone(),
+            bug: stored.bug_id.clone().unwrap_or_default(),
+            action: "contact".to_owned(),
+            head: None,
+            consequences,
+            target: target.to_owned(),
+            report: Some(report.to_owned()),
+        }));
+        return render(state, target, StatusCode::OK, page).await;
+    }
+    let text = form.text.clone().unwrap_or_default();
+    match crate::notify_api::send_message(state, report, &account.email, &text).await {
+        Ok(_) => Redirect::to(&format!("{back}?done=contact")).into_response(),
+        Err(refused) => problem(state, email, refused.status, refused.error.message, back).await,
     }
 }

@@ -156,6 +156,7 @@ async fn bug_page(
             expected: dossier.expected,
             steps: dossier.steps,
             answers,
+            has_contact: report.contact.is_some(),
         });
     }
     let evidence: Vec<EvidenceView> = {
@@ -318,6 +319,7 @@ pub async fn bug(
         "approve" => Some("Approved. The approval is for this exact head only: a new push clears it.".to_owned()),
         "merge" => Some("Merged into the default branch. The recorder proves the merge commit is live before reporters are asked.".to_owned()),
         "reopen" => Some("Reopened: the bug goes back to the start of the loop.".to_owned()),
+        "contact" => Some("Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.".to_owned()),
         _ => None,
     });
     match bug_page(&state, account, session, &id, notice).await {

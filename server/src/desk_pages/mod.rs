@@ -11,7 +11,7 @@ mod actions;
 mod bug;
 mod live;
 
-pub use actions::{act, ActForm};
+pub use actions::{act, act_on_report, ActForm};
 pub use bug::{bug, BugQuery};
 pub use live::{live, LiveQuery};
 
@@ -213,6 +213,7 @@ pub struct DashboardQuery {
     age: Option<String>,
     q: Option<String>,
     sort: Option<String>,
+    done: Option<String>,
 }
 
 fn nonempty(value: Option<String>) -> Option<String> {
@@ -255,10 +256,12 @@ pub async fn dashboard(
     credential: Credential,
     Query(query): Query<DashboardQuery>,
 ) -> Response {
-    let Some((account, _)) = owner(&credential) else {
+    let Some((account, session)) = owner(&credential) else {
         return to_sign_in("/desk");
     };
     let owner_email = account.email.clone();
+    let notice = (query.done.as_deref() == Some("contact"))
+        .then(|| "Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.".to_owned());
     let result = async {
         let all = rows(&state).await?;
         let total = all.len();
@@ -339,6 +342,8 @@ pub async fn dashboard(
             components,
             quarantine,
             crew_connected: crew["connected"] == Value::Bool(true),
+            csrf: csrf(&state, session),
+            notice,
         })))
     }
     .await;

@@ -160,3 +160,30 @@ pub async fn local_forge_with(
     git(&work, &["push", "--quiet", "origin", "main"]);
     (bare, work)
 }
+
+/// Signs in; returns the session cookie pair and the CSRF token.
+pub async fn sign_in(
+    client: &reqwest::Client,
+    base: &str,
+    email: &str,
+    password: &str,
+) -> (String, String) {
+    let response = client
+        .post(format!("{base}/api/v1/session"))
+        .json(&serde_json::json!({"email": email, "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let body: serde_json::Value = response.json().await.unwrap();
+    (pair, body["csrf_token"].as_str().unwrap().to_owned())
+}
