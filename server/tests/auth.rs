@@ -6,55 +6,12 @@
 
 mod common;
 
-use common::{sign_in, start_server_with};
+use common::sign_in;
 use domain::Role;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-const PASSWORD: &str = "correct horse battery staple";
-const OWNER: &str = "owner@example.org";
-
-struct Desk {
-    server: common::RunningServer,
-    tokens: std::collections::HashMap<Role, String>,
-    env_file: std::path::PathBuf,
-    database_url: String,
-    _dir: tempfile::TempDir,
-}
-
-fn desk(extra: &[(&str, &str)]) -> Desk {
-    let dir = tempfile::tempdir().unwrap();
-    let database_url = format!("sqlite://{}/desk.db", dir.path().display());
-    let hash = server::setup::hash_password(PASSWORD).unwrap();
-    let mut tokens = std::collections::HashMap::new();
-    let mut env_text = String::new();
-    for role in Role::ALL {
-        let token = server::setup::new_role_token(role);
-        env_text.push_str(&format!("{}='{token}'\n", role.token_variable()));
-        tokens.insert(role, token);
-    }
-    let env_file = dir.path().join("desk.env");
-    std::fs::write(&env_file, &env_text).unwrap();
-    let mut env: Vec<(String, String)> = tokens
-        .iter()
-        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
-        .collect();
-    env.push(("R2R_OWNER_EMAIL".into(), OWNER.into()));
-    env.push(("R2R_OWNER_PASSWORD_HASH".into(), hash));
-    env.push(("R2R_SESSION_KEY".into(), "k".repeat(64)));
-    for (name, value) in extra {
-        env.push(((*name).to_owned(), (*value).to_owned()));
-    }
-    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start_server_with(&database_url, &pairs);
-    Desk {
-        server,
-        tokens,
-        env_file,
-        database_url,
-        _dir: dir,
-    }
-}
+use common::{owner_desk as desk, OWNER, PASSWORD};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_sign_in_invite_and_sign_out_with_csrf_on_every_change() {

@@ -21,6 +21,34 @@ pub struct ActForm {
     text: Option<String>,
 }
 
+/// The signed-in owner, provided the form carries their session's CSRF token; otherwise the
+/// answer to send instead (the sign-in page, or a refusal that changed nothing).
+async fn form_owner<'c>(
+    state: &AppState,
+    credential: &'c Credential,
+    csrf: &str,
+    back: &str,
+) -> Result<&'c OwnerAccount, Response> {
+    let Some((account, session)) = owner(credential) else {
+        return Err(to_sign_in(back));
+    };
+    if !csrf_valid(
+        state.auth.session_key.expose().as_bytes(),
+        session,
+        Some(csrf),
+    ) {
+        return Err(problem(
+            state,
+            Some(account.email.clone()),
+            StatusCode::FORBIDDEN,
+            "This form is stale or did not come from your desk (CSRF check failed). Nothing was changed; reload the page and try again.".into(),
+            back,
+        )
+        .await);
+    }
+    Ok(account)
+}
+
 /// `POST /desk/bugs/{id}/act`: `step=confirm` shows what will happen; `step=do` does it.
 pub async fn act(
     State(state): State<AppState>,
@@ -29,24 +57,11 @@ pub async fn act(
     Form(form): Form<ActForm>,
 ) -> Response {
     let back = format!("/desk/bugs/{id}");
-    let Some((account, session)) = owner(&credential) else {
-        return to_sign_in(&back);
+    let account = match form_owner(&state, &credential, &form.csrf, &back).await {
+        Ok(account) => account,
+        Err(answer) => return answer,
     };
     let email = Some(account.email.clone());
-    if !csrf_valid(
-        state.auth.session_key.expose().as_bytes(),
-        session,
-        Some(form.csrf.as_str()),
-    ) {
-        return problem(
-            &state,
-            email,
-            StatusCode::FORBIDDEN,
-            "This form is stale or did not come from your desk (CSRF check failed). Nothing was changed; reload the bug and try again.".into(),
-            &back,
-        )
-        .await;
-    }
     let Some(stored) = state.store.load_bug(&id).await.ok().flatten() else {
         return problem(
             &state,
@@ -207,28 +222,14 @@ pub async fn act_on_report(
     Form(form): Form<ActForm>,
 ) -> Response {
     let back = "/desk".to_owned();
-    let Some((account, session)) = owner(&credential) else {
-        return to_sign_in(&back);
+    let account = match form_owner(&state, &credential, &form.csrf, &back).await {
+        Ok(account) => account,
+        Err(answer) => return answer,
     };
-    let email = Some(account.email.clone());
-    if !csrf_valid(
-        state.auth.session_key.expose().as_bytes(),
-        session,
-        Some(form.csrf.as_str()),
-    ) {
-        return problem(
-            &state,
-            email,
-            StatusCode::FORBIDDEN,
-            "This form is stale or did not come from your desk (CSRF check failed). Nothing was changed; reload the desk and try again.".into(),
-            &back,
-        )
-        .await;
-    }
     if form.action != "contact" {
         return problem(
             &state,
-            email,
+            Some(account.email.clone()),
             StatusCode::UNPROCESSABLE_ENTITY,
             format!("Unknown action {:?}.", form.action),
             &back,
