@@ -341,6 +341,10 @@ pub enum DeskPage {
     Crew(Box<CrewDesk>),
     /// A confirmation that states plainly what an action will do (`/desk/bugs/{id}/act`).
     Confirm(Box<Confirm>),
+    /// `/desk/owners`: invite another owner.
+    Owners(Box<OwnersDesk>),
+    /// `/desk/invite`: accept an invitation (public; the secret is in the link's fragment).
+    Invite(Box<InvitePage>),
     /// Something went wrong (unknown bug, refused action).
     Problem {
         /// The owner, when signed in.
@@ -601,4 +605,32 @@ pub struct Confirm {
     pub head: Option<String>,
     /// What will happen, in plain words.
     pub consequences: Vec<String>,
+}
+
+/// `/desk/owners`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnersDesk {
+    /// The signed-in owner.
+    pub owner: String,
+    /// CSRF token for the invite form.
+    pub csrf: String,
+    /// Every owner's email, oldest first.
+    pub owners: Vec<String>,
+    /// A fresh invitation link, shown once right after it was made.
+    pub invite_link: Option<String>,
+    /// When it expires.
+    pub expires_at: Option<i64>,
+}
+
+/// `/desk/invite`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitePage {
+    /// Why the last attempt failed.
+    pub error: Option<String>,
+    /// The email typed last time (kept; the password never is).
+    pub email: String,
+    /// The invitation typed or pasted last time.
+    pub token: String,
+    /// The account was created.
+    pub created: bool,
 }

@@ -80,6 +80,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/desk/bugs/:id") view=pages::Desk/>
                     <Route path=path!("/desk/bugs/:id/act") view=pages::Desk/>
                     <Route path=path!("/desk/reports/:id/act") view=pages::Desk/>
+                    <Route path=path!("/desk/owners") view=pages::Desk/>
+                    <Route path=path!("/desk/owners/act") view=pages::Desk/>
+                    <Route path=path!("/desk/invite") view=pages::Desk/>
                 </Routes>
             </layout::Frame>
         </Router>

@@ -242,3 +242,52 @@ test('a quarantined report’s reporter is reached from the queue, its text stil
   await expect(page.getByTestId('desk-notice')).toContainText('Message sent');
   expect((await trackingOf(request, hostile.tracking_link)).messages.map((m) => m.body)).toContain('Please describe what went wrong in your own words.');
 });
+
+test('an owner invites another owner from the desk; the invitation works once and the new owner signs in', async ({ page, browser, baseURL }, info) => {
+  await signIn(page, '/desk/owners');
+  await expect(page.getByTestId('owners')).toContainText(owner().email);
+  await page.getByRole('button', { name: 'Invite another owner…' }).click();
+  const dialog = page.getByRole('alertdialog', { name: 'Invite another owner?' });
+  await expect(dialog).toBeVisible();
+  await expect(page.getByTestId('consequences')).toContainText('shows it to you once');
+  await page.getByRole('button', { name: 'Yes, make the link' }).click();
+  const link = (await page.getByTestId('invite-link').textContent())!.trim();
+  expect(link).toMatch(/^\/desk\/invite#[0-9a-f]{64}$/);
+  await axe(page);
+
+  // The invited person, in a browser of their own.
+  const context = await browser.newContext({ baseURL, javaScriptEnabled: !jsOff(info.project.name) });
+  const invited = await context.newPage();
+  await invited.goto(link);
+  if (jsOff(info.project.name)) {
+    await invited.getByLabel('Invitation').fill(link);
+  } else {
+    // The script took the secret out of the fragment and out of the address bar.
+    await expect(invited.getByLabel('Invitation')).toHaveValue(link.split('#')[1]);
+    expect(invited.url()).not.toContain('#');
+  }
+  const email = `second-${token().replace(/ /g, '-')}@e2e.test`;
+  await invited.getByLabel('Email').fill(email);
+  await invited.getByLabel(/^Password/).fill('a long enough password');
+  await invited.getByRole('button', { name: 'Create my owner account' }).click();
+  await expect(invited.getByTestId('invite-created')).toContainText(email);
+
+  // Once only: a second use is refused and keeps what was typed except the password.
+  await invited.goto('/desk/invite');
+  await invited.getByLabel('Invitation').fill(link);
+  await invited.getByLabel('Email').fill(`third-${email}`);
+  await invited.getByLabel(/^Password/).fill('another long password');
+  await invited.getByRole('button', { name: 'Create my owner account' }).click();
+  await expect(invited.getByTestId('invite-error')).toContainText('already used');
+  await expect(invited.getByLabel('Email')).toHaveValue(`third-${email}`);
+  await expect(invited.getByLabel(/^Password/)).toHaveValue('');
+
+  await invited.goto('/desk');
+  await invited.getByLabel('Email').fill(email);
+  await invited.getByLabel('Password').fill('a long enough password');
+  await invited.getByRole('button', { name: 'Sign in' }).click();
+  await expect(invited.getByTestId('desk-owner')).toHaveText(email);
+  await context.close();
+  await page.goto('/desk/owners');
+  await expect(page.getByTestId('owners')).toContainText(email);
+});

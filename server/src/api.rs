@@ -650,24 +650,38 @@ pub async fn invite(
     let result = async {
         guard(&state, &credential, &headers, "invite")?;
         let Credential::Owner { account, .. } = &credential else {
-            return Err(Refused::new(StatusCode::FORBIDDEN, "forbidden", "owners only"));
+            return Err(Refused::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "owners only",
+            ));
         };
-        let token = random_secret(32);
-        let now = now_ms();
-        state
-            .store
-            .create_invite(&hash_secret(&token), &account.id, now, now + INVITE_TTL_MS)
-            .await
-            .map_err(Refused::storage)?;
-        tracing::info!(owner = %account.id, "owner invitation created");
+        let (link, expires_at) = create_invite(&state, account).await?;
         Ok((
             StatusCode::CREATED,
-            Json(json!({"invite_link": format!("/invite#{token}"), "expires_at": now + INVITE_TTL_MS})),
+            Json(json!({"invite_link": link, "expires_at": expires_at})),
         )
             .into_response())
     }
     .await;
     respond(result)
+}
+
+/// A one-time invitation from `by`: its link (`/desk/invite#<secret>`; the desk keeps only
+/// the secret's hash) and when it expires.
+pub async fn create_invite(
+    state: &AppState,
+    by: &store::OwnerAccount,
+) -> Result<(String, i64), Refused> {
+    let token = random_secret(32);
+    let now = now_ms();
+    state
+        .store
+        .create_invite(&hash_secret(&token), &by.id, now, now + INVITE_TTL_MS)
+        .await
+        .map_err(Refused::storage)?;
+    tracing::info!(owner = %by.id, "owner invitation created");
+    Ok((format!("/desk/invite#{token}"), now + INVITE_TTL_MS))
 }
 
 #[derive(Deserialize)]
@@ -683,10 +697,47 @@ pub const MIN_PASSWORD_CHARS: usize = 12;
 /// `POST /api/v1/owners/accept`.
 pub async fn accept_invite(
     State(state): State<AppState>,
+    addr: crate::reporter::ClientAddr,
+    headers: HeaderMap,
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
         let accept: Accept = json_body(&body)?;
+        let client = crate::reporter::client_key_of(&state, addr, &headers);
+        let (id, email) = accept_invitation(
+            &state,
+            &client,
+            &accept.token,
+            &accept.email,
+            accept.password,
+        )
+        .await?;
+        Ok::<_, Refused>((StatusCode::CREATED, Json(json!({"id": id, "email": email}))))
+    }
+    .await;
+    respond(result)
+}
+
+/// Creates the owner account an invitation allows; its id and email. Attempts count against
+/// the client's sign-in limit (each one hashes a password).
+pub async fn accept_invitation(
+    state: &AppState,
+    client: &str,
+    token: &str,
+    email: &str,
+    password: String,
+) -> Result<(String, String), Refused> {
+    state
+        .auth
+        .login_limiter
+        .check(&format!("invite:{client}"), Instant::now())
+        .map_err(Refused::rate_limited)?;
+    let accept = Accept {
+        token: token.to_owned(),
+        email: email.to_owned(),
+        password,
+    };
+    {
         let mut fields = std::collections::BTreeMap::new();
         if !crate::config::looks_like_email(accept.email.trim()) {
             fields.insert("email".to_owned(), "expected an email address".to_owned());
@@ -724,11 +775,7 @@ pub async fn accept_invite(
         match outcome {
             InviteOutcome::Created => {
                 tracing::info!(owner = %owner.id, "owner account created from an invitation");
-                Ok((
-                    StatusCode::CREATED,
-                    Json(json!({"id": owner.id, "email": owner.email})),
-                )
-                    .into_response())
+                Ok((owner.id, owner.email))
             }
             InviteOutcome::Unknown => Err(Refused::new(
                 StatusCode::NOT_FOUND,
@@ -747,8 +794,6 @@ pub async fn accept_invite(
             )),
         }
     }
-    .await;
-    respond(result)
 }
 
 // ---------------------------------------------------------------------------------------------

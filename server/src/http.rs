@@ -104,6 +104,12 @@ pub fn router(state: AppState) -> Router {
         .route("/desk/sign-out", post(crate::desk_pages::sign_out))
         .route("/desk/bugs/{id}", get(crate::desk_pages::bug))
         .route("/desk/bugs/{id}/act", post(crate::desk_pages::act))
+        .route("/desk/owners", get(crate::desk_pages::owners))
+        .route("/desk/owners/act", post(crate::desk_pages::owners_act))
+        .route(
+            "/desk/invite",
+            get(crate::desk_pages::invite_page).post(crate::desk_pages::invite_accept),
+        )
         .route(
             "/desk/reports/{id}/act",
             post(crate::desk_pages::act_on_report),

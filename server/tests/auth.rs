@@ -73,7 +73,7 @@ async fn owners_sign_in_invite_and_sign_out_with_csrf_on_every_change() {
         .await
         .unwrap();
     let link = invite["invite_link"].as_str().unwrap();
-    let token = link.strip_prefix("/invite#").unwrap();
+    let token = link.strip_prefix("/desk/invite#").unwrap();
 
     let accept = |email: &'static str, password: &'static str, token: String| {
         let client = client.clone();

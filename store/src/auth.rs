@@ -45,6 +45,15 @@ impl Store {
         }))
     }
 
+    /// Every owner's email, oldest account first.
+    pub async fn owner_emails(&self) -> Result<Vec<String>, StoreError> {
+        let sql = "SELECT email FROM owners ORDER BY created_at, email";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
+        })
+    }
+
     /// Records a session for `owner_id`.
     pub async fn create_session(
         &self,

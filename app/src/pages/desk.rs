@@ -4,7 +4,9 @@
 //! with a keyboard alone: actions are forms, each confirmed on a page that says plainly what
 //! will happen.
 
-use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskPage, EvidenceView};
+use crate::dto::{
+    BugDesk, Confirm, CrewDesk, Dashboard, DeskPage, EvidenceView, InvitePage, OwnersDesk,
+};
 use crate::net::format_time;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -20,6 +22,8 @@ pub fn Desk() -> impl IntoView {
         Some(DeskPage::Bug(bug)) => view! { <BugView bug=*bug/> }.into_any(),
         Some(DeskPage::Crew(crew)) => view! { <CrewView crew=*crew/> }.into_any(),
         Some(DeskPage::Confirm(confirm)) => view! { <ConfirmView confirm=*confirm/> }.into_any(),
+        Some(DeskPage::Owners(owners)) => view! { <OwnersView owners=*owners/> }.into_any(),
+        Some(DeskPage::Invite(invite)) => view! { <InviteView invite=*invite/> }.into_any(),
         Some(DeskPage::Problem {
             owner,
             message,
@@ -52,6 +56,7 @@ fn DeskNav(owner: String) -> impl IntoView {
             <ul>
                 <li><a href="/desk" rel="external">"Bugs"</a></li>
                 <li><a href="/desk/crew" rel="external">"Crew"</a></li>
+                <li><a href="/desk/owners" rel="external">"Owners"</a></li>
             </ul>
             <form method="post" action="/desk/sign-out" class="inline-form">
                 <span class="hint">"Signed in as " <strong data-testid="desk-owner">{owner}</strong></span>
@@ -456,9 +461,10 @@ fn BugView(bug: BugDesk) -> impl IntoView {
                 view! { <p>"No deployment recorded."</p> }.into_any()
             } else {
                 view! {
+                    <p class="hint">"Each deployment was recorded by the recorder after it read the running service's health twice (its exact commit); the desk then checked that commit's ancestry."</p>
                     <ul class="plain" data-testid="deployments">
                         {bug.deployments.iter().map(|(id, commit, status)| view! {
-                            <li><code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.clone()}</li>
+                            <li><span class="label">"live run"</span>" "<code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.replace('_', " ")}</li>
                         }).collect_view()}
                     </ul>
                 }.into_any()
@@ -547,9 +553,12 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
         "approve" => "Approve this exact head?",
         "merge" => "Merge this fix?",
         "contact" => "Write to this reporter?",
+        "invite" => "Invite another owner?",
         _ => "Reopen this bug?",
     };
-    let back = if confirm.bug.is_empty() {
+    let back = if confirm.action == "invite" {
+        "/desk/owners".to_owned()
+    } else if confirm.bug.is_empty() {
         "/desk".to_owned()
     } else {
         format!("/desk/bugs/{}", confirm.bug)
@@ -582,10 +591,79 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                     </div>
                 })}
                 <div class="actions">
-                    <button type="submit" class="button" data-testid="confirm">{if confirm.action == "contact" { "Yes, send the message".to_owned() } else { format!("Yes, {}", confirm.action) }}</button>
+                    <button type="submit" class="button" data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), other => format!("Yes, {other}") }}</button>
                     <a class="button secondary" href=back>"Cancel"</a>
                 </div>
             </form>
         </section>
     }
+}
+
+#[component]
+fn OwnersView(owners: OwnersDesk) -> impl IntoView {
+    view! {
+        <Title text="Owners · Desk · Reporter-to-Release"/>
+        <DeskNav owner=owners.owner.clone()/>
+        <script src="/dialog.js" defer></script>
+        <section class="panel">
+            <h1>"Owners"</h1>
+            <p class="hint">"People who can approve, merge, reopen and invite. A tier-2 change needs two of them, one a code owner."</p>
+            <ul class="plain" data-testid="owners">
+                {owners.owners.iter().map(|o| view! { <li>{o.clone()}</li> }).collect_view()}
+            </ul>
+            {match owners.invite_link.clone() {
+                Some(link) => view! {
+                    <div class="notice" role="status">
+                        <p><strong>"The invitation, shown this once:"</strong></p>
+                        <p><code class="hash" data-testid="invite-link">{link}</code></p>
+                        <p class="hint">{format!("Put it after this desk's address and send it privately. It works once, until {}.", owners.expires_at.map(format_time).unwrap_or_default())}</p>
+                    </div>
+                }.into_any(),
+                None => view! {
+                    <ActionForm target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="invite" label="Invite another owner…".to_owned()/>
+                }.into_any(),
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn InviteView(invite: InvitePage) -> impl IntoView {
+    if invite.created {
+        return view! {
+            <Title text="Welcome · Desk · Reporter-to-Release"/>
+            <section class="panel narrow">
+                <h1>"You are an owner now"</h1>
+                <p role="status" data-testid="invite-created">{format!("The account {} exists. Sign in with it.", invite.email)}</p>
+                <p><a class="button" href="/desk/sign-in" rel="external">"Sign in"</a></p>
+            </section>
+        }
+        .into_any();
+    }
+    view! {
+        <Title text="Accept an invitation · Desk · Reporter-to-Release"/>
+        <section class="panel narrow">
+            <h1>"Become an owner of this desk"</h1>
+            <p class="hint">"An owner invited you. Choose the email and password you will sign in with."</p>
+            {invite.error.clone().map(|e| view! { <p class="error" role="alert" data-testid="invite-error">{e}" The password was not kept: type it again."</p> })}
+            <form method="post" action="/desk/invite" class="report-form">
+                <div class="field">
+                    <label for="invite-token">"Invitation"</label>
+                    <p class="hint" id="invite-token-hint">"The whole link you were sent, or the part after the #. Filled in for you when the page can read it."</p>
+                    <input id="invite-token" name="token" type="password" autocomplete="off" required aria-describedby="invite-token-hint" value=invite.token.clone()/>
+                </div>
+                <div class="field">
+                    <label for="invite-email">"Email"</label>
+                    <input id="invite-email" name="email" type="email" autocomplete="username" required value=invite.email.clone()/>
+                </div>
+                <div class="field">
+                    <label for="invite-password">"Password (at least 12 characters)"</label>
+                    <input id="invite-password" name="password" type="password" autocomplete="new-password" required minlength="12"/>
+                </div>
+                <button type="submit" class="button">"Create my owner account"</button>
+            </form>
+        </section>
+        <script src="/invite.js" defer></script>
+    }
+    .into_any()
 }

@@ -319,7 +319,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
             </dl>
         }.into_any()),
         _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| view! {
-            <p>"A fix is live. The desk checked that this exact commit is deployed:"</p>
+            <p><span class="label">"live run"</span>" A fix is live. The desk checked that this exact commit is deployed:"</p>
             <dl class="facts">
                 <dt>"Commit"</dt><dd><code data-testid="release-commit">{r.commit}</code></dd>
                 <dt>"Live since"</dt><dd>{format_time(r.at)}</dd>

@@ -8,9 +8,9 @@ use super::*;
 
 #[derive(Debug, Deserialize)]
 pub struct ActForm {
-    csrf: String,
-    action: String,
-    step: String,
+    pub(super) csrf: String,
+    pub(super) action: String,
+    pub(super) step: String,
     #[serde(default)]
     head: Option<String>,
     #[serde(default)]
@@ -23,7 +23,7 @@ pub struct ActForm {
 
 /// The signed-in owner, provided the form carries their session's CSRF token; otherwise the
 /// answer to send instead (the sign-in page, or a refusal that changed nothing).
-async fn form_owner<'c>(
+pub(super) async fn form_owner<'c>(
     state: &AppState,
     credential: &'c Credential,
     csrf: &str,

@@ -10,10 +10,12 @@
 mod actions;
 mod bug;
 mod live;
+mod owners;
 
 pub use actions::{act, act_on_report, ActForm};
 pub use bug::{bug, BugQuery};
 pub use live::{live, LiveQuery};
+pub use owners::{invite_accept, invite_page, owners, owners_act, InviteForm};
 
 use crate::auth::{csrf_token, csrf_valid, Credential};
 use crate::github::Fetched;
