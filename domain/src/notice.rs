@@ -186,8 +186,9 @@ pub struct Reach {
 }
 
 /// The channels a notice still needs, in order: the inbox for every reporter's notice, email
-/// when the reporter left an address and SMTP is configured, the webhook when configured;
-/// minus those already delivered (a retried job repeats nothing that went through).
+/// when there is an address (the reporter's, or for the owners' notices the owners') and SMTP
+/// is configured, the webhook when configured; minus those already delivered (a retried job
+/// repeats nothing that went through).
 pub fn channels_due(
     notice: &Notice,
     has_address: bool,
@@ -199,7 +200,7 @@ pub fn channels_due(
         .into_iter()
         .filter(|channel| match channel {
             Channel::Inbox => for_reporter,
-            Channel::Email => for_reporter && has_address && reach.smtp,
+            Channel::Email => has_address && reach.smtp,
             Channel::Webhook => reach.webhook,
         })
         .filter(|channel| !delivered.contains(channel))
@@ -268,7 +269,7 @@ mod tests {
     }
 
     #[test]
-    fn owners_notices_skip_the_inbox_and_email() {
+    fn owners_notices_skip_the_inbox() {
         let notice = compose(
             "notify_owners",
             &payload(&[("bug", "B-2"), ("reason", "fix_attempts_exhausted")]),
@@ -285,6 +286,10 @@ mod tests {
         };
         assert_eq!(
             channels_due(&notice, true, everything, &[]),
+            vec![Channel::Email, Channel::Webhook]
+        );
+        assert_eq!(
+            channels_due(&notice, false, everything, &[]),
             vec![Channel::Webhook]
         );
     }

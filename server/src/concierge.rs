@@ -2,8 +2,8 @@
 //! token (no engineering or repository power) and talks to the desk over HTTP like any other
 //! client. Each round it leases outbox jobs, delivers every channel still due
 //! (`domain::notice::channels_due`) — the tracking-page inbox always, email over SMTP when the
-//! reporter left an address and SMTP is configured, the owners' Slack-compatible webhook when
-//! configured — records each channel as it goes through, and acknowledges the job. A failed
+//! reporter left an address (the owners' notices: to every owner) and SMTP is configured, the
+//! owners' Slack-compatible webhook when configured — records each channel as it goes through, and acknowledges the job. A failed
 //! channel reports the failure and the job returns after a backoff; channels that went through
 //! are not repeated. Delivery is at-least-once: every email carries a `Message-ID` and every
 //! webhook call an `Idempotency-Key` derived from the job's key, so a receiver can drop a
@@ -297,13 +297,16 @@ impl Concierge {
         let Some((transport, from)) = &self.smtp else {
             return Err("SMTP is not configured".to_owned());
         };
-        let to: Mailbox = to
-            .parse()
-            .map_err(|e| format!("the reporter's address is not usable: {e}"))?;
         let host = from.email.domain().to_owned();
-        let message = Message::builder()
-            .from(from.clone())
-            .to(to)
+        let mut builder = Message::builder().from(from.clone());
+        // A reporter's one address, or every owner's.
+        for address in to.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+            let mailbox: Mailbox = address
+                .parse()
+                .map_err(|e| format!("an address is not usable ({address}): {e}"))?;
+            builder = builder.to(mailbox);
+        }
+        let message = builder
             .subject(&notice.subject)
             .message_id(Some(format!("<r2r-{}@{host}>", delivery_id(key))))
             .header(ContentType::TEXT_PLAIN)

@@ -3,8 +3,9 @@
 //! reports failures for a backed-off retry and acknowledges; owners write to a reporter.
 //!
 //! The desk composes every notice itself from the job (`domain::notice::compose`), so the
-//! concierge never supplies text that lands on a tracking page, and the reporter's address is
-//! handed only to the concierge, only for a job addressed to that reporter.
+//! concierge never supplies text that lands on a tracking page, and a reporter's address is
+//! handed only to the concierge, only for a job addressed to that reporter (the owners'
+//! notices carry the owners' addresses).
 
 use crate::api::{actor_of, guard, json_body, respond};
 use crate::auth::Credential;
@@ -72,7 +73,15 @@ pub async fn claim(
                             .await
                             .map_err(Refused::storage)?
                             .and_then(|r| r.contact),
-                        Audience::Owners => None,
+                        Audience::Owners => Some(
+                            state
+                                .store
+                                .owner_emails()
+                                .await
+                                .map_err(Refused::storage)?
+                                .join(", "),
+                        )
+                        .filter(|all| !all.is_empty()),
                     };
                     entry["notice"] = json!({
                         "audience": audience_json(&notice), "bug": notice.bug,
@@ -167,11 +176,11 @@ pub async fn delivered(
                 body: notice.body.clone(),
                 delivered_at: 0,
             }),
-            (Audience::Owners, Channel::Inbox | Channel::Email) => {
+            (Audience::Owners, Channel::Inbox) => {
                 return Err(Refused::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid_channel",
-                    "a notice for the owners goes to the webhook only",
+                    "a notice for the owners has no tracking page: email or webhook",
                 ))
             }
             _ => None,

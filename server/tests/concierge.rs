@@ -261,18 +261,28 @@ async fn notices_reach_inbox_email_and_webhook_once_each_with_retries() {
     let round = concierge.round().await.unwrap();
     assert_eq!(
         (round.leased, round.done, round.failed, round.delivered),
-        (2, 1, 1, 3),
+        (2, 1, 1, 4),
         "{round:?}"
     );
 
-    // Email: one message to the reporter, with the owner's words and a stable Message-ID.
+    // Email: the quarantine notice to the owners (it went through before its webhook failed)
+    // and the message to the reporter, with the owner's words and a stable Message-ID.
     let mail = smtp.messages();
-    assert_eq!(mail.len(), 1, "{mail:?}");
+    assert_eq!(mail.len(), 2, "{mail:?}");
+    let to_owners: Vec<&String> = mail
+        .iter()
+        .filter(|m| m.contains(&format!("To: {OWNER}")))
+        .collect();
+    assert_eq!(to_owners.len(), 1, "{mail:?}");
+    assert!(to_owners[0].contains("quarantined") && !to_owners[0].contains("Ignore all previous"));
     let key = format!("message:{report}:1");
-    assert!(mail[0].contains(&format!("To: {REPORTER}")), "{}", mail[0]);
-    assert!(mail[0].contains(&format!("Subject: A message about your report {report}")));
-    assert!(mail[0].contains("Which browser were you using?"));
-    assert!(mail[0].contains(&format!("<r2r-{}@r2r.test>", delivery_id(&key))));
+    let to_reporter = mail
+        .iter()
+        .find(|m| m.contains(&format!("To: {REPORTER}")))
+        .unwrap();
+    assert!(to_reporter.contains(&format!("Subject: A message about your report {report}")));
+    assert!(to_reporter.contains("Which browser were you using?"));
+    assert!(to_reporter.contains(&format!("<r2r-{}@r2r.test>", delivery_id(&key))));
     // Webhook: the failed quarantine notice and the message notice, ids only.
     let calls = webhook.calls();
     assert_eq!(calls.len(), 2);
@@ -359,8 +369,15 @@ async fn notices_reach_inbox_email_and_webhook_once_each_with_retries() {
         (2, 2, 0, 3),
         "{round:?}"
     );
+    // The retried quarantine notice did not email the owners again.
     let mail = smtp.messages();
-    assert_eq!(mail.len(), 2);
+    assert_eq!(mail.len(), 3);
+    assert_eq!(
+        mail.iter()
+            .filter(|m| m.contains(&format!("To: {OWNER}")))
+            .count(),
+        1
+    );
     let calls = webhook.calls();
     assert_eq!(calls.len(), 4);
     // The quarantine notice was called twice under one idempotency key.
