@@ -495,6 +495,31 @@ async fn the_loop(
         },
     )
     .await?;
+    run.step(
+        "concierge tells both reporters (tracking-page inbox)",
+        async {
+            let notify = crate::concierge::NotifyConfig::default();
+            let concierge =
+                crate::concierge::Concierge::new(&base, &token(Role::Concierge), &notify)?;
+            let round = concierge.round().await?;
+            if round.failed > 0 || round.delivered < 2 {
+                bail!("the concierge delivered {round:?}");
+            }
+            let tracking = http.tracking(&first).await?;
+            let inbox = tracking["inbox"].to_string();
+            if !inbox.contains("Is this the bug you saw?") {
+                bail!("the reporter's inbox lacks the question: {inbox}");
+            }
+            Ok((
+                (),
+                format!(
+                    "{} notice(s) delivered over HTTP with the concierge's own token",
+                    round.delivered
+                ),
+            ))
+        },
+    )
+    .await?;
     run.step("reporter confirms: that is my bug", async {
         let answer = http.answer(&first, "reproduction").await?;
         expect_state(&answer, "confirmed")?;

@@ -72,7 +72,7 @@ fn the_whole_loop_runs_as_a_controlled_acceptance_run_in_both_sandboxes() {
             .lines()
             .filter(|line| line.get(2..4) == Some(". "))
             .collect();
-        assert_eq!(steps.len(), 14, "{stdout}");
+        assert_eq!(steps.len(), 15, "{stdout}");
         assert!(
             steps.iter().all(|line| line[4..].starts_with("ok")),
             "{stdout}"
