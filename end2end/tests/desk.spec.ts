@@ -254,6 +254,7 @@ test('an owner invites another owner from the desk; the invitation works once an
   const link = (await page.getByTestId('invite-link').textContent())!.trim();
   expect(link).toMatch(/^\/desk\/invite#[0-9a-f]{64}$/);
   await axe(page);
+  await noOverflow(page);
 
   // The invited person, in a browser of their own.
   const context = await browser.newContext({ baseURL, javaScriptEnabled: !jsOff(info.project.name) });
@@ -266,6 +267,7 @@ test('an owner invites another owner from the desk; the invitation works once an
     await expect(invited.getByLabel('Invitation')).toHaveValue(link.split('#')[1]);
     expect(invited.url()).not.toContain('#');
   }
+  await noOverflow(invited);
   const email = `second-${token().replace(/ /g, '-')}@e2e.test`;
   await invited.getByLabel('Email').fill(email);
   await invited.getByLabel(/^Password/).fill('a long enough password');
