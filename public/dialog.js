@@ -8,6 +8,7 @@
   'use strict';
   if (!window.fetch || !window.DOMParser || typeof window.HTMLDialogElement !== 'function') return;
 
+  var busy = false;
   var FOCUSABLE = 'a[href], button:not([disabled]), textarea:not([disabled]), select:not([disabled]), ' +
     'input:not([type="hidden"]):not([disabled]), [tabindex]:not([tabindex="-1"])';
 
@@ -73,6 +74,9 @@
     var form = event.target;
     if (!(form instanceof HTMLFormElement) || !form.hasAttribute('data-confirm')) return;
     event.preventDefault();
+    // One question at a time: a second click while it loads, or with a dialog open, is ignored.
+    if (busy || document.querySelector('dialog.confirm-dialog')) return;
+    busy = true;
     var opener = event.submitter || form.querySelector('button');
     // `form.action` would be the hidden input named "action": read the attribute.
     fetch(form.getAttribute('action'), {
@@ -91,6 +95,7 @@
         }
         open(question, opener);
       })
-      .catch(function () { HTMLFormElement.prototype.submit.call(form); });
+      .catch(function () { HTMLFormElement.prototype.submit.call(form); })
+      .then(function () { busy = false; });
   });
 })();

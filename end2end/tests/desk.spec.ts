@@ -77,6 +77,19 @@ test('a change without the session CSRF token is refused and changes nothing', a
   expect(api.status()).toBe(403);
   await page.goto(`/desk/bugs/${bug_id}`);
   await expect(page.getByTestId('bug-state')).toHaveText(state!);
+  // The same for writing to a reporter and for inviting an owner: refused, nothing made.
+  const reportId = await page.locator('article[data-report]').first().getAttribute('data-report');
+  for (const [path, form] of [
+    [`/desk/bugs/${bug_id}/act`, { csrf: 'forged', action: 'contact', step: 'do', report: reportId!, text: 'forged' }],
+    [`/desk/reports/${reportId}/act`, { csrf: 'forged', action: 'contact', step: 'do', text: 'forged' }],
+    ['/desk/owners/act', { csrf: 'forged', action: 'invite', step: 'do' }],
+  ] as const) {
+    const refused = await page.request.post(path, { form: { ...form } });
+    expect(refused.status(), path).toBe(403);
+    expect(await refused.text()).not.toContain('invite-link');
+  }
+  const tracking = await page.request.get(`/desk/bugs/${bug_id}`);
+  expect(await tracking.text()).not.toContain('forged');
 });
 
 test('the dashboard lists bugs by state and the bug view shows redacted reports, evidence and an intact ledger', async ({ page, request }, info) => {

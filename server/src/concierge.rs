@@ -126,7 +126,13 @@ pub struct Round {
     pub failed: usize,
     /// Channels delivered in this round.
     pub delivered: usize,
+    /// Jobs left for a later claim: too little of their lease was left to start them.
+    pub deferred: usize,
 }
+
+/// A job is started only with this much of its lease left (two slow channels and a margin),
+/// so nothing is sent after the lease could have passed to another worker.
+const LEASE_NEEDED_MS: i64 = 2 * DELIVERY_TIMEOUT.as_millis() as i64 + 5_000;
 
 /// The concierge worker.
 pub struct Concierge {
@@ -210,21 +216,37 @@ impl Concierge {
         for job in &jobs {
             let key = job["key"].as_str().unwrap_or_default();
             let lease = job["lease_id"].as_str().unwrap_or_default();
+            let leased_until = job["leased_until"].as_i64().unwrap_or_default();
+            if leased_until - crate::clock::now_ms() < LEASE_NEEDED_MS {
+                // Its lease runs out and a later claim takes it whole.
+                round.deferred += 1;
+                continue;
+            }
             let path = |what: &str| job_path(key, what);
-            match self.deliver(job, &mut round).await {
+            let (answer, outcome) = match self.deliver(job, &mut round).await {
                 Ok(()) => {
-                    self.desk
-                        .post(&path("ack"), &json!({"lease_id": lease}))
-                        .await?;
                     round.done += 1;
+                    (
+                        self.desk
+                            .post(&path("ack"), &json!({"lease_id": lease}))
+                            .await,
+                        "acknowledged",
+                    )
                 }
                 Err(error) => {
                     tracing::warn!(job = key, %error, "notification not delivered; it will be retried");
-                    self.desk
-                        .post(&path("fail"), &json!({"lease_id": lease, "error": error}))
-                        .await?;
                     round.failed += 1;
+                    (
+                        self.desk
+                            .post(&path("fail"), &json!({"lease_id": lease, "error": error}))
+                            .await,
+                        "reported as failed",
+                    )
                 }
+            };
+            // The lease lapses by itself; the other jobs of the batch still go out.
+            if let Err(error) = answer {
+                tracing::warn!(job = key, %error, "the job could not be {outcome}");
             }
         }
         Ok(round)
@@ -238,7 +260,10 @@ impl Concierge {
         let key = job["key"].as_str().unwrap_or_default();
         let lease = job["lease_id"].as_str().unwrap_or_default();
         let notice = &job["notice"];
-        let email = notice["email"].as_str().filter(|e| !e.is_empty());
+        let emails: Vec<&str> = notice["emails"]
+            .as_array()
+            .map(|list| list.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let delivered: Vec<Channel> = job["delivered"]
             .as_array()
             .map(|list| {
@@ -267,13 +292,10 @@ impl Concierge {
                 .unwrap_or_default()
                 .to_owned(),
         };
-        for channel in channels_due(&parsed, email.is_some(), self.reach(), &delivered) {
+        for channel in channels_due(&parsed, !emails.is_empty(), self.reach(), &delivered) {
             let detail = match channel {
                 Channel::Inbox => "tracking page".to_owned(),
-                Channel::Email => {
-                    self.send_email(key, email.unwrap_or_default(), &parsed)
-                        .await?
-                }
+                Channel::Email => self.send_email(key, &emails, &parsed).await?,
                 Channel::Webhook => self.call_webhook(key, &parsed).await?,
             };
             self.desk
@@ -288,10 +310,12 @@ impl Concierge {
         Ok(())
     }
 
+    /// Sends the notice to every usable address; none usable is recorded as skipped (retrying
+    /// cannot fix an address). Errors name no address (they end up in logs and the outbox).
     async fn send_email(
         &self,
         key: &str,
-        to: &str,
+        to: &[&str],
         notice: &domain::notice::Notice,
     ) -> Result<String, String> {
         let Some((transport, from)) = &self.smtp else {
@@ -300,10 +324,11 @@ impl Concierge {
         let host = from.email.domain().to_owned();
         let mut builder = Message::builder().from(from.clone());
         // A reporter's one address, or every owner's.
-        for address in to.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-            let mailbox: Mailbox = address
-                .parse()
-                .map_err(|e| format!("an address is not usable ({address}): {e}"))?;
+        let usable: Vec<Mailbox> = to.iter().filter_map(|a| a.trim().parse().ok()).collect();
+        if usable.is_empty() {
+            return Ok("skipped: no usable address".to_owned());
+        }
+        for mailbox in usable {
             builder = builder.to(mailbox);
         }
         let message = builder
@@ -315,7 +340,11 @@ impl Concierge {
         let response = transport
             .send(message)
             .await
-            .map_err(|e| format!("SMTP: {e}"))?;
+            .map_err(|e| match e.status() {
+                Some(code) => format!("SMTP answered {code}"),
+                None if e.is_timeout() => "SMTP timed out".to_owned(),
+                None => "SMTP: no answer from the server".to_owned(),
+            })?;
         Ok(format!(
             "SMTP {}",
             response

@@ -66,27 +66,23 @@ pub async fn claim(
             });
             match compose(&job.kind, &job.payload) {
                 Ok(notice) => {
-                    let email = match &notice.audience {
+                    let emails: Vec<String> = match &notice.audience {
                         Audience::Reporter(report) => state
                             .store
                             .report(report)
                             .await
                             .map_err(Refused::storage)?
-                            .and_then(|r| r.contact),
-                        Audience::Owners => Some(
-                            state
-                                .store
-                                .owner_emails()
-                                .await
-                                .map_err(Refused::storage)?
-                                .join(", "),
-                        )
-                        .filter(|all| !all.is_empty()),
+                            .and_then(|r| r.contact)
+                            .into_iter()
+                            .collect(),
+                        Audience::Owners => {
+                            state.store.owner_emails().await.map_err(Refused::storage)?
+                        }
                     };
                     entry["notice"] = json!({
                         "audience": audience_json(&notice), "bug": notice.bug,
                         "subject": notice.subject, "body": notice.body,
-                        "webhook_text": notice.webhook_text, "email": email,
+                        "webhook_text": notice.webhook_text, "emails": emails,
                     });
                 }
                 Err(error) => entry["error"] = json!(error.to_string()),
@@ -242,7 +238,8 @@ pub async fn fail(
     respond(result)
 }
 
-/// `POST /api/v1/outbox/jobs/{key}/ack`: every due channel went through.
+/// `POST /api/v1/outbox/jobs/{key}/ack`: every due channel went through (a reporter's notice
+/// at least to the tracking page).
 pub async fn ack(
     State(state): State<AppState>,
     credential: Credential,
@@ -253,6 +250,23 @@ pub async fn ack(
     let result = async {
         guard(&state, &credential, &headers, "ackNotification")?;
         let body: LeaseBody = json_body(&body)?;
+        let job = leased_job(&state, &key, &body.lease_id).await?;
+        let for_reporter = compose(&job.kind, &job.payload)
+            .is_ok_and(|n| matches!(n.audience, Audience::Reporter(_)));
+        if for_reporter {
+            let delivered = state
+                .store
+                .deliveries_of(&key)
+                .await
+                .map_err(Refused::storage)?;
+            if !delivered.contains(&Channel::Inbox) {
+                return Err(Refused::new(
+                    StatusCode::CONFLICT,
+                    "inbox_first",
+                    "A reporter's notice is done only once it is on their tracking page.",
+                ));
+            }
+        }
         let done = state
             .store
             .ack_job(&key, &body.lease_id, now_ms())
@@ -269,8 +283,9 @@ pub async fn ack(
 }
 
 /// Checks an owner's message to a reporter: 1 to 4,000 characters once trimmed.
-pub fn message_text(text: &str) -> Result<&str, Refused> {
-    let text = text.trim();
+pub fn message_text(text: &str) -> Result<String, Refused> {
+    // Browsers send a textarea's line breaks as CRLF but count them as one character.
+    let text = text.replace("\r\n", "\n").trim().to_owned();
     if text.is_empty() || text.chars().count() > MESSAGE_MAX_CHARS {
         return Err(Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -292,7 +307,7 @@ pub async fn send_message(
     let text = message_text(text)?;
     state
         .store
-        .add_report_message(report, author, text, now_ms())
+        .add_report_message(report, author, &text, now_ms())
         .await
         .map_err(Refused::storage)?
         .ok_or_else(Refused::not_found)

@@ -319,10 +319,16 @@ async fn notices_reach_inbox_email_and_webhook_once_each_with_retries() {
         .find(|j| j["key"] == format!("message:{report}:2"))
         .unwrap()
         .clone();
-    assert_eq!(job["notice"]["email"], REPORTER);
+    assert_eq!(job["notice"]["emails"], json!([REPORTER]));
     assert_eq!(job["delivered"], json!([]));
     let lease = job["lease_id"].as_str().unwrap();
     let path = |what: &str| format!("/api/v1/outbox/jobs/message%3A{report}%3A2/{what}");
+    // Not done before it is on the tracking page.
+    let (status, refused) = concierge_call(&desk, &path("ack"), json!({"lease_id": lease})).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("inbox_first"))
+    );
     for new in [true, false] {
         let (status, answer) = concierge_call(
             &desk,
@@ -391,6 +397,23 @@ async fn notices_reach_inbox_email_and_webhook_once_each_with_retries() {
             .0
     );
     assert_eq!(concierge.round().await.unwrap().leased, 0);
+
+    // An address the intake let through but no mail system takes: retrying cannot fix it, so
+    // the email is skipped and the notice still reaches the inbox and the webhook.
+    let (odd, _) = file(
+        &desk,
+        "Checkout sum goes negative",
+        Some("a,b@example.test"),
+    )
+    .await;
+    assert_eq!(message(&desk, &odd, "Can you tell us more?").await, 201);
+    let round = concierge.round().await.unwrap();
+    assert_eq!(
+        (round.leased, round.done, round.failed, round.delivered),
+        (1, 1, 0, 3),
+        "{round:?}"
+    );
+    assert_eq!(smtp.messages().len(), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
