@@ -16,6 +16,7 @@ pub mod reports;
 pub mod spend;
 pub mod testing;
 mod url;
+pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
 pub const SCHEMA_VERSION: i64 = 12;
@@ -30,6 +31,7 @@ pub use reports::{
     choose_cluster, Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport,
 };
 pub use url::{DatabaseUrl, DatabaseUrlError};
+pub use webhooks::{NewWebhook, WebhookDelivery};
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
