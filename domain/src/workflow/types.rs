@@ -245,7 +245,7 @@ pub struct Approval {
     pub approver: Human,
     /// The head they approved.
     pub head: CommitSha,
-    /// Whether CODEOWNERS at that head names them for the change.
+    /// Whether CODEOWNERS on the default branch (never the change's own) names them.
     pub code_owner: bool,
     /// When.
     pub at: Millis,
@@ -394,7 +394,7 @@ impl Bug {
             ));
         }
         if pr.tier.requires_code_owner() && !code_owner {
-            missing.push("an approval from a code owner (CODEOWNERS at that head)".to_owned());
+            missing.push("an approval from a code owner (CODEOWNERS on the default branch)".to_owned());
         }
         missing
     }
