@@ -601,6 +601,9 @@ pub struct Confirm {
     /// The report written to, for `contact`.
     #[serde(default)]
     pub report: Option<String>,
+    /// The pending owner, for `confirm_owner`.
+    #[serde(default)]
+    pub person: Option<String>,
     /// The exact head, for approve and merge.
     pub head: Option<String>,
     /// What will happen, in plain words.
@@ -614,12 +617,29 @@ pub struct OwnersDesk {
     pub owner: String,
     /// CSRF token for the invite form.
     pub csrf: String,
-    /// Every owner's email, oldest first.
-    pub owners: Vec<String>,
+    /// Every owner, oldest first.
+    pub owners: Vec<OwnerLine>,
     /// A fresh invitation link, shown once right after it was made.
     pub invite_link: Option<String>,
     /// When it expires.
     pub expires_at: Option<i64>,
+}
+
+/// One owner on `/desk/owners`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnerLine {
+    /// Account id.
+    pub id: String,
+    /// Email.
+    pub email: String,
+    /// Waiting for a second owner's confirmation (cannot sign in or approve yet).
+    pub pending: bool,
+    /// Who invited them (none for the first owner).
+    pub invited_by: Option<String>,
+    /// Who confirmed them, when they needed it.
+    pub confirmed_by: Option<String>,
+    /// Whether the signed-in owner may confirm them (pending, and not invited by them).
+    pub can_confirm: bool,
 }
 
 /// `/desk/invite`.
@@ -633,4 +653,7 @@ pub struct InvitePage {
     pub token: String,
     /// The account was created.
     pub created: bool,
+    /// It was created but waits for a second owner's confirmation.
+    #[serde(default)]
+    pub pending: bool,
 }

@@ -1,7 +1,42 @@
 //! The frame around every page: skip link, header with navigation, footer.
 
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::components::A;
+
+/// The document's title. Use this, never `leptos_meta::Title` directly: leptos_meta writes the
+/// title's text into the server's HTML exactly as given, and a title can carry a stranger's
+/// words (a bug's title), so the server escapes it here. In the browser the text goes to
+/// `document.title`, which is never parsed as markup.
+#[component]
+pub fn PageTitle(#[prop(into)] text: String) -> impl IntoView {
+    view! { <Title text=title_text(text)/> }
+}
+
+/// The title as the document carries it: escaped for the server's HTML, as it is in the browser.
+pub fn title_text(text: String) -> String {
+    if cfg!(feature = "ssr") {
+        escape_text(&text)
+    } else {
+        text
+    }
+}
+
+/// Escapes text for an HTML text or RCDATA context (`<title>`, `<textarea>`, element content).
+pub fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 /// Header, main landmark and footer.
 #[component]

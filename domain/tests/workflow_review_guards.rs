@@ -199,6 +199,35 @@ fn a_merge_without_any_human_approval_is_refused() {
     );
 }
 
+#[test]
+fn one_owner_written_two_ways_is_still_one_approver() {
+    let owners = code_owners("*  ana@desk.test\n");
+    let evidence = Evidence {
+        code_owners: Some(&owners),
+        ..Evidence::default()
+    };
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["server/src/auth/session.rs"]);
+    d.ok_with(
+        &Actor::owner("Ana@Desk.test"),
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    d.ok_with(
+        &Actor::Owner {
+            id: " ana@desk.TEST".into(),
+        },
+        Command::Approve { head: sha(1) },
+        &evidence,
+    );
+    assert_eq!(d.bug.approvals_of_head(), (1, true));
+    assert_eq!(
+        d.bug.state,
+        BugState::InReview,
+        "tier 2 still needs a second person"
+    );
+}
+
 // ── risk tiers ──────────────────────────────────────────────────────────────────────────────
 
 #[test]

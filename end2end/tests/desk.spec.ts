@@ -1,5 +1,6 @@
 import AxeBuilder from '@axe-core/playwright';
 import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { APIRequestContext, Page } from '@playwright/test';
 import { test, expect, jsOff, owner, signIn } from './fixtures';
@@ -256,7 +257,7 @@ test('a quarantined report’s reporter is reached from the queue, its text stil
   expect((await trackingOf(request, hostile.tracking_link)).messages.map((m) => m.body)).toContain('Please describe what went wrong in your own words.');
 });
 
-test('an owner invites another owner from the desk; the invitation works once and the new owner signs in', async ({ page, browser, baseURL }, info) => {
+test('an owner invites another owner from the desk; the invitation works once; past two owners a second person must confirm', async ({ page, browser, baseURL }, info) => {
   await signIn(page, '/desk/owners');
   await expect(page.getByTestId('owners')).toContainText(owner().email);
   await page.getByRole('button', { name: 'Invite another owner…' }).click();
@@ -285,7 +286,12 @@ test('an owner invites another owner from the desk; the invitation works once an
   await invited.getByLabel('Email').fill(email);
   await invited.getByLabel(/^Password/).fill('a long enough password');
   await invited.getByRole('button', { name: 'Create my owner account' }).click();
-  await expect(invited.getByTestId('invite-created')).toContainText(email);
+  const created = invited.getByTestId('invite-created');
+  const pending = invited.getByTestId('invite-pending');
+  await expect(created.or(pending)).toContainText(email);
+  // The desk is shared by every project's run: the first invitation accepted makes the
+  // second owner at once; each later one waits for a second person.
+  const waits = await pending.isVisible();
 
   // Once only: a second use is refused and keeps what was typed except the password.
   await invited.goto('/desk/invite');
@@ -296,6 +302,35 @@ test('an owner invites another owner from the desk; the invitation works once an
   await expect(invited.getByTestId('invite-error')).toContainText('already used');
   await expect(invited.getByLabel('Email')).toHaveValue(`third-${email}`);
   await expect(invited.getByLabel(/^Password/)).toHaveValue('');
+
+  const secondOwnerFile = path.join(process.env.R2R_E2E_DATA_DIR!, 'second-owner.json');
+  if (waits) {
+    // A pending owner cannot sign in, and the inviter cannot confirm them.
+    await invited.goto('/desk');
+    await invited.getByLabel('Email').fill(email);
+    await invited.getByLabel('Password').fill('a long enough password');
+    await invited.getByRole('button', { name: 'Sign in' }).click();
+    await expect(invited.getByRole('alert')).toContainText("waits for a second owner's confirmation");
+    await page.goto('/desk/owners');
+    const line = page.getByTestId('owner-line').filter({ hasText: email });
+    await expect(line.getByTestId('owner-pending')).toBeVisible();
+    await expect(line.getByRole('button', { name: `Confirm ${email}…` })).toHaveCount(0);
+    // The second owner (made by an earlier run) confirms.
+    await expect.poll(() => fs.existsSync(secondOwnerFile), { timeout: 20_000 }).toBe(true);
+    const second = JSON.parse(fs.readFileSync(secondOwnerFile, 'utf8'));
+    const confirmer = await context.newPage();
+    await confirmer.goto('/desk/owners');
+    await confirmer.getByLabel('Email').fill(second.email);
+    await confirmer.getByLabel('Password').fill(second.password);
+    await confirmer.getByRole('button', { name: 'Sign in' }).click();
+    await confirmer.getByRole('button', { name: `Confirm ${email}…` }).click();
+    await expect(confirmer.getByTestId('consequences')).toContainText('second person');
+    await confirmer.getByRole('button', { name: 'Yes, confirm' }).click();
+    await expect(confirmer.getByTestId('owner-line').filter({ hasText: email })).toContainText(`confirmed by ${second.email}`);
+    await confirmer.getByRole('button', { name: 'Sign out' }).click();
+  } else {
+    fs.writeFileSync(secondOwnerFile, JSON.stringify({ email, password: 'a long enough password' }));
+  }
 
   await invited.goto('/desk');
   await invited.getByLabel('Email').fill(email);

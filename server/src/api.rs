@@ -18,7 +18,7 @@ use domain::Role;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Instant;
-use store::{InviteOutcome, NewOwner, OwnerAccount};
+use store::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerAccount};
 
 /// One operation of the API: the single source for routing checks and the OpenAPI document.
 #[derive(Debug)]
@@ -159,6 +159,24 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "listOwners",
+        method: "GET",
+        path: "/api/v1/owners",
+        summary: "Every owner: who invited them, who confirmed them, who still waits",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "confirmOwner",
+        method: "POST",
+        path: "/api/v1/owners/{id}/confirm",
+        summary: "Confirm a pending owner (only an owner other than their inviter)",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
         id: "listBugs",
         method: "GET",
         path: "/api/v1/bugs",
@@ -183,6 +201,15 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Record the manager's triage",
         realm: Realm::Engineering,
         accepts: &[R(Role::Manager)],
+        reporter: false,
+    },
+    Operation {
+        id: "startFix",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/fix/start",
+        summary: "Start drafting the fix of a confirmed bug",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Manager), R(Role::Fixer)],
         reporter: false,
     },
     Operation {
@@ -417,11 +444,9 @@ pub const OPERATIONS: &[Operation] = &[
     },
 ];
 
-fn operation(id: &str) -> &'static Operation {
-    OPERATIONS
-        .iter()
-        .find(|op| op.id == id)
-        .unwrap_or(&OPERATIONS[0])
+/// The operation named `id`, if the table declares it.
+pub(crate) fn operation(id: &str) -> Option<&'static Operation> {
+    OPERATIONS.iter().find(|op| op.id == id)
 }
 
 /// Checks the credential against operation `id`; for an owner's session on a state-changing
@@ -432,7 +457,19 @@ pub(crate) fn guard(
     headers: &HeaderMap,
     id: &str,
 ) -> Result<(), Refused> {
-    let op = operation(id);
+    // A handler naming an operation the table does not declare is refused outright: a route
+    // outside the table must never fall back to some other operation's rules.
+    let Some(op) = operation(id) else {
+        tracing::error!(
+            operation = id,
+            "a handler guards itself with an undeclared operation"
+        );
+        return Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "undeclared_operation",
+            "This operation is not declared in the desk's operation table, so nobody may call it.",
+        ));
+    };
     authorize(credential, op.realm, op.accepts)
         .map_err(|(status, code, message)| Refused::new(status, code, message))?;
     if let Credential::Owner { session, .. } = credential {
@@ -509,6 +546,7 @@ pub async fn login(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
+        refuse_cross_site(&headers)?;
         let login: Login = json_body(&body)?;
         let client = crate::reporter::client_key_of(&state, addr, &headers);
         let (session, account) = sign_in(&state, &client, &login.email, login.password).await?;
@@ -527,6 +565,18 @@ pub async fn login(
     respond(result)
 }
 
+/// Refuses a request another site's page made (see [`crate::auth::cross_site`]).
+pub(crate) fn refuse_cross_site(headers: &HeaderMap) -> Result<(), Refused> {
+    if crate::auth::cross_site(headers) {
+        return Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            "This request came from another site's page; sign in on this desk's own page.",
+        ));
+    }
+    Ok(())
+}
+
 /// The `Set-Cookie` value of a new session.
 pub(crate) fn session_cookie(state: &AppState, session: &str) -> HeaderValue {
     session_cookie_header(state, session, SESSION_TTL_MS / 1000)
@@ -541,20 +591,26 @@ pub(crate) async fn sign_in(
     password: String,
 ) -> Result<(String, OwnerAccount), Refused> {
     let now = Instant::now();
-    state
-        .auth
-        .login_limiter
+    // One spelling of the address for the limits and the lookup alike.
+    let email = store::owners::normalise_email(email);
+    // Per client, per client and address, and — ten times looser — per address from every
+    // client together: a stranger on one address runs into their own limits long before
+    // they could lock an owner out, and guessing one owner's password from many addresses
+    // still slows down.
+    let limiter = &state.auth.login_limiter;
+    limiter
         .check(&format!("ip:{client}"), now)
+        .and_then(|()| limiter.check(&format!("pair:{client}|{email}"), now))
         .and_then(|()| {
             state
                 .auth
-                .login_limiter
-                .check(&format!("email:{}", email.to_lowercase()), now)
+                .address_limiter
+                .check(&format!("email:{email}"), now)
         })
         .map_err(Refused::rate_limited)?;
     let account = state
         .store
-        .owner_by_email(email.trim())
+        .owner_by_email(&email)
         .await
         .map_err(Refused::storage)?;
     // Verify against a real hash even for an unknown email, so timing says nothing.
@@ -571,6 +627,14 @@ pub(crate) async fn sign_in(
             "That email and password do not match an owner account.",
         ));
     };
+    if !account.active {
+        // Only someone who knows the password learns this.
+        return Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "awaiting_confirmation",
+            "This account waits for a second owner's confirmation: an owner other than the one who invited you must confirm it on the desk's Owners page.",
+        ));
+    }
     let session = random_secret(32);
     let now = now_ms();
     state
@@ -694,6 +758,92 @@ struct Accept {
 /// Shortest owner password accepted.
 pub const MIN_PASSWORD_CHARS: usize = 12;
 
+/// `GET /api/v1/owners`.
+pub async fn list_owners(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "listOwners")?;
+        let owners = state
+            .store
+            .owner_listing()
+            .await
+            .map_err(Refused::storage)?;
+        let owners: Vec<Value> = owners
+            .into_iter()
+            .map(|o| {
+                json!({
+                    "id": o.id, "email": o.email, "status": o.status,
+                    "invited_by": o.invited_by, "confirmed_by": o.confirmed_by,
+                    "created_at": o.created_at,
+                })
+            })
+            .collect();
+        Ok::<_, Refused>(Json(json!({"owners": owners})))
+    }
+    .await;
+    respond(result)
+}
+
+/// `POST /api/v1/owners/{id}/confirm`.
+pub async fn confirm_owner_route(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "confirmOwner")?;
+        let Credential::Owner { account, .. } = &credential else {
+            return Err(Refused::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "owners only",
+            ));
+        };
+        confirm_owner(&state, account, &id).await?;
+        Ok(Json(json!({"id": id, "status": "active"})))
+    }
+    .await;
+    respond(result)
+}
+
+/// `account` confirms the pending owner `pending_id`: the one rule for the API and the desk.
+pub(crate) async fn confirm_owner(
+    state: &AppState,
+    account: &OwnerAccount,
+    pending_id: &str,
+) -> Result<(), Refused> {
+    let outcome = state
+        .store
+        .confirm_owner(pending_id, &account.id, now_ms())
+        .await
+        .map_err(Refused::storage)?;
+    match outcome {
+        ConfirmOutcome::Confirmed => {
+            tracing::info!(owner = %pending_id, by = %account.id, "pending owner confirmed");
+            Ok(())
+        }
+        ConfirmOutcome::NotPending => Err(Refused::new(
+            StatusCode::NOT_FOUND,
+            "not_pending",
+            "No owner with this id waits for confirmation.",
+        )),
+        ConfirmOutcome::NeedsAnotherOwner => Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "needs_another_owner",
+            "You invited this owner (or are them): an owner other than their inviter must confirm them, so one person can never make a second approving identity alone.",
+        )),
+        ConfirmOutcome::NotAnOwner => Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "Only an active owner can confirm another.",
+        )),
+    }
+}
+
 /// `POST /api/v1/owners/accept`.
 pub async fn accept_invite(
     State(state): State<AppState>,
@@ -702,9 +852,10 @@ pub async fn accept_invite(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
+        refuse_cross_site(&headers)?;
         let accept: Accept = json_body(&body)?;
         let client = crate::reporter::client_key_of(&state, addr, &headers);
-        let (id, email) = accept_invitation(
+        let (id, email, active) = accept_invitation(
             &state,
             &client,
             &accept.token,
@@ -712,21 +863,26 @@ pub async fn accept_invite(
             accept.password,
         )
         .await?;
-        Ok::<_, Refused>((StatusCode::CREATED, Json(json!({"id": id, "email": email}))))
+        let status = if active { "active" } else { "pending" };
+        Ok::<_, Refused>((
+            StatusCode::CREATED,
+            Json(json!({"id": id, "email": email, "status": status})),
+        ))
     }
     .await;
     respond(result)
 }
 
-/// Creates the owner account an invitation allows; its id and email. Attempts count against
-/// the client's sign-in limit (each one hashes a password).
+/// Creates the owner account an invitation allows: its id, email, and whether it is active
+/// now (or waits for a second owner's confirmation). Attempts count against the client's
+/// sign-in limit (each one hashes a password).
 pub async fn accept_invitation(
     state: &AppState,
     client: &str,
     token: &str,
     email: &str,
     password: String,
-) -> Result<(String, String), Refused> {
+) -> Result<(String, String, bool), Refused> {
     state
         .auth
         .login_limiter
@@ -764,7 +920,7 @@ pub async fn accept_invitation(
             .map_err(Refused::storage)?;
         let owner = NewOwner {
             id: format!("owner-{}", random_secret(12)),
-            email: accept.email.trim().to_owned(),
+            email: store::owners::normalise_email(&accept.email),
             password_hash: hash,
         };
         let outcome = state
@@ -775,7 +931,11 @@ pub async fn accept_invitation(
         match outcome {
             InviteOutcome::Created => {
                 tracing::info!(owner = %owner.id, "owner account created from an invitation");
-                Ok((owner.id, owner.email))
+                Ok((owner.id, owner.email, true))
+            }
+            InviteOutcome::AwaitingConfirmation => {
+                tracing::info!(owner = %owner.id, "owner account created from an invitation; waits for a second owner's confirmation");
+                Ok((owner.id, owner.email, false))
             }
             InviteOutcome::Unknown => Err(Refused::new(
                 StatusCode::NOT_FOUND,
@@ -854,9 +1014,7 @@ pub async fn get_bug(
 
 pub(crate) fn actor_of(credential: &Credential) -> Actor {
     match credential {
-        Credential::Owner { account, .. } => Actor::Owner {
-            id: account.email.clone(),
-        },
+        Credential::Owner { account, .. } => crate::auth::owner_actor(account),
         Credential::Role(role) => Actor::Role { role: *role },
         _ => Actor::Anonymous,
     }
@@ -918,71 +1076,8 @@ fn screened_note(text: &str) -> Result<String, Refused> {
     }
 }
 
-/// `POST /api/v1/bugs/{id}/{command}` for the commands in [`OPERATIONS`].
-pub async fn bug_command(
-    State(state): State<AppState>,
-    credential: Credential,
-    headers: HeaderMap,
-    Path((id, action)): Path<(String, String)>,
-    LimitedBody(body): LimitedBody,
-) -> Response {
-    let op_id = match action.as_str() {
-        "triage" => "triage",
-        "notes" => "addNote",
-        "approve" => "approve",
-        "reopen" => "reopen",
-        "fix" => "submitFix",
-        "merge" => "merge",
-        "reproduction" => "proposeReproduction",
-        _ => {
-            return Refused::new(
-                StatusCode::NOT_FOUND,
-                "unknown_operation",
-                "No such operation.",
-            )
-            .into_response()
-        }
-    };
-    bug_operation(state, credential, headers, id, op_id, body).await
-}
-
-/// `POST /api/v1/bugs/{id}/fix/start`.
-pub async fn start_fix(
-    State(state): State<AppState>,
-    credential: Credential,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    bug_operation(
-        state,
-        credential,
-        headers,
-        id,
-        "startFix",
-        Default::default(),
-    )
-    .await
-}
-
-/// `POST /api/v1/bugs/{id}/reproduction/start`.
-pub async fn start_reproduction(
-    State(state): State<AppState>,
-    credential: Credential,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    bug_operation(
-        state,
-        credential,
-        headers,
-        id,
-        "startReproduction",
-        Default::default(),
-    )
-    .await
-}
-
-async fn bug_operation(
+/// A bug command (`/api/v1/bugs/{id}/…`), guarded as operation `op_id` of [`OPERATIONS`].
+pub(crate) async fn bug_operation(
     state: AppState,
     credential: Credential,
     headers: HeaderMap,
@@ -1033,7 +1128,14 @@ async fn bug_operation(
                 }
             }
             "startFix" => Command::StartFix,
-            _ => Command::StartReproduction,
+            "startReproduction" => Command::StartReproduction,
+            other => {
+                return Err(Refused::new(
+                    StatusCode::FORBIDDEN,
+                    "undeclared_operation",
+                    format!("{other} is not a bug command."),
+                ))
+            }
         };
         run_command(&state, &id, command, &actor).await
     }

@@ -30,8 +30,11 @@ pub struct AuthDesk {
     pub session_key: crate::secret::Secret,
     /// Whether the session cookie is marked `Secure`.
     pub secure_cookies: bool,
-    /// Sign-in attempts, keyed by client and by email.
+    /// Sign-in attempts, keyed by client and by client and email.
     pub login_limiter: crate::ratelimit::Limiter,
+    /// Sign-in attempts per email from all clients together, ten times looser than
+    /// `login_limiter`, so that no single stranger can lock an owner out.
+    pub address_limiter: crate::ratelimit::Limiter,
     /// A real argon2 hash of a random password: unknown emails are verified against it, so
     /// a sign-in takes as long whether or not the account exists.
     pub dummy_password_hash: String,
@@ -50,8 +53,41 @@ impl AuthDesk {
             session_key,
             secure_cookies: config.secure_cookies,
             login_limiter: crate::ratelimit::Limiter::new(config.login_rate),
+            address_limiter: crate::ratelimit::Limiter::new(crate::ratelimit::RateLimit {
+                count: config.login_rate.count.saturating_mul(10),
+                per: config.login_rate.per,
+            }),
             dummy_password_hash,
         }
+    }
+}
+
+/// The one actor an owner is, whichever path they act through (the API, the desk's forms, a
+/// server function): named by their email, as CODEOWNERS names them. Never build an owner's
+/// actor anywhere else.
+pub fn owner_actor(account: &OwnerAccount) -> domain::workflow::Actor {
+    domain::workflow::Actor::owner(&account.email)
+}
+
+/// Whether a browser sent this request from another site. Sign-in, sign-out and accepting an
+/// invitation carry no session yet (or end one), so a CSRF token cannot guard them; the
+/// browser's own word can: `Sec-Fetch-Site` when present (only `same-origin`, or `none` for
+/// a typed address, pass), else `Origin` compared with `Host`. A request with neither comes
+/// from a client that is not a browser page, which cross-site forgery needs.
+pub fn cross_site(headers: &HeaderMap) -> bool {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = text("sec-fetch-site") {
+        return !matches!(site, "same-origin" | "none");
+    }
+    match (text("origin"), text("host")) {
+        (None, _) => false,
+        (Some(origin), Some(host)) => {
+            let authority = origin
+                .strip_prefix("http://")
+                .or_else(|| origin.strip_prefix("https://"));
+            !authority.is_some_and(|authority| authority.eq_ignore_ascii_case(host))
+        }
+        (Some(_), None) => true,
     }
 }
 
@@ -330,6 +366,7 @@ mod tests {
                 id: "o".into(),
                 email: "o@example.org".into(),
                 password_hash: String::new(),
+                active: true,
             },
             session: String::new(),
         };

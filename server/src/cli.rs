@@ -836,8 +836,8 @@ async fn ledger_verify(env_file: &std::path::Path) -> anyhow::Result<ExitCode> {
     match store.verify_ledger().await? {
         Ok(summary) => {
             println!(
-                "ledger intact: {} bugs, {} events, every hash chain recomputed",
-                summary.bugs, summary.events
+                "ledger intact: {} bugs, {} events, {} owner events, every hash chain recomputed",
+                summary.bugs, summary.events, summary.owner_events
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -1,7 +1,8 @@
 //! One interface over the places a target's code lives: GitHub's REST API
 //! ([`crate::github::GitHubForge`]) and a bare repository on disk
 //! ([`crate::local_forge::LocalForge`]). The desk asks a forge for facts (branch heads,
-//! ancestry, files and CODEOWNERS at an exact commit) and asks it to do exactly two things on
+//! ancestry, files at an exact commit, CODEOWNERS on the base branch, an account's access)
+//! and asks it to do exactly two things on
 //! the crew's and the recorder's behalf: open a *draft* pull request, and record a verified
 //! deployment. Merging is not in the trait: on GitHub people merge on GitHub; on the local
 //! forge the desk merges only after the engine's dry run (see [`crate::forge_api`]).
@@ -30,6 +31,14 @@ pub enum ForgeError {
     /// The request itself is unacceptable (unknown branch, bad number, …).
     #[error("{0}")]
     Invalid(String),
+    /// Another failure, with what the desk was doing and what it means meanwhile.
+    #[error("{context}: {source}")]
+    Context {
+        /// What was being done.
+        context: String,
+        /// Why it failed.
+        source: Box<ForgeError>,
+    },
 }
 
 /// A draft pull request to open.
@@ -63,6 +72,55 @@ pub struct RecordedDeployment {
     pub url: String,
 }
 
+/// An account's access to a repository, as GitHub's collaborator-permission API answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepoPermission {
+    /// The legacy base permission: `admin`, `write`, `read` or `none` (maintain reads as
+    /// write, triage as read; a custom role as the base role it extends).
+    pub permission: String,
+    /// The role: `admin`, `maintain`, `write`, `triage`, `read` or a custom role's name.
+    pub role_name: String,
+}
+
+impl RepoPermission {
+    /// Whether the account may approve: write, maintain or admin access. Anything else —
+    /// read, triage, none, an empty or unknown answer, or a role that contradicts it — does
+    /// not (fail closed).
+    pub fn may_approve(&self) -> bool {
+        matches!(self.permission.as_str(), "admin" | "write")
+            && !matches!(self.role_name.as_str(), "read" | "triage" | "none")
+    }
+}
+
+impl std::fmt::Display for RepoPermission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let shown = |s: &str| {
+            if s.is_empty() {
+                "(none given)".to_owned()
+            } else {
+                s.to_owned()
+            }
+        };
+        write!(
+            f,
+            "permission {}, role {}",
+            shown(&self.permission),
+            shown(&self.role_name)
+        )
+    }
+}
+
+/// A GitHub login that may go into an API path: letters, digits, `-` and `_` (enterprise
+/// managed users), at most 100 characters, not starting with `-`.
+pub fn valid_login(login: &str) -> bool {
+    !login.is_empty()
+        && login.len() <= 100
+        && !login.starts_with('-')
+        && login
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+}
+
 /// What the desk needs from a forge.
 #[async_trait]
 pub trait Forge: Send + Sync + std::fmt::Debug {
@@ -90,6 +148,29 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
             }
         }
         Ok(None)
+    }
+
+    /// The commit the base branch (the default branch, which every pull request the desk
+    /// opens merges into) points at now; `None` when there is none.
+    async fn base_head(&self) -> Result<Option<CommitSha>, ForgeError>;
+
+    /// CODEOWNERS as the base branch has it now — the rules that decide who owns a change.
+    /// Never the pull request's own copy: a change that edits CODEOWNERS must not choose its
+    /// own code owners (GitHub, too, reads CODEOWNERS from the base branch).
+    async fn codeowners_at_base(&self) -> Result<Option<String>, ForgeError> {
+        match self.base_head().await? {
+            Some(base) => self.codeowners_at(&base).await,
+            None => Ok(None),
+        }
+    }
+
+    /// A forge account's access to the repository. Only GitHub has accounts to ask about;
+    /// every other forge answers an error, so nothing counts on its say-so.
+    async fn collaborator_permission(&self, login: &str) -> Result<RepoPermission, ForgeError> {
+        Err(ForgeError::Invalid(format!(
+            "the {} forge cannot tell the permission of {login:?}",
+            self.kind()
+        )))
     }
 
     /// Opens a draft pull request for a pushed branch into the default branch.
@@ -125,7 +206,52 @@ pub fn valid_branch(branch: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::valid_branch;
+    use super::{valid_branch, valid_login, RepoPermission};
+
+    #[test]
+    fn only_write_maintain_and_admin_may_approve() {
+        let answer = |permission: &str, role_name: &str| RepoPermission {
+            permission: permission.into(),
+            role_name: role_name.into(),
+        };
+        for (permission, role) in [
+            ("admin", "admin"),
+            ("write", "maintain"),
+            ("write", "write"),
+            ("write", "release-manager"),
+        ] {
+            assert!(
+                answer(permission, role).may_approve(),
+                "{permission}/{role}"
+            );
+        }
+        for (permission, role) in [
+            ("read", "triage"),
+            ("read", "read"),
+            ("none", "none"),
+            ("none", ""),
+            ("", ""),
+            ("write", "triage"),
+            ("Write", "write"),
+        ] {
+            assert!(
+                !answer(permission, role).may_approve(),
+                "{permission}/{role}"
+            );
+        }
+    }
+
+    #[test]
+    fn logins_that_could_escape_the_path_are_refused() {
+        for good in ["octocat", "Octo-Cat", "alice_acme", "a1"] {
+            assert!(valid_login(good), "{good}");
+        }
+        for bad in [
+            "", "-x", "../x", "a/b", "a?b", "a b", "bot[bot]", "%2e%2e", "é",
+        ] {
+            assert!(!valid_login(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn branch_names_that_could_escape_are_refused() {

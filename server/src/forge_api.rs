@@ -1,7 +1,8 @@
 //! The desk's side of the local forge: the fixer opens a draft pull request for a pushed
-//! branch, owners read its diff, approve its exact head (with CODEOWNERS read at that head)
-//! and merge it — a real git merge, published only after the engine accepted it — and the
-//! recorder records a verified deployment, with ancestry from git.
+//! branch, owners read its diff, approve its exact head (with CODEOWNERS read on the base
+//! branch, so a change cannot name its own code owners) and merge it — a real git merge,
+//! published only after the engine accepted it — and the recorder records a verified
+//! deployment, with ancestry from git.
 
 use crate::api::{actor_of, guard, json_body, respond};
 use crate::auth::Credential;
@@ -189,7 +190,9 @@ struct HeadBody {
     head: String,
 }
 
-/// An owner's approval of one exact head, with CODEOWNERS read at that head.
+/// An owner's approval of one exact head, with CODEOWNERS read on the base branch (the
+/// default branch the merge goes into) — never the change's own copy, which its author
+/// could have edited to name themselves or an accomplice.
 pub async fn approve(
     state: &AppState,
     id: &str,
@@ -200,7 +203,7 @@ pub async fn approve(
     let approve: HeadBody = json_body(body)?;
     let head = parse_sha(&approve.head)?;
     let code_owners = forge
-        .codeowners_at(&head)
+        .codeowners_at_base()
         .await
         .map_err(forge_refused)?
         .map(|text| CodeOwners::parse(&text));

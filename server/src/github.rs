@@ -2,12 +2,15 @@
 //!
 //! `POST /webhooks/github` checks `X-Hub-Signature-256` (HMAC-SHA256 over the raw body, in
 //! constant time) before parsing a byte, refuses repositories outside the allowlist, and
-//! files the event as an outbox job keyed by `X-GitHub-Delivery` — so a replayed delivery is
-//! a no-op — then answers 202. A worker applies queued events through the engine, with the
-//! evidence (ancestry, CODEOWNERS at the reviewed head) fetched from the forge first.
+//! files the event as an outbox job keyed by `X-GitHub-Delivery`, recorded with the SHA-256
+//! of the signed body in the same transaction — so a replayed delivery, or a captured body
+//! re-sent under a fresh delivery id, is a no-op — then answers 202. A worker applies queued
+//! events through the engine, with the evidence fetched from the forge first: ancestry,
+//! CODEOWNERS on the base branch, and for a review the reviewer's access to the repository
+//! (only write, maintain or admin approves; failing to learn it counts nothing).
 
 use crate::clock::now_ms;
-use crate::forge::{DraftPull, DraftRequest, Forge, RecordedDeployment};
+use crate::forge::{DraftPull, DraftRequest, Forge, RecordedDeployment, RepoPermission};
 use crate::http::AppState;
 use crate::reporter::Refused;
 use axum::body::Bytes;
@@ -23,7 +26,7 @@ use domain::workflow::{
 use domain::{BugState, Role};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use store::Store;
@@ -74,6 +77,14 @@ pub fn signature_valid(secret: &[u8], body: &[u8], presented: Option<&str>) -> b
     mac.update(body);
     mac.verify_slice(&bytes).is_ok()
 }
+
+/// Hex SHA-256 of a webhook body, exactly as signed.
+pub fn body_sha256(body: &[u8]) -> String {
+    hex::encode(Sha256::digest(body))
+}
+
+/// The `source` of GitHub's rows in the store's webhook record.
+const SOURCE: &str = "github";
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -163,11 +174,34 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
                 ),
             ]),
         };
+        // The signature covers the body and not `X-GitHub-Delivery`, so anyone who captured
+        // one signed delivery could re-send it under a delivery id of their choosing. The
+        // desk therefore also refuses a body it has accepted before, by the SHA-256 of the
+        // exact signed bytes, recorded in the same transaction as the job. That drops
+        // nothing GitHub legitimately sends: a redelivery reuses the delivery id *and* the
+        // body (already a replay), and two distinct events never have identical bodies —
+        // every payload names its own object and moment (a review's `id` and
+        // `submitted_at`, a push's `before`/`after` and the pull request's `updated_at`, a
+        // deployment status's `id`). Were two bodies ever byte-identical, they would state
+        // the same fact twice, and applying it once is all the engine would do anyway.
+        let body_hash = body_sha256(&body);
         let fresh = state
             .store
-            .enqueue_job(&job, None, now_ms())
+            .enqueue_webhook(
+                &store::NewWebhook {
+                    source: SOURCE,
+                    body_sha256: &body_hash,
+                    delivery: &delivery,
+                    event: &event,
+                },
+                &job,
+                now_ms(),
+            )
             .await
             .map_err(Refused::storage)?;
+        if !fresh {
+            tracing::warn!(%delivery, %event, body_sha256 = %body_hash, "github webhook: this body or delivery id was accepted before; not applied again");
+        }
         tracing::info!(%delivery, %event, fresh, "github webhook accepted");
         Ok((
             StatusCode::ACCEPTED,
@@ -321,6 +355,43 @@ impl Forge for GitHubForge {
             Some("behind") => Ancestry::Behind,
             Some("diverged") => Ancestry::Diverged,
             _ => Ancestry::Unknown,
+        })
+    }
+
+    /// The repository's default branch, which the desk's draft pull requests merge into.
+    async fn base_head(&self) -> Result<Option<CommitSha>, ForgeError> {
+        let branch = self.default_branch().await?;
+        Forge::branch_head(self, &branch).await
+    }
+
+    /// `GET /repos/{owner}/{repo}/collaborators/{username}/permission`. Any answer but a
+    /// success is an error: GitHub says 404 for an account it will not tell about.
+    async fn collaborator_permission(&self, login: &str) -> Result<RepoPermission, ForgeError> {
+        if !crate::forge::valid_login(login) {
+            return Err(ForgeError::Invalid(format!(
+                "{login:?} is not a GitHub login the desk asks about"
+            )));
+        }
+        let response = self
+            .get(&format!("/collaborators/{login}/permission"))
+            .send()
+            .await?;
+        let status = response.status();
+        if !status.is_success() {
+            let answer: Value = response.json().await.unwrap_or(Value::Null);
+            return Err(ForgeError::Status {
+                status: status.as_u16(),
+                what: format!(
+                    "the permission of {login} ({})",
+                    answer["message"].as_str().unwrap_or("no message")
+                ),
+            });
+        }
+        let body: Value = response.json().await?;
+        let field = |name: &str| body[name].as_str().unwrap_or_default().to_owned();
+        Ok(RepoPermission {
+            permission: field("permission"),
+            role_name: field("role_name"),
         })
     }
 
@@ -480,6 +551,43 @@ pub struct EventOutcome {
     pub changed: Vec<String>,
     /// Bugs whose engine refused the event (with the reason code).
     pub refused: Vec<(String, String)>,
+    /// Why an event did not count, in words (a review from an account without write
+    /// access, say); recorded with the delivery.
+    pub notes: Vec<String>,
+}
+
+/// A refusal code for a review that did not count because of the reviewer's access.
+pub const REVIEWER_WITHOUT_WRITE_ACCESS: &str = "reviewer_without_write_access";
+
+/// Whether `login`'s approving review may count. `Ok(Ok(_))`: GitHub says the account has
+/// write, maintain or admin access. `Ok(Err(reason))`: GitHub's answer is final and it is not
+/// enough — read, triage or none, or GitHub will not tell (404, 401, 403) — so the review does
+/// not count. `Err`: GitHub could not be asked (network, 5xx, 429); the review does not count
+/// yet, and the job is retried.
+async fn reviewer_access(
+    forge: &dyn Forge,
+    login: &str,
+) -> Result<Result<RepoPermission, String>, ForgeError> {
+    match forge.collaborator_permission(login).await {
+        Ok(access) if access.may_approve() => Ok(Ok(access)),
+        Ok(access) => Ok(Err(format!(
+            "GitHub gives {login} {access} on the repository; an approval needs write, maintain or admin"
+        ))),
+        Err(ForgeError::Status { status, what })
+            if (400..500).contains(&status) && status != 429 =>
+        {
+            Ok(Err(format!(
+                "GitHub answered {status} for {what}, so the desk cannot tell that {login} may approve"
+            )))
+        }
+        Err(ForgeError::Invalid(reason)) => Ok(Err(reason)),
+        Err(error) => Err(ForgeError::Context {
+            context: format!(
+                "the approval by {login} does not count until GitHub tells its permission"
+            ),
+            source: Box::new(error),
+        }),
+    }
 }
 
 /// Evidence fetched before deciding (kept `Send`: the engine's `Evidence` is built inside
@@ -618,18 +726,45 @@ pub async fn apply_event(
                 return Ok(outcome);
             };
             let actor = github_user(&payload["review"]["user"]);
+            let bugs = bugs_with_pull_request(store, number)
+                .await
+                .map_err(store_error)?;
+            if bugs.is_empty() {
+                return Ok(outcome);
+            }
+            // A bot is refused by the engine (it is no person); anyone else's approval counts
+            // only with write access, as GitHub itself would require for a review that gates
+            // a merge. GitHub is asked at the time the review is applied.
+            if let Actor::GitHubUser { login, bot: false } = &actor {
+                match reviewer_access(forge, login).await? {
+                    Ok(access) => {
+                        tracing::info!(login, %access, pull_request = number, "github reviewer may approve");
+                    }
+                    Err(reason) => {
+                        tracing::warn!(login, pull_request = number, %reason, "github approval not counted");
+                        outcome
+                            .notes
+                            .push(format!("approval by {login} not counted: {reason}"));
+                        for bug in bugs {
+                            outcome
+                                .refused
+                                .push((bug.id, REVIEWER_WITHOUT_WRITE_ACCESS.to_owned()));
+                        }
+                        return Ok(outcome);
+                    }
+                }
+            }
+            // CODEOWNERS on the base branch, never the pull request's own copy: a change
+            // that edits CODEOWNERS must not choose its own code owners.
             let fetched = Fetched {
                 rerun: None,
                 ancestry: KnownAncestry::default(),
                 code_owners: forge
-                    .codeowners_at(&head)
+                    .codeowners_at_base()
                     .await?
                     .map(|text| CodeOwners::parse(&text)),
             };
-            for bug in bugs_with_pull_request(store, number)
-                .await
-                .map_err(store_error)?
-            {
+            for bug in bugs {
                 apply(
                     store,
                     &bug.id,
@@ -697,6 +832,19 @@ pub async fn apply_event(
 
 /// Claims queued GitHub events and applies them, until the process ends.
 pub async fn run_worker(store: Store, config: GitHubConfig, policy: Policy) {
+    // Deliveries filed before the desk kept body hashes: record theirs, so a captured old
+    // body is recognised too.
+    match store
+        .backfill_webhook_deliveries(SOURCE, "github:", body_sha256)
+        .await
+    {
+        Ok(0) => {}
+        Ok(recorded) => tracing::info!(
+            recorded,
+            "github: recorded the bodies of earlier deliveries"
+        ),
+        Err(error) => tracing::warn!(%error, "github: could not record earlier deliveries' bodies"),
+    }
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
     loop {
         ticker.tick().await;
@@ -717,9 +865,9 @@ pub async fn work_once(
         .await?;
     let mut done = 0;
     for job in jobs {
-        let payload: Value =
-            serde_json::from_str(job.payload.get("body").map_or("", String::as_str))
-                .unwrap_or(Value::Null);
+        let body = job.payload.get("body").map_or("", String::as_str);
+        let body_hash = body_sha256(body.as_bytes());
+        let payload: Value = serde_json::from_str(body).unwrap_or(Value::Null);
         let repository = payload["repository"]["full_name"]
             .as_str()
             .unwrap_or_default();
@@ -728,12 +876,35 @@ pub async fn work_once(
         match apply_event(store, &forge, config, policy, event, &payload).await {
             Ok(outcome) => {
                 tracing::info!(key = %job.key, changed = outcome.changed.len(), refused = outcome.refused.len(), "github event applied");
+                let recorded = json!({
+                    "changed": outcome.changed,
+                    "refused": outcome.refused,
+                    "notes": outcome.notes,
+                });
+                store
+                    .record_webhook_outcome(
+                        SOURCE,
+                        &body_hash,
+                        &recorded.to_string(),
+                        Some(now_ms()),
+                    )
+                    .await?;
                 store.ack_job(&job.key, &job.lease_id, now_ms()).await?;
                 done += 1;
             }
             Err(error) => {
+                let error = error.to_string();
+                tracing::warn!(key = %job.key, %error, "github event not applied yet; will retry");
                 store
-                    .fail_job(&job.key, &job.lease_id, &error.to_string(), now_ms())
+                    .record_webhook_outcome(
+                        SOURCE,
+                        &body_hash,
+                        &json!({"not_applied_yet": error}).to_string(),
+                        None,
+                    )
+                    .await?;
+                store
+                    .fail_job(&job.key, &job.lease_id, &error, now_ms())
                     .await?;
             }
         }

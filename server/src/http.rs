@@ -4,11 +4,14 @@ use crate::api;
 use crate::reporter::{self, ReporterDesk};
 use app::dto::{limits, SiteSettings};
 use app::dto::{Health, SERVICE_NAME};
+use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{FromRef, State};
+use axum::extract::{FromRef, Path, Request, State};
+use axum::http::Uri;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
@@ -86,11 +89,7 @@ pub fn router(state: AppState) -> Router {
         .collect();
     let shell_options = state.leptos_options.clone();
     let settings = state.site_settings();
-    let reporter_routes = Router::new()
-        .route("/api/v1/components", get(reporter::components))
-        .route("/api/v1/reports", post(reporter::file_json))
-        .route("/api/v1/track", get(reporter::track_json))
-        .route("/api/v1/track/answer", post(reporter::answer_json))
+    let page_routes = Router::new()
         .route("/report", post(reporter::file_form))
         .route("/track", post(reporter::track_form))
         .route("/track/answer", post(reporter::answer_form))
@@ -115,82 +114,14 @@ pub fn router(state: AppState) -> Router {
             post(crate::desk_pages::act_on_report),
         )
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
-    let api_routes = Router::new()
-        .route("/api/openapi.json", get(api::openapi))
-        .route("/api/v1/session", post(api::login).delete(api::logout))
-        .route("/api/v1/me", get(api::me))
-        .route("/api/v1/owners/invites", post(api::invite))
-        .route("/api/v1/owners/accept", post(api::accept_invite))
-        .route("/api/v1/bugs", get(api::list_bugs))
-        .route("/api/v1/bugs/{id}", get(api::get_bug))
-        .route(
-            "/api/v1/bugs/{id}/reproduction/start",
-            post(api::start_reproduction),
-        )
-        .route("/api/v1/bugs/{id}/fix/start", post(api::start_fix))
-        .route(
-            "/api/v1/bugs/{id}/fix/context",
-            get(crate::fix::get_context),
-        )
-        .route(
-            "/api/v1/bugs/{id}/fix/candidate",
-            post(crate::fix::post_candidate)
-                .layer(DefaultBodyLimit::max(crate::fix::CANDIDATE_BYTES)),
-        )
-        .route("/api/v1/bugs/{id}/diff", get(crate::forge_api::diff))
-        .route(
-            "/api/v1/deployments",
-            post(crate::forge_api::record_deployment),
-        )
-        .route("/api/v1/bugs/{id}/{action}", post(api::bug_command))
-        .route("/api/v1/model-calls", post(crate::spend_api::reserve))
-        .route(
-            "/api/v1/model-calls/{id}/settle",
-            post(crate::spend_api::settle),
-        )
-        .route("/api/v1/spend", get(crate::spend_api::summary))
-        .route("/api/v1/crew", get(crate::crew_api::status))
-        .route(
-            "/api/v1/crew/tasks",
-            post(crate::crew_api::send).get(crate::crew_api::open),
-        )
-        .route(
-            "/api/v1/crew/tasks/{id}/accept",
-            post(crate::crew_api::accept),
-        )
-        .route(
-            "/api/v1/crew/tasks/{id}/complete",
-            post(crate::crew_api::complete),
-        )
-        .route("/api/v1/crew/heartbeat", post(crate::crew_api::heartbeat))
-        .route(
-            "/api/v1/outbox/concierge/claim",
-            post(crate::notify_api::claim),
-        )
-        .route(
-            "/api/v1/outbox/jobs/{key}/delivered",
-            post(crate::notify_api::delivered),
-        )
-        .route(
-            "/api/v1/outbox/jobs/{key}/fail",
-            post(crate::notify_api::fail),
-        )
-        .route(
-            "/api/v1/outbox/jobs/{key}/ack",
-            post(crate::notify_api::ack),
-        )
-        .route(
-            "/api/v1/reports/{id}/messages",
-            post(crate::notify_api::message_reporter),
-        )
-        .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
+    let api_routes = api_router().layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     let webhook_routes = Router::new()
         .route("/webhooks/github", post(crate::github::webhook))
         .layer(DefaultBodyLimit::max(crate::github::MAX_WEBHOOK_BYTES));
+    let leptos_fallback = leptos_axum::file_and_error_handler::<AppState, _>(app::shell);
     Router::new()
-        .route("/api/health", get(health))
         .merge(webhook_routes)
-        .merge(reporter_routes)
+        .merge(page_routes)
         .merge(api_routes)
         .leptos_routes_with_context(
             &state,
@@ -198,9 +129,18 @@ pub fn router(state: AppState) -> Router {
             move || leptos::prelude::provide_context(settings.clone()),
             move || app::shell(shell_options.clone()),
         )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
-            app::shell,
-        ))
+        .fallback(
+            move |uri: Uri, state: State<AppState>, request: Request<Body>| {
+                let leptos_fallback = leptos_fallback.clone();
+                async move {
+                    if uri.path().starts_with("/api/") {
+                        undeclared_api_path().await
+                    } else {
+                        leptos_fallback(uri, state, request).await
+                    }
+                }
+            },
+        )
         // Method, path and status only: no headers (a capability travels in one) and never
         // a query string worth logging (capabilities are never put in one).
         .layer(tower_http::trace::TraceLayer::new_for_http())
@@ -213,11 +153,124 @@ pub fn router(state: AppState) -> Router {
             // Tracking links carry their secret in the fragment; never leak the URL onward.
             HeaderValue::from_static("no-referrer"),
         ))
+        // Pages set their own policy with a fresh nonce (`app::content_security_policy`);
+        // everything else (JSON, static files, plain-text refusals) may run nothing at all.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ),
+        ))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_FRAME_OPTIONS,
             HeaderValue::from_static("DENY"),
         ))
         .with_state(state)
+}
+
+/// Every `/api` route, built from the operation table ([`api::OPERATIONS`]): each operation's
+/// path and method come from the table, and its handler from [`api_handler`]. No `/api` route
+/// is added anywhere else, so none can exist without the table's authorisation rules (a test
+/// walks every declared operation over HTTP, and one reads this crate's sources for strays).
+pub fn api_router() -> Router<AppState> {
+    let mut router = Router::new();
+    for op in api::OPERATIONS {
+        let Ok(method) = op.method.parse::<axum::http::Method>() else {
+            tracing::error!(
+                operation = op.id,
+                "operation with an unknown method: not served"
+            );
+            continue;
+        };
+        let Ok(filter) = MethodFilter::try_from(method) else {
+            tracing::error!(
+                operation = op.id,
+                "operation with an unroutable method: not served"
+            );
+            continue;
+        };
+        match api_handler(op.id, filter) {
+            Some(handler) => router = router.route(op.path, handler),
+            None => tracing::error!(operation = op.id, "declared operation without a handler"),
+        }
+    }
+    router
+}
+
+/// The handler of operation `id`, routed for `filter` (the table's method).
+pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppState>> {
+    use crate::{crew_api, fix, forge_api, notify_api, spend_api};
+    Some(match id {
+        "health" => on(filter, health),
+        "openapi" => on(filter, api::openapi),
+        "components" => on(filter, reporter::components),
+        "fileReport" => on(filter, reporter::file_json),
+        "track" => on(filter, reporter::track_json),
+        "answer" => on(filter, reporter::answer_json),
+        "login" => on(filter, api::login),
+        "logout" => on(filter, api::logout),
+        "acceptInvite" => on(filter, api::accept_invite),
+        "me" => on(filter, api::me),
+        "invite" => on(filter, api::invite),
+        "listOwners" => on(filter, api::list_owners),
+        "confirmOwner" => on(filter, api::confirm_owner_route),
+        "listBugs" => on(filter, api::list_bugs),
+        "getBug" => on(filter, api::get_bug),
+        "triage"
+        | "startFix"
+        | "startReproduction"
+        | "proposeReproduction"
+        | "addNote"
+        | "approve"
+        | "reopen"
+        | "submitFix"
+        | "merge" => bug_command(filter, id)?,
+        "getFixContext" => on(filter, fix::get_context),
+        "submitFixCandidate" => {
+            on(filter, fix::post_candidate).layer(DefaultBodyLimit::max(fix::CANDIDATE_BYTES))
+        }
+        "getDiff" => on(filter, forge_api::diff),
+        "recordDeployment" => on(filter, forge_api::record_deployment),
+        "reserveModelCall" => on(filter, spend_api::reserve),
+        "settleModelCall" => on(filter, spend_api::settle),
+        "getSpend" => on(filter, spend_api::summary),
+        "sendTask" => on(filter, crew_api::send),
+        "openTasks" => on(filter, crew_api::open),
+        "acceptTask" => on(filter, crew_api::accept),
+        "completeTask" => on(filter, crew_api::complete),
+        "heartbeat" => on(filter, crew_api::heartbeat),
+        "crewStatus" => on(filter, crew_api::status),
+        "claimNotifications" => on(filter, notify_api::claim),
+        "recordDelivery" => on(filter, notify_api::delivered),
+        "failNotification" => on(filter, notify_api::fail),
+        "ackNotification" => on(filter, notify_api::ack),
+        "messageReporter" => on(filter, notify_api::message_reporter),
+        _ => return None,
+    })
+}
+
+/// A bug command's route: the operation id is fixed here, never taken from the path.
+fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>> {
+    let op: &'static str = api::operation(id)?.id;
+    Some(on(
+        filter,
+        move |State(state): State<AppState>,
+              credential: crate::auth::Credential,
+              headers: axum::http::HeaderMap,
+              Path(bug): Path<String>,
+              reporter::LimitedBody(body): reporter::LimitedBody| async move {
+            api::bug_operation(state, credential, headers, bug, op, body).await
+        },
+    ))
+}
+
+/// Any other `/api` path: a JSON 404 that names no operation.
+async fn undeclared_api_path() -> Response {
+    api::respond::<Response>(Err(reporter::Refused::new(
+        StatusCode::NOT_FOUND,
+        "unknown_operation",
+        "No such operation: see /api/openapi.json for every operation this desk serves.",
+    )))
 }
 
 /// `GET /api/health`: 200 when the database answers, 503 with the reason when not.
@@ -257,4 +310,26 @@ async fn health(State(state): State<AppState>) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_operation_has_a_handler_and_a_routable_method() {
+        for op in api::OPERATIONS {
+            let method: axum::http::Method = op.method.parse().unwrap_or_default();
+            let filter = MethodFilter::try_from(method);
+            assert!(filter.is_ok(), "{} has method {}", op.id, op.method);
+            if let Ok(filter) = filter {
+                assert!(
+                    api_handler(op.id, filter).is_some(),
+                    "{} has no handler",
+                    op.id
+                );
+            }
+        }
+        assert!(api_handler("noSuchOperation", MethodFilter::POST).is_none());
+    }
 }

@@ -447,6 +447,11 @@ impl Forge for LocalForge {
         Ok(LocalForge::file_at(self, commit, path).await?)
     }
 
+    /// The default branch, which the desk merges every pull request into.
+    async fn base_head(&self) -> Result<Option<CommitSha>, ForgeError> {
+        Ok(LocalForge::branch_head(self, &self.default_branch).await?)
+    }
+
     /// A draft pull request is `refs/pull/N/head` (as GitHub names it) at the branch's head,
     /// with its title and description as a blob at `refs/pull/N/description`.
     async fn open_draft(&self, draft: &DraftRequest) -> Result<DraftPull, ForgeError> {
@@ -707,6 +712,23 @@ mod tests {
         );
         // Publishing again from a stale base is refused: nothing is overwritten.
         assert!(forge.publish_merge(&merge, &base).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn codeowners_come_from_the_base_branch_not_from_the_change() {
+        let (_bare, forge, clone, _) = forge_with_main().await;
+        clone.git(&["checkout", "--quiet", "-b", "fix/owners"]);
+        let head = clone.commit(".github/CODEOWNERS", "* @mallory\n", "take ownership");
+        clone.git(&["push", "--quiet", "origin", "fix/owners"]);
+        assert_eq!(
+            forge.codeowners_at(&head).await.unwrap().as_deref(),
+            Some("* @mallory\n")
+        );
+        assert_eq!(
+            forge.codeowners_at_base().await.unwrap().as_deref(),
+            Some("* @alice\n"),
+            "the change's own CODEOWNERS does not count"
+        );
     }
 
     #[tokio::test]

@@ -84,11 +84,19 @@ async fn deliver(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-/// The GitHub API double: compare results and CODEOWNERS files, and the requests it saw.
+/// The GitHub API double: compare results, CODEOWNERS files by commit, collaborators'
+/// permissions, and the requests it saw.
 #[derive(Clone, Default)]
 struct Double {
     compare: Arc<Mutex<HashMap<String, String>>>,
-    codeowners: Arc<Mutex<Option<String>>>,
+    /// `.github/CODEOWNERS` by the commit it is read at.
+    codeowners: Arc<Mutex<HashMap<String, String>>>,
+    /// Login → (`permission`, `role_name`); an unknown login is GitHub's 404.
+    permissions: Arc<Mutex<HashMap<String, (String, String)>>>,
+    /// Every login whose permission was asked.
+    permission_asks: Arc<Mutex<Vec<String>>>,
+    /// While set, the permission endpoint drops the connection without an answer.
+    permission_outage: Arc<std::sync::atomic::AtomicBool>,
     authorized: Arc<Mutex<Vec<bool>>>,
     branches: Arc<Mutex<HashMap<String, String>>>,
     /// Every write the client made: (path, JSON body).
@@ -202,11 +210,79 @@ async fn contents(
     Path((_o, _r, path)): Path<(String, String, String)>,
     Query(query): Query<HashMap<String, String>>,
 ) -> impl IntoResponse {
-    assert!(query.contains_key("ref"), "CODEOWNERS is read at a commit");
-    match (path.as_str(), double.codeowners.lock().unwrap().clone()) {
+    let at = query.get("ref").expect("CODEOWNERS is read at a commit");
+    let text = double.codeowners.lock().unwrap().get(at).cloned();
+    match (path.as_str(), text) {
         (".github/CODEOWNERS", Some(text)) => (StatusCode::OK, text).into_response(),
         _ => (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response(),
     }
+}
+
+/// `GET /repos/{owner}/{repo}/collaborators/{username}/permission`, in GitHub's shape: the
+/// legacy `permission` (`admin`, `write`, `read`, `none`; maintain reads as write, triage as
+/// read), the `role_name`, and the user as a collaborator. An unknown account is a 404.
+async fn permission(
+    State(double): State<Double>,
+    headers: HeaderMap,
+    Path((_o, _r, login)): Path<(String, String, String)>,
+) -> impl IntoResponse {
+    authorized(&double, &headers);
+    double.permission_asks.lock().unwrap().push(login.clone());
+    if double
+        .permission_outage
+        .load(std::sync::atomic::Ordering::SeqCst)
+    {
+        // Unwinding the connection's task closes it with no response: a network error to
+        // the client (and, unlike `panic!`, prints nothing).
+        std::panic::resume_unwind(Box::new("the double drops the connection"));
+    }
+    let Some((permission, role)) = double.permissions.lock().unwrap().get(&login).cloned() else {
+        return (
+            StatusCode::NOT_FOUND,
+            Json(json!({
+                "message": "Not Found",
+                "documentation_url": "https://docs.github.com/rest/collaborators/collaborators#get-repository-permissions-for-a-user",
+                "status": "404"
+            })),
+        )
+            .into_response();
+    };
+    let rank = ["read", "triage", "write", "maintain", "admin"]
+        .iter()
+        .position(|r| *r == role)
+        .map_or(-1, |p| p as i32);
+    Json(json!({
+        "permission": permission,
+        "role_name": role,
+        "user": {
+            "login": login, "id": 583231, "node_id": "MDQ6VXNlcjU4MzIzMQ==",
+            "avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4", "gravatar_id": "",
+            "url": format!("https://api.github.com/users/{login}"),
+            "html_url": format!("https://github.com/{login}"),
+            "type": "User", "site_admin": false,
+            "permissions": {
+                "admin": rank >= 4, "maintain": rank >= 3, "push": rank >= 2,
+                "triage": rank >= 1, "pull": rank >= 0
+            },
+            "role_name": role
+        }
+    }))
+    .into_response()
+}
+
+/// Gives `login` GitHub's answer for `role` (`admin`, `maintain`, `write`, `triage`, `read`).
+fn grant(double: &Double, login: &str, role: &str) {
+    let permission = match role {
+        "admin" => "admin",
+        "maintain" | "write" => "write",
+        "triage" | "read" => "read",
+        _ => "none",
+    };
+    double
+        .permissions
+        .lock()
+        .unwrap()
+        .insert(login.to_owned(), (permission.to_owned(), role.to_owned()));
 }
 
 async fn start_double() -> (String, Double) {
@@ -214,6 +290,10 @@ async fn start_double() -> (String, Double) {
     let app = Router::new()
         .route("/repos/{o}/{r}/compare/{spec}", get(compare))
         .route("/repos/{o}/{r}/contents/{*path}", get(contents))
+        .route(
+            "/repos/{o}/{r}/collaborators/{login}/permission",
+            get(permission),
+        )
         .route("/repos/{o}/{r}", get(repository))
         .route("/repos/{o}/{r}/branches/{*name}", get(branch))
         .route("/repos/{o}/{r}/{*path}", axum::routing::post(write))
@@ -342,6 +422,58 @@ async fn wait_for(store: &Store, bug: &str, state: BugState) -> domain::workflow
     );
 }
 
+/// Waits until the bug satisfies `done`.
+async fn wait_until(
+    store: &Store,
+    bug: &str,
+    what: &str,
+    done: impl Fn(&domain::workflow::Bug) -> bool,
+) -> domain::workflow::Bug {
+    for _ in 0..100 {
+        let current = store.load_bug(bug).await.unwrap().unwrap().bug;
+        if done(&current) {
+            return current;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("bug {bug}: never {what}");
+}
+
+/// A desk following [`REPO`] through the API double at `api`, with its database.
+async fn github_desk(api: &str) -> (common::RunningServer, Store, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+            ("R2R_GITHUB_REPOSITORIES", REPO),
+            ("R2R_GITHUB_API_URL", api),
+            ("R2R_GITHUB_TOKEN", "ghs_test_token"),
+        ],
+    );
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    (server, store, dir)
+}
+
+/// GitHub's approved-review example for PR `number` at `head` by `login` (`type` = `kind`).
+fn approval(all: &[Value], number: u64, head: &str, login: &str, kind: &str) -> Value {
+    example(
+        all,
+        "pull_request_review",
+        "submitted",
+        &[
+            ("/review/state", json!("approved")),
+            ("/review/commit_id", json!(head)),
+            ("/review/user/login", json!(login)),
+            ("/review/user/type", json!(kind)),
+            ("/pull_request/number", json!(number)),
+        ],
+    )
+}
+
 /// Lets the worker drain the queue, then returns the bug.
 async fn settled(store: &Store, bug: &str) -> domain::workflow::Bug {
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -352,6 +484,7 @@ async fn settled(store: &Store, bug: &str) -> domain::workflow::Bug {
 async fn signed_events_drive_review_merge_and_release_and_bad_ones_change_nothing() {
     let all = examples();
     let (api, double) = start_double().await;
+    grant(&double, "alice", "write");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let server = common::start_server_with(
@@ -556,10 +689,33 @@ async fn signed_events_drive_review_merge_and_release_and_bad_ones_change_nothin
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_that_head() {
+async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_the_base() {
     let all = examples();
     let (api, double) = start_double().await;
-    *double.codeowners.lock().unwrap() = Some("* @alice\nsrc/auth/ @carol\n".to_owned());
+    let (main, head) = (sha('b'), sha('a'));
+    double
+        .branches
+        .lock()
+        .unwrap()
+        .insert("main".into(), main.clone());
+    // CODEOWNERS on the base branch, and the pull request's own copy, which names its
+    // author's accomplice: GitHub reads the base's, and so must the desk.
+    double.codeowners.lock().unwrap().insert(
+        main.clone(),
+        "* @alice\nsrc/auth/ @carol\n/.github/ @carol\n".to_owned(),
+    );
+    double.codeowners.lock().unwrap().insert(
+        head.clone(),
+        "* @alice\nsrc/auth/ @carol @mallory\n/.github/ @carol @mallory\n".to_owned(),
+    );
+    for (login, role) in [
+        ("alice", "admin"),
+        ("bob", "maintain"),
+        ("carol", "write"),
+        ("mallory", "write"),
+    ] {
+        grant(&double, login, role);
+    }
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let server = common::start_server_with(
@@ -574,14 +730,13 @@ async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_that_he
     let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
         .await
         .unwrap();
-    let head = sha('a');
     let (bug, _) = bug_in_review(
         &server.base,
         &store,
         "Login token leaks",
         9,
         &head,
-        &["src/auth/token.rs"],
+        &["src/auth/token.rs", ".github/CODEOWNERS"],
     )
     .await;
     let approve = |login: &str| {
@@ -621,6 +776,23 @@ async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_that_he
         BugState::InReview,
         "two people, neither owns src/auth/"
     );
+    // Mallory is a code owner only in the CODEOWNERS the change itself brings.
+    deliver(
+        &server.base,
+        "pull_request_review",
+        "s-mallory",
+        &approve("mallory"),
+        None,
+    )
+    .await;
+    let after_mallory = settled(&store, &bug).await;
+    assert_eq!(after_mallory.approvals.len(), 3);
+    assert!(
+        after_mallory.approvals.iter().all(|a| !a.code_owner),
+        "the pull request chose its own code owner: {:?}",
+        after_mallory.approvals
+    );
+    assert_eq!(after_mallory.state, BugState::InReview);
     deliver(
         &server.base,
         "pull_request_review",
@@ -629,7 +801,11 @@ async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_that_he
         None,
     )
     .await;
-    wait_for(&store, &bug, BugState::Approved).await;
+    let approved = wait_for(&store, &bug, BugState::Approved).await;
+    assert!(approved
+        .approvals
+        .iter()
+        .any(|a| a.code_owner && a.approver.id == "carol"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -811,4 +987,238 @@ async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() 
     assert_eq!(kept.deployments[0].commit.as_str(), live);
     assert_eq!(kept.deployments[0].id, "9001");
     assert!(double.authorized.lock().unwrap().iter().all(|ok| *ok));
+}
+
+/// Issue 14, finding 5: the signature covers the body, not `X-GitHub-Delivery`. A captured
+/// signed body re-sent under a fresh delivery id must not be applied again — here an old
+/// `synchronize` that would move the head back and clear the approval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_captured_body_resent_under_a_fresh_delivery_id_is_not_applied_again() {
+    let all = examples();
+    let (api, double) = start_double().await;
+    grant(&double, "alice", "write");
+    let (server, store, _dir) = github_desk(&api).await;
+    let base = &server.base;
+    let (h1, h2, h3) = (sha('4'), sha('5'), sha('6'));
+    let (bug, _) = bug_in_review(
+        base,
+        &store,
+        "Coupon total",
+        3,
+        &h1,
+        &["shoplite/src/lib.rs"],
+    )
+    .await;
+    let push = |before: &str, after: &str| {
+        example(
+            &all,
+            "pull_request",
+            "synchronize",
+            &[
+                ("/pull_request/number", json!(3)),
+                ("/pull_request/head/sha", json!(after)),
+                ("/before", json!(before)),
+                ("/after", json!(after)),
+            ],
+        )
+    };
+    let to_h2 = push(&h1, &h2);
+    let (status, body) = deliver(base, "pull_request", "r-push-2", &to_h2, None).await;
+    assert_eq!((status, body["replay"].clone()), (202, json!(false)));
+    wait_until(&store, &bug, "at h2", |b| {
+        b.pull_request.as_ref().unwrap().head.as_str() == h2
+    })
+    .await;
+    deliver(base, "pull_request", "r-push-3", &push(&h2, &h3), None).await;
+    wait_until(&store, &bug, "at h3", |b| {
+        b.pull_request.as_ref().unwrap().head.as_str() == h3
+    })
+    .await;
+    deliver(
+        base,
+        "pull_request_review",
+        "r-approve",
+        &approval(&all, 3, &h3, "alice", "User"),
+        None,
+    )
+    .await;
+    wait_for(&store, &bug, BugState::Approved).await;
+
+    // The captured push to h2, still validly signed, under a delivery id never seen.
+    let (status, body) = deliver(base, "pull_request", "r-push-2-again", &to_h2, None).await;
+    assert_eq!(
+        (status, body["queued"].clone(), body["replay"].clone()),
+        (202, json!(false), json!(true)),
+        "acknowledged, not queued"
+    );
+    // GitHub's own redelivery (same id, same body) is a replay as before.
+    let (status, body) = deliver(base, "pull_request", "r-push-2", &to_h2, None).await;
+    assert_eq!((status, body["replay"].clone()), (202, json!(true)));
+    let after = settled(&store, &bug).await;
+    assert_eq!(
+        after.state,
+        BugState::Approved,
+        "the old push was not applied"
+    );
+    assert_eq!(after.pull_request.as_ref().unwrap().head.as_str(), h3);
+    assert_eq!(after.approvals.len(), 1);
+    assert!(
+        store
+            .job_status("github:r-push-2-again")
+            .await
+            .unwrap()
+            .is_none(),
+        "no job was filed for the replay"
+    );
+    assert!(store
+        .webhook_delivery("github", "r-push-2-again")
+        .await
+        .unwrap()
+        .is_none());
+    let first = store
+        .webhook_delivery("github", "r-push-2")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        first.body_sha256,
+        server::github::body_sha256(&serde_json::to_vec(&to_h2).unwrap()),
+        "recognised by the SHA-256 of the signed body"
+    );
+}
+
+/// Issue 14, finding 6: an approval counts only from an account with write, maintain or
+/// admin access, as GitHub's collaborator-permission API says at the time; read, triage,
+/// none, an unknown account, a bot, or no answer at all (fail closed) do not count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_account_with_write_access_approves_and_a_failed_check_counts_nothing() {
+    let all = examples();
+    let (api, double) = start_double().await;
+    grant(&double, "dave", "read");
+    grant(&double, "erin", "triage");
+    grant(&double, "frank", "none");
+    grant(&double, "gina", "write");
+    let (server, store, _dir) = github_desk(&api).await;
+    let base = &server.base;
+    let head = sha('c');
+    let (bug, _) = bug_in_review(
+        base,
+        &store,
+        "Coupon rounding",
+        5,
+        &head,
+        &["shoplite/src/lib.rs"],
+    )
+    .await;
+    for (delivery, login, kind) in [
+        ("p-read", "dave", "User"),
+        ("p-triage", "erin", "User"),
+        ("p-none", "frank", "User"),
+        ("p-unknown", "mallory", "User"),
+        ("p-bot", "renovate[bot]", "Bot"),
+    ] {
+        let (status, _) = deliver(
+            base,
+            "pull_request_review",
+            delivery,
+            &approval(&all, 5, &head, login, kind),
+            None,
+        )
+        .await;
+        assert_eq!(status, 202);
+    }
+    let after = settled(&store, &bug).await;
+    assert_eq!(after.state, BugState::InReview);
+    assert!(after.approvals.is_empty(), "{:?}", after.approvals);
+    let asked = double.permission_asks.lock().unwrap().clone();
+    for login in ["dave", "erin", "frank", "mallory"] {
+        assert!(
+            asked.iter().any(|l| l == login),
+            "{login} was not checked: {asked:?}"
+        );
+    }
+    assert!(
+        !asked.iter().any(|l| l.contains("[bot]")),
+        "a bot never counts, so it is not asked about"
+    );
+    for delivery in ["p-read", "p-triage", "p-none", "p-unknown", "p-bot"] {
+        let (_, _, _, done) = store
+            .job_status(&format!("github:{delivery}"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(done, "{delivery}: a definite answer is final");
+    }
+    // Each refusal says why, kept with the delivery.
+    for (delivery, words) in [
+        ("p-read", ["dave", "permission read, role read"]),
+        ("p-triage", ["erin", "permission read, role triage"]),
+        ("p-none", ["frank", "permission none"]),
+        ("p-unknown", ["mallory", "404"]),
+        ("p-bot", ["", ""]),
+    ] {
+        let recorded = store
+            .webhook_delivery("github", delivery)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(recorded.applied_at.is_some(), "{delivery}");
+        let outcome: Value = serde_json::from_str(recorded.outcome.as_deref().unwrap()).unwrap();
+        if delivery == "p-bot" {
+            // The engine refuses a bot (no person); its permission is never asked.
+            assert_eq!(outcome["refused"][0][1], json!("humans_only"), "{outcome}");
+            continue;
+        }
+        assert_eq!(
+            outcome["refused"][0],
+            json!([bug, "reviewer_without_write_access"]),
+            "{outcome}"
+        );
+        let note = outcome["notes"][0].as_str().unwrap_or_default();
+        for word in words {
+            assert!(note.contains(word), "{delivery}: {note:?} lacks {word:?}");
+        }
+    }
+
+    // GitHub unreachable while checking a writer's approval: not counted, and retried.
+    double
+        .permission_outage
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    deliver(
+        base,
+        "pull_request_review",
+        "p-outage",
+        &approval(&all, 5, &head, "gina", "User"),
+        None,
+    )
+    .await;
+    let during = settled(&store, &bug).await;
+    assert_eq!(during.state, BugState::InReview);
+    assert!(during.approvals.is_empty());
+    let (attempts, _, error, done) = store.job_status("github:p-outage").await.unwrap().unwrap();
+    assert!(attempts >= 1 && !done, "{attempts} {done}");
+    let error = error.unwrap_or_default();
+    assert!(
+        error.contains("gina") && error.contains("permission"),
+        "{error}"
+    );
+    let waiting = store
+        .webhook_delivery("github", "p-outage")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(waiting.applied_at, None);
+    assert!(
+        waiting
+            .outcome
+            .unwrap_or_default()
+            .contains("not_applied_yet"),
+        "the wait is recorded with the delivery"
+    );
+    double
+        .permission_outage
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    let approved = wait_for(&store, &bug, BugState::Approved).await;
+    assert_eq!(approved.approvals.len(), 1);
+    assert_eq!(approved.approvals[0].approver.id, "gina");
 }

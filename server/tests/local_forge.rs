@@ -330,3 +330,144 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
     assert_eq!(answered["state"], "verified");
     assert!(store.verify_ledger().await.unwrap().is_ok());
 }
+
+/// Issue 14, finding 7: CODEOWNERS is read on the base branch (as GitHub does), so a change
+/// that edits CODEOWNERS to name its approver does not make them a code owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_edits_codeowners_does_not_choose_its_own_code_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, work) = common::local_forge_with(dir.path(), "shop", |work| {
+        common::write(work, ".github/CODEOWNERS", "* carol@example.org\n");
+        common::write(
+            work,
+            "shoplite/src/lib.rs",
+            "pub fn payable() -> i64 { -100 }\n",
+        );
+    })
+    .await;
+    let desk = common::owner_desk(&[("R2R_LOCAL_FORGE", bare.to_str().unwrap())]);
+    let base = desk.server.base.clone();
+    let token = |role: Role| desk.tokens[&role].clone();
+    let client = reqwest::Client::new();
+    let store = Store::connect(&store::DatabaseUrl::parse(&desk.database_url).unwrap())
+        .await
+        .unwrap();
+
+    // A confirmed bug whose fix is being written.
+    let filed: Value = client
+        .post(format!("{base}/api/v1/reports"))
+        .json(&json!({"component": "shoplite", "title": "SAVE300 negative total", "what_happened": "-100", "expected": "0", "steps": ""}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let started = client
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
+        .bearer_auth(token(Role::Manager))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    let now = server::clock::now_ms();
+    store
+        .apply(&bug, now, |b| {
+            let evidence = Evidence {
+                rerun: Some(Rerun::Reproduced),
+                ..Evidence::default()
+            };
+            let reproduction = Reproduction {
+                id: "run-1".into(),
+                test_path: "shoplite/regressions/coupon_save300.rs".into(),
+                test_sha256: "5".repeat(64),
+                assertion: "payable -100 < 0".into(),
+            };
+            decide(
+                b,
+                &Command::ProposeReproduction { reproduction },
+                &Actor::Role {
+                    role: Role::Reproducer,
+                },
+                &evidence,
+                &Policy::default(),
+                now,
+            )
+        })
+        .await
+        .unwrap();
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let answered = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let started = client
+        .post(format!("{base}/api/v1/bugs/{bug}/fix/start"))
+        .bearer_auth(token(Role::Fixer))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+
+    // The change fixes the bug and, in passing, names the owner as the code owner of
+    // everything.
+    common::git(&work, &["checkout", "--quiet", "-b", "fix/save300"]);
+    common::write(
+        &work,
+        "shoplite/src/lib.rs",
+        "pub fn payable() -> i64 { 0 }\n",
+    );
+    common::write(
+        &work,
+        ".github/CODEOWNERS",
+        &format!("* {}\n", common::OWNER),
+    );
+    common::git(&work, &["commit", "--quiet", "-am", "Clamp the discount"]);
+    common::git(&work, &["push", "--quiet", "origin", "fix/save300"]);
+    let head = common::git(&work, &["rev-parse", "HEAD"]);
+    let opened = client
+        .post(format!("{base}/api/v1/bugs/{bug}/fix"))
+        .bearer_auth(token(Role::Fixer))
+        .json(&json!({"branch": "fix/save300"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let approved = client
+        .post(format!("{base}/api/v1/bugs/{bug}/approve"))
+        .header("cookie", cookie)
+        .header("x-csrf-token", csrf)
+        .json(&json!({"head": head}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(approved.status(), 200);
+    let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
+    assert_eq!(stored.approvals.len(), 1);
+    assert!(
+        !stored.approvals[0].code_owner,
+        "the change named its own code owner"
+    );
+}

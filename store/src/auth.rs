@@ -13,41 +13,33 @@ pub struct OwnerAccount {
     pub email: String,
     /// Argon2 PHC string.
     pub password_hash: String,
+    /// Whether the account may act: `false` while it waits for a second owner's confirmation.
+    pub active: bool,
 }
 
-/// What happened to an invitation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum InviteOutcome {
-    /// The account was created.
-    Created,
-    /// No such invitation, or it expired.
-    Unknown,
-    /// It was already used.
-    Used,
-    /// An owner with that email exists.
-    EmailTaken,
-}
-
-type OwnerRow = (String, String, String);
+type OwnerRow = (String, String, String, String);
 
 impl Store {
     /// The owner with this email.
     pub async fn owner_by_email(&self, email: &str) -> Result<Option<OwnerAccount>, StoreError> {
-        let sql = "SELECT id, email, password_hash FROM owners WHERE lower(email) = lower($1)";
+        let sql = "SELECT id, email, password_hash, status FROM owners WHERE lower(email) = $1";
+        let email = crate::owners::normalise_email(email);
+        let email = email.as_str();
         let row: Option<OwnerRow> = match &self.pool {
             Pool::Sqlite(pool) => sqlx::query_as(sql).bind(email).fetch_optional(pool).await?,
             Pool::Postgres(pool) => sqlx::query_as(sql).bind(email).fetch_optional(pool).await?,
         };
-        Ok(row.map(|(id, email, password_hash)| OwnerAccount {
+        Ok(row.map(|(id, email, password_hash, status)| OwnerAccount {
             id,
             email,
             password_hash,
+            active: status == "active",
         }))
     }
 
-    /// Every owner's email, oldest account first.
+    /// Every active owner's email, oldest account first.
     pub async fn owner_emails(&self) -> Result<Vec<String>, StoreError> {
-        let sql = "SELECT email FROM owners ORDER BY created_at, email";
+        let sql = "SELECT email FROM owners WHERE status = 'active' ORDER BY created_at, email";
         Ok(match &self.pool {
             Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
             Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await?,
@@ -93,8 +85,9 @@ impl Store {
         token_hash: &str,
         now: Millis,
     ) -> Result<Option<OwnerAccount>, StoreError> {
-        let sql = "SELECT o.id, o.email, o.password_hash FROM owner_sessions s \
-                   JOIN owners o ON o.id = s.owner_id WHERE s.token_hash = $1 AND s.expires_at > $2";
+        let sql = "SELECT o.id, o.email, o.password_hash, o.status FROM owner_sessions s \
+                   JOIN owners o ON o.id = s.owner_id \
+                   WHERE s.token_hash = $1 AND s.expires_at > $2 AND o.status = 'active'";
         let row: Option<OwnerRow> = match &self.pool {
             Pool::Sqlite(pool) => {
                 sqlx::query_as(sql)
@@ -111,10 +104,11 @@ impl Store {
                     .await?
             }
         };
-        Ok(row.map(|(id, email, password_hash)| OwnerAccount {
+        Ok(row.map(|(id, email, password_hash, status)| OwnerAccount {
             id,
             email,
             password_hash,
+            active: status == "active",
         }))
     }
 
@@ -167,62 +161,6 @@ impl Store {
             }
         }
         Ok(())
-    }
-
-    /// Uses an invitation to create an owner, in one transaction: an invitation works once.
-    pub async fn accept_invite(
-        &self,
-        token_hash: &str,
-        owner: &crate::NewOwner,
-        now: Millis,
-    ) -> Result<InviteOutcome, StoreError> {
-        for_each_backend!(self, pool, begin => {
-            let mut tx = begin().await?;
-            let invite: Option<(i64, Option<i64>)> = sqlx::query_as(
-                "SELECT expires_at, used_at FROM owner_invites WHERE token_hash = $1",
-            )
-            .bind(token_hash)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let outcome = match invite {
-                None => InviteOutcome::Unknown,
-                Some((expires_at, _)) if expires_at <= now => InviteOutcome::Unknown,
-                Some((_, Some(_))) => InviteOutcome::Used,
-                Some(_) => {
-                    let taken: Option<String> =
-                        sqlx::query_scalar("SELECT id FROM owners WHERE lower(email) = lower($1)")
-                            .bind(&owner.email)
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                    if taken.is_some() {
-                        InviteOutcome::EmailTaken
-                    } else {
-                        sqlx::query(
-                            "INSERT INTO owners (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4)",
-                        )
-                        .bind(&owner.id)
-                        .bind(&owner.email)
-                        .bind(&owner.password_hash)
-                        .bind(now)
-                        .execute(&mut *tx)
-                        .await?;
-                        sqlx::query(
-                            "UPDATE owner_invites SET used_at = $1, used_by = $2 WHERE token_hash = $3",
-                        )
-                        .bind(now)
-                        .bind(&owner.id)
-                        .bind(token_hash)
-                        .execute(&mut *tx)
-                        .await?;
-                        InviteOutcome::Created
-                    }
-                }
-            };
-            if outcome == InviteOutcome::Created {
-                tx.commit().await?;
-            }
-            Ok(outcome)
-        })
     }
 
     /// The stored hash of a role's bearer token.

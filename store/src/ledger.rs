@@ -62,6 +62,8 @@ pub struct LedgerSummary {
     pub bugs: u64,
     /// Events checked.
     pub events: u64,
+    /// Events of the owners' trail checked.
+    pub owner_events: u64,
 }
 
 /// Outcome of a compare-and-swap commit.
@@ -340,7 +342,11 @@ impl Store {
 
     /// Recomputes every bug's chain; the first break is the error.
     pub async fn verify_ledger(&self) -> Result<Result<LedgerSummary, ChainBreak>, StoreError> {
-        let mut summary = LedgerSummary { bugs: 0, events: 0 };
+        let mut summary = LedgerSummary {
+            bugs: 0,
+            events: 0,
+            owner_events: 0,
+        };
         for id in self.bug_ids().await? {
             let stored = self
                 .load_bug(&id)
@@ -362,6 +368,10 @@ impl Store {
             }
             summary.bugs += 1;
             summary.events += events.len() as u64;
+        }
+        match self.verify_owner_trail().await? {
+            Ok(count) => summary.owner_events = count,
+            Err(broken) => return Ok(Err(broken)),
         }
         Ok(Ok(summary))
     }

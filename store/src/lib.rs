@@ -11,23 +11,27 @@ pub mod evidence;
 pub mod ledger;
 pub mod notices;
 pub mod outbox;
+pub mod owners;
 pub mod reports;
 pub mod spend;
 pub mod testing;
 mod url;
+pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 12;
 
-pub use auth::{InviteOutcome, OwnerAccount};
+pub use auth::OwnerAccount;
 pub use crew::CrewTask;
 pub use evidence::EvidenceRecord;
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
 pub use outbox::{ClaimedJob, LEASE_MS};
+pub use owners::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerListing};
 pub use reports::{
     choose_cluster, Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport,
 };
 pub use url::{DatabaseUrl, DatabaseUrlError};
+pub use webhooks::{NewWebhook, WebhookDelivery};
 
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::sqlite::{
@@ -84,17 +88,6 @@ pub enum StoreError {
     /// A stored document does not parse.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
-}
-
-/// An owner account to create when none with that email exists.
-#[derive(Clone, Debug)]
-pub struct NewOwner {
-    /// Stable id.
-    pub id: String,
-    /// Login name.
-    pub email: String,
-    /// Argon2 PHC string.
-    pub password_hash: String,
 }
 
 #[derive(Clone, Debug)]
@@ -190,6 +183,11 @@ impl Store {
             Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
             Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
         }
+        // Owners from before the owners' trail get their first event, once.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        self.record_untracked_owners(now).await?;
         Ok(())
     }
 
@@ -259,32 +257,6 @@ impl Store {
             }
         };
         Ok(id)
-    }
-
-    /// Creates the owner unless one with that email exists. Returns whether it was created.
-    pub async fn ensure_owner(&self, owner: &NewOwner, now_ms: i64) -> Result<bool, StoreError> {
-        let sql =
-            "INSERT INTO owners (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) \
-                   ON CONFLICT (email) DO NOTHING";
-        let result = match &self.pool {
-            Pool::Sqlite(pool) => sqlx::query(sql)
-                .bind(&owner.id)
-                .bind(&owner.email)
-                .bind(&owner.password_hash)
-                .bind(now_ms)
-                .execute(pool)
-                .await?
-                .rows_affected(),
-            Pool::Postgres(pool) => sqlx::query(sql)
-                .bind(&owner.id)
-                .bind(&owner.email)
-                .bind(&owner.password_hash)
-                .bind(now_ms)
-                .execute(pool)
-                .await?
-                .rows_affected(),
-        };
-        Ok(result == 1)
     }
 
     /// The stored password hash of an owner, by email.

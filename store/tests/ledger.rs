@@ -7,12 +7,11 @@ mod support;
 
 use domain::workflow::{decide, Actor, Bug, Command, Decision, Evidence, Policy, Refusal};
 use domain::{BugState, Role};
-use sqlx::Connection;
 use store::{Commit, DatabaseUrl, Store};
 
 const NOW: i64 = 1_700_000_000_000;
 
-use support::fresh;
+use support::{fresh, raw};
 
 async fn open_bug(store: &Store, id: &str) -> Bug {
     let bug = Bug::open(id, "shoplite", &format!("{id}-report"));
@@ -33,26 +32,6 @@ fn note(bug: &Bug, n: usize) -> Result<Decision, Refusal> {
         &Policy::default(),
         NOW,
     )
-}
-
-/// Runs raw SQL the application never runs: what someone with database access could do.
-async fn raw(url: &DatabaseUrl, statements: &[&str]) {
-    match url {
-        DatabaseUrl::Sqlite { path } => {
-            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
-                .await
-                .unwrap();
-            for sql in statements {
-                sqlx::query(sql).execute(&mut c).await.unwrap();
-            }
-        }
-        DatabaseUrl::Postgres { url } => {
-            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
-            for sql in statements {
-                sqlx::query(sql).execute(&mut c).await.unwrap();
-            }
-        }
-    }
 }
 
 fn drop_append_only(url: &DatabaseUrl) -> &'static [&'static str] {

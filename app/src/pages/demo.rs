@@ -2,8 +2,8 @@
 //! state: every button is a sandbox action that moves only this page's example forward, and
 //! says so. Without JavaScript the whole walk is shown at once.
 
+use crate::layout::PageTitle;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 struct Stage {
     title: &'static str,
@@ -70,7 +70,7 @@ pub fn Demo() -> impl IntoView {
     let hydrated = super::hydrated_signal();
     let finished = move || hydrated.get() && reached.get() == STAGES.len();
     view! {
-        <Title text="Demo · Reporter-to-Release"/>
+        <PageTitle text="Demo · Reporter-to-Release"/>
         <section class="panel deliberate" aria-labelledby="demo-h">
             <h1 id="demo-h">"Demo: the loop on sample data"</h1>
             <p data-testid="demo-label"><strong>"Sandbox actions only."</strong>" Every button on this page moves this example forward and nothing else: no real bug, report, commit or person is touched. Its evidence is labelled "<span class="label">"simulated demo"</span>"."</p>

@@ -7,9 +7,9 @@
 use crate::dto::{
     BugDesk, Confirm, CrewDesk, Dashboard, DeskPage, EvidenceView, InvitePage, OwnersDesk,
 };
+use crate::layout::PageTitle;
 use crate::net::format_time;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 /// `/desk`, `/desk/bugs/{id}`, `/desk/crew`, `/desk/sign-in`.
 #[component]
@@ -29,7 +29,7 @@ pub fn Desk() -> impl IntoView {
             message,
             back,
         }) => view! {
-            <Title text="Problem · Desk · Reporter-to-Release"/>
+            <PageTitle text="Problem · Desk · Reporter-to-Release"/>
             {owner.map(|owner| view! { <DeskNav owner/> })}
             <section class="panel">
                 <h1>"That did not work"</h1>
@@ -82,7 +82,7 @@ fn Live(url: String) -> impl IntoView {
 #[component]
 fn SignIn(error: Option<String>, next: String) -> impl IntoView {
     view! {
-        <Title text="Sign in · Desk · Reporter-to-Release"/>
+        <PageTitle text="Sign in · Desk · Reporter-to-Release"/>
         <section class="panel narrow">
             <h1>"Owners sign in"</h1>
             <p class="lede">"The desk is where people decide: approve exact commits, merge, reopen."</p>
@@ -115,7 +115,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     let shown = dashboard.bugs.len();
     let csrf = dashboard.csrf.clone();
     view! {
-        <Title text="Bugs · Desk · Reporter-to-Release"/>
+        <PageTitle text="Bugs · Desk · Reporter-to-Release"/>
         <DeskNav owner=dashboard.owner.clone()/>
         <Live url="/desk/live".to_owned()/>
         <section class="panel">
@@ -352,6 +352,7 @@ fn ActionForm(
     action: &'static str,
     label: String,
     #[prop(optional)] report: Option<String>,
+    #[prop(optional)] person: Option<String>,
 ) -> impl IntoView {
     let testid = format!("action-{action}");
     view! {
@@ -360,6 +361,7 @@ fn ActionForm(
             <input type="hidden" name="action" value=action/>
             <input type="hidden" name="step" value="confirm"/>
             {report.map(|r| view! { <input type="hidden" name="report" value=r/> })}
+            {person.map(|p| view! { <input type="hidden" name="person" value=p/> })}
             <button type="submit" class="button" data-testid=testid>{label}</button>
         </form>
     }
@@ -373,7 +375,7 @@ fn BugView(bug: BugDesk) -> impl IntoView {
     let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
     let act = format!("/desk/bugs/{id}/act");
     view! {
-        <Title text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
+        <PageTitle text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
         <DeskNav owner=bug.owner.clone()/>
         <Live url=format!("/desk/live?bug={id}")/>
         <section class="panel">
@@ -492,7 +494,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
     let dollars =
         |micros: u64| format!("${}.{:04}", micros / 1_000_000, (micros % 1_000_000) / 100);
     view! {
-        <Title text="Crew · Desk · Reporter-to-Release"/>
+        <PageTitle text="Crew · Desk · Reporter-to-Release"/>
         <DeskNav owner=crew.owner.clone()/>
         <Live url="/desk/live".to_owned()/>
         <section class="panel">
@@ -554,9 +556,10 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
         "merge" => "Merge this fix?",
         "contact" => "Write to this reporter?",
         "invite" => "Invite another owner?",
+        "confirm_owner" => "Confirm this owner?",
         _ => "Reopen this bug?",
     };
-    let back = if confirm.action == "invite" {
+    let back = if matches!(confirm.action.as_str(), "invite" | "confirm_owner") {
         "/desk/owners".to_owned()
     } else if confirm.bug.is_empty() {
         "/desk".to_owned()
@@ -565,7 +568,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
     };
     let target = confirm.target.clone();
     view! {
-        <Title text=format!("{title} · Desk · Reporter-to-Release")/>
+        <PageTitle text=format!("{title} · Desk · Reporter-to-Release")/>
         <DeskNav owner=confirm.owner.clone()/>
         <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what">
             <h1 id="confirm-h">{title}</h1>
@@ -578,6 +581,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                 <input type="hidden" name="step" value="do"/>
                 {confirm.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
                 {confirm.report.clone().map(|r| view! { <input type="hidden" name="report" value=r/> })}
+                {confirm.person.clone().map(|p| view! { <input type="hidden" name="person" value=p/> })}
                 {(confirm.action == "contact").then(|| view! {
                     <div class="field">
                         <label for="text">{format!("Your message to the reporter of {}", confirm.report.clone().unwrap_or_default())}</label>
@@ -591,7 +595,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                     </div>
                 })}
                 <div class="actions">
-                    <button type="submit" class="button" data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), other => format!("Yes, {other}") }}</button>
+                    <button type="submit" class="button" data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), "confirm_owner" => "Yes, confirm".to_owned(), other => format!("Yes, {other}") }}</button>
                     <a class="button secondary" href=back>"Cancel"</a>
                 </div>
             </form>
@@ -602,14 +606,31 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
 #[component]
 fn OwnersView(owners: OwnersDesk) -> impl IntoView {
     view! {
-        <Title text="Owners · Desk · Reporter-to-Release"/>
+        <PageTitle text="Owners · Desk · Reporter-to-Release"/>
         <DeskNav owner=owners.owner.clone()/>
         <script src="/dialog.js" defer></script>
         <section class="panel">
             <h1>"Owners"</h1>
-            <p class="hint">"People who can approve, merge, reopen and invite. A tier-2 change needs two of them, one a code owner."</p>
+            <p class="hint">"People who can approve, merge, reopen and invite. A tier-2 change needs two of them, one a code owner. Once the desk has two owners, a new owner counts only after an owner other than the one who invited them confirms them."</p>
             <ul class="plain" data-testid="owners">
-                {owners.owners.iter().map(|o| view! { <li>{o.clone()}</li> }).collect_view()}
+                {owners.owners.iter().map(|o| {
+                    let how = match (&o.invited_by, &o.confirmed_by) {
+                        (None, _) => "first owner".to_owned(),
+                        (Some(by), None) => format!("invited by {by}"),
+                        (Some(by), Some(confirmed)) => format!("invited by {by}, confirmed by {confirmed}"),
+                    };
+                    view! {
+                        <li data-testid="owner-line">
+                            <strong>{o.email.clone()}</strong>
+                            " · " {how}
+                            {o.pending.then(|| view! { " · " <span class="badge" data-testid="owner-pending">"waiting for a second owner's confirmation"</span> })}
+                            {o.can_confirm.then(|| view! {
+                                " "
+                                <ActionForm target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="confirm_owner" label=format!("Confirm {}…", o.email) person=o.id.clone()/>
+                            })}
+                        </li>
+                    }
+                }).collect_view()}
             </ul>
             {match owners.invite_link.clone() {
                 Some(link) => view! {
@@ -629,9 +650,19 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
 
 #[component]
 fn InviteView(invite: InvitePage) -> impl IntoView {
+    if invite.created && invite.pending {
+        return view! {
+            <PageTitle text="Almost there · Desk · Reporter-to-Release"/>
+            <section class="panel narrow">
+                <h1>"Your account waits for a second owner"</h1>
+                <p role="status" data-testid="invite-pending">{format!("The account {} exists, but it counts only once an owner other than the one who invited you confirms it on the desk's Owners page. Until then you cannot sign in. Ask them to confirm you.", invite.email)}</p>
+            </section>
+        }
+        .into_any();
+    }
     if invite.created {
         return view! {
-            <Title text="Welcome · Desk · Reporter-to-Release"/>
+            <PageTitle text="Welcome · Desk · Reporter-to-Release"/>
             <section class="panel narrow">
                 <h1>"You are an owner now"</h1>
                 <p role="status" data-testid="invite-created">{format!("The account {} exists. Sign in with it.", invite.email)}</p>
@@ -641,7 +672,7 @@ fn InviteView(invite: InvitePage) -> impl IntoView {
         .into_any();
     }
     view! {
-        <Title text="Accept an invitation · Desk · Reporter-to-Release"/>
+        <PageTitle text="Accept an invitation · Desk · Reporter-to-Release"/>
         <section class="panel narrow">
             <h1>"Become an owner of this desk"</h1>
             <p class="hint">"An owner invited you. Choose the email and password you will sign in with."</p>

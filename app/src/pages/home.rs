@@ -1,12 +1,12 @@
 use crate::dto::Health;
+use crate::layout::PageTitle;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 /// What the desk is, and where to go.
 #[component]
 pub fn Home() -> impl IntoView {
     view! {
-        <Title text="Reporter-to-Release · a bug desk that closes the loop"/>
+        <PageTitle text="Reporter-to-Release · a bug desk that closes the loop"/>
         <section class="hero">
             <h1>"From a stranger's bug report to a release they confirm"</h1>
             <p class="lede">

@@ -1,5 +1,5 @@
+use crate::layout::PageTitle;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 /// Any path the desk does not serve; answers with HTTP 404.
 #[component]
@@ -9,7 +9,7 @@ pub fn NotFound() -> impl IntoView {
         response.set_status(http::StatusCode::NOT_FOUND);
     }
     view! {
-        <Title text="Not found · Reporter-to-Release"/>
+        <PageTitle text="Not found · Reporter-to-Release"/>
         <section class="panel">
             <h1>"Nothing here"</h1>
             <p>"This page does not exist. " <a href="/">"Go to the home page"</a> "."</p>

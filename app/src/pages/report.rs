@@ -1,6 +1,6 @@
 use crate::dto::{limits, ApiError, ReportForm, ReportPageState, ReportReceipt, SiteSettings};
+use crate::layout::PageTitle;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 /// Loads the component list: from the server's settings while rendering there, from the API
 /// when the browser navigates here without a server render.
@@ -68,7 +68,7 @@ pub fn Report() -> impl IntoView {
     };
 
     view! {
-        <Title text="Report a bug · Reporter-to-Release"/>
+        <PageTitle text="Report a bug · Reporter-to-Release"/>
         <section class="panel">
             <h1>"Report a bug"</h1>
             <p class="lede">

@@ -1,5 +1,5 @@
+use crate::layout::PageTitle;
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 use shoplite::{quote_form, Coupon, Quote, QuoteError};
 
@@ -18,7 +18,7 @@ pub fn ShopLite() -> impl IntoView {
     let quote = Memo::new(move |_| quote_form(&price.get(), &quantity.get(), &coupon.get()));
 
     view! {
-        <Title text="ShopLite · a demo shop with deliberate bugs"/>
+        <PageTitle text="ShopLite · a demo shop with deliberate bugs"/>
         <section class="panel">
             <h1>"ShopLite"</h1>
             <p class="lede">

@@ -1,7 +1,7 @@
 use crate::dto::{Answer, AnswerOutcome, ApiError, QuestionView, TrackPageState, Tracking};
+use crate::layout::PageTitle;
 use crate::net::format_time;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 /// `/track#<capability>`: a reporter's private page. The capability stays in the fragment and
 /// travels to the desk only in a request header. Without JavaScript the reporter pastes the
@@ -10,7 +10,7 @@ use leptos_meta::Title;
 pub fn Track() -> impl IntoView {
     let posted = use_context::<TrackPageState>();
     view! {
-        <Title text="Your report · Reporter-to-Release"/>
+        <PageTitle text="Your report · Reporter-to-Release"/>
         <section class="panel">
             <h1>"Your report"</h1>
             <p class="lede">"Follow your bug from report to release, and answer the desk's two questions."</p>

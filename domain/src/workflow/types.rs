@@ -113,20 +113,36 @@ impl Actor {
         }
     }
 
-    /// The person behind the actor, when it is a person who may decide.
+    /// A desk owner, named by their sign-in email: the one identity an owner has on every
+    /// path (API, desk form, CODEOWNERS), so one person can never count as two approvers.
+    pub fn owner(email: &str) -> Actor {
+        Actor::Owner {
+            id: person_id(email),
+        }
+    }
+
+    /// The person behind the actor, when it is a person who may decide. Ids are compared as
+    /// [`person_id`]s: emails and GitHub logins are case-insensitive, so `Ann@x` and `ann@x`
+    /// are one person.
     pub fn human(&self) -> Option<Human> {
         match self {
             Actor::Owner { id } => Some(Human {
                 kind: HumanKind::Owner,
-                id: id.clone(),
+                id: person_id(id),
             }),
             Actor::GitHubUser { login, bot: false } => Some(Human {
                 kind: HumanKind::GitHub,
-                id: login.clone(),
+                id: person_id(login),
             }),
             _ => None,
         }
     }
+}
+
+/// How a person's id is compared: trimmed and lower-cased (emails and GitHub logins are both
+/// case-insensitive).
+pub fn person_id(id: &str) -> String {
+    id.trim().to_lowercase()
 }
 
 /// Where a person's identity was verified.
@@ -229,7 +245,7 @@ pub struct Approval {
     pub approver: Human,
     /// The head they approved.
     pub head: CommitSha,
-    /// Whether CODEOWNERS at that head names them for the change.
+    /// Whether CODEOWNERS on the default branch (never the change's own) names them.
     pub code_owner: bool,
     /// When.
     pub at: Millis,
@@ -378,7 +394,7 @@ impl Bug {
             ));
         }
         if pr.tier.requires_code_owner() && !code_owner {
-            missing.push("an approval from a code owner (CODEOWNERS at that head)".to_owned());
+            missing.push("an approval from a code owner (CODEOWNERS on the default branch)".to_owned());
         }
         missing
     }

@@ -19,6 +19,9 @@ pub struct ActForm {
     report: Option<String>,
     #[serde(default)]
     text: Option<String>,
+    /// The pending owner, for `confirm_owner`.
+    #[serde(default)]
+    pub(super) person: Option<String>,
 }
 
 /// The signed-in owner, provided the form carries their session's CSRF token; otherwise the
@@ -138,12 +141,11 @@ pub async fn act(
             consequences,
             target: format!("{back}/act"),
             report: None,
+            person: None,
         }));
         return render(&state, &format!("{back}/act"), StatusCode::OK, page).await;
     }
-    let actor = Actor::Owner {
-        id: account.id.clone(),
-    };
+    let actor = crate::auth::owner_actor(account);
     let result = match action {
         "approve" | "merge" => {
             let Some(head) = form.head.clone() else {
@@ -293,6 +295,7 @@ async fn contact(
             consequences,
             target: target.to_owned(),
             report: Some(report.to_owned()),
+            person: None,
         }));
         return render(state, target, StatusCode::OK, page).await;
     }

@@ -200,29 +200,20 @@ async fn bug_page(
         (Some(pr), Some(forge)) => forge.diff(&pr.head).await.ok(),
         _ => None,
     };
-    let me = Human {
-        kind: HumanKind::Owner,
-        id: account.id.clone(),
+    let me = crate::auth::owner_actor(account).human();
+    // The engine's own count of distinct people: the page never counts approvals itself.
+    let still_required = if bug.pull_request.is_some() {
+        bug.missing_approvals()
+    } else {
+        Vec::new()
     };
-    let mut still_required = Vec::new();
-    if let Some(pr) = &bug.pull_request {
-        let current: Vec<_> = bug.approvals.iter().filter(|a| a.head == pr.head).collect();
-        let needed = pr.tier.required_humans();
-        if current.len() < needed {
-            still_required.push(format!(
-                "{} more approval(s) of {} (tier {} needs {needed})",
-                needed - current.len(),
-                pr.head,
-                pr.tier.number()
-            ));
-        }
-        if pr.tier.requires_code_owner() && !current.iter().any(|a| a.code_owner) {
-            still_required.push("a code owner's approval (CODEOWNERS at that head)".to_owned());
-        }
-    }
     let mut actions = Vec::new();
     if bug.state == BugState::InReview
-        || (bug.state == BugState::Approved && !bug.approvals.iter().any(|a| a.approver == me))
+        || (bug.state == BugState::Approved
+            && !bug
+                .approvals
+                .iter()
+                .any(|a| Some(&a.approver) == me.as_ref()))
     {
         actions.push("approve".to_owned());
     }

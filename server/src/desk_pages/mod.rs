@@ -28,7 +28,7 @@ use app::dto::{
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use domain::workflow::{Actor, Bug, Command, Human, HumanKind};
+use domain::workflow::{Bug, Command};
 use domain::BugState;
 use serde::Deserialize;
 use serde_json::Value;
@@ -137,6 +137,18 @@ pub async fn sign_in(
     Form(form): Form<SignInForm>,
 ) -> Response {
     let next = safe_next(form.next.as_deref());
+    if let Err(refused) = crate::api::refuse_cross_site(&headers) {
+        return render(
+            &state,
+            "/desk/sign-in",
+            refused.status,
+            DeskPage::SignIn {
+                error: Some(refused.error.message),
+                next,
+            },
+        )
+        .await;
+    }
     let client = crate::reporter::client_key_of(&state, addr, &headers);
     match crate::api::sign_in(&state, &client, &form.email, form.password).await {
         Ok((session, _)) => {
@@ -163,8 +175,23 @@ pub async fn sign_in(
     }
 }
 
-/// `POST /desk/sign-out`.
-pub async fn sign_out(State(state): State<AppState>, credential: Credential) -> Response {
+/// `POST /desk/sign-out`: only from the desk's own pages (another site must not be able to
+/// end an owner's session).
+pub async fn sign_out(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refused) = crate::api::refuse_cross_site(&headers) {
+        return problem(
+            &state,
+            owner(&credential).map(|(account, _)| account.email.clone()),
+            refused.status,
+            refused.error.message,
+            "/desk",
+        )
+        .await;
+    }
     if let Some((account, session)) = owner(&credential) {
         if let Err(error) = state
             .store

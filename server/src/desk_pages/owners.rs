@@ -4,7 +4,7 @@
 
 use super::actions::form_owner;
 use super::*;
-use app::dto::{InvitePage, OwnersDesk};
+use app::dto::{InvitePage, OwnerLine, OwnersDesk};
 
 /// `GET /desk/owners`.
 pub async fn owners(State(state): State<AppState>, credential: Credential) -> Response {
@@ -20,8 +20,23 @@ async fn owners_page(
     session: &str,
     invite: Option<(String, i64)>,
 ) -> Response {
-    let owners = match state.store.owner_emails().await {
-        Ok(owners) => owners,
+    let owners = match state.store.owner_listing().await {
+        Ok(owners) => owners
+            .into_iter()
+            .map(|o| {
+                let pending = o.status == "pending";
+                // The store decides for real; this only spares a button that would be refused.
+                let invited_by_me = o.invited_by.as_deref() == Some(account.email.as_str());
+                OwnerLine {
+                    can_confirm: pending && !invited_by_me && o.id != account.id,
+                    id: o.id,
+                    email: o.email,
+                    pending,
+                    invited_by: o.invited_by,
+                    confirmed_by: o.confirmed_by,
+                }
+            })
+            .collect(),
         Err(error) => {
             let refused = Refused::storage(error);
             return problem(
@@ -59,6 +74,9 @@ pub async fn owners_act(
     let Some((_, session)) = owner(&credential) else {
         return to_sign_in(back);
     };
+    if form.action == "confirm_owner" {
+        return confirm_pending_owner(&state, account, session, &form).await;
+    }
     if form.action != "invite" {
         return problem(
             &state,
@@ -83,6 +101,7 @@ pub async fn owners_act(
             ],
             target: "/desk/owners/act".to_owned(),
             report: None,
+            person: None,
         }));
         return render(&state, "/desk/owners/act", StatusCode::OK, page).await;
     }
@@ -91,6 +110,56 @@ pub async fn owners_act(
         Err(refused) => {
             problem(
                 &state,
+                Some(account.email.clone()),
+                refused.status,
+                refused.error.message,
+                back,
+            )
+            .await
+        }
+    }
+}
+
+/// `action=confirm_owner`: asks first, then confirms the pending owner `person`.
+async fn confirm_pending_owner(
+    state: &AppState,
+    account: &OwnerAccount,
+    session: &str,
+    form: &ActForm,
+) -> Response {
+    let back = "/desk/owners";
+    let person = form.person.clone().unwrap_or_default();
+    if form.step == "confirm" {
+        let email = match state.store.owner_listing().await {
+            Ok(owners) => owners
+                .into_iter()
+                .find(|o| o.id == person)
+                .map(|o| o.email)
+                .unwrap_or_else(|| person.clone()),
+            Err(_) => person.clone(),
+        };
+        let page = DeskPage::Confirm(Box::new(Confirm {
+            owner: account.email.clone(),
+            csrf: form.csrf.clone(),
+            bug: String::new(),
+            action: "confirm_owner".to_owned(),
+            head: None,
+            consequences: vec![
+                format!("{email} becomes an owner with every power you have: approve, merge, reopen, invite."),
+                "Their approval then counts as a second person's. Confirm only someone you know is a different person from the one who invited them.".to_owned(),
+                "The confirmation is recorded under your name in the owners' tamper-evident trail.".to_owned(),
+            ],
+            target: "/desk/owners/act".to_owned(),
+            report: None,
+            person: Some(person),
+        }));
+        return render(state, "/desk/owners/act", StatusCode::OK, page).await;
+    }
+    match crate::api::confirm_owner(state, account, &person).await {
+        Ok(()) => owners_page(state, account, session, None).await,
+        Err(refused) => {
+            problem(
+                state,
                 Some(account.email.clone()),
                 refused.status,
                 refused.error.message,
@@ -138,11 +207,18 @@ pub async fn invite_accept(
 ) -> Response {
     let token = extract_secret(&form.token);
     let client = crate::reporter::client_key_of(&state, addr, &headers);
-    match crate::api::accept_invitation(&state, &client, &token, &form.email, form.password).await {
-        Ok((_, email)) => {
+    let accepted = match crate::api::refuse_cross_site(&headers) {
+        Ok(()) => {
+            crate::api::accept_invitation(&state, &client, &token, &form.email, form.password).await
+        }
+        Err(refused) => Err(refused),
+    };
+    match accepted {
+        Ok((_, email, active)) => {
             let page = InvitePage {
                 email,
                 created: true,
+                pending: !active,
                 ..InvitePage::default()
             };
             render(
@@ -163,6 +239,7 @@ pub async fn invite_accept(
                 email: form.email.trim().to_owned(),
                 token,
                 created: false,
+                pending: false,
             };
             render(
                 &state,

@@ -32,3 +32,25 @@ pub async fn fresh(backend: &str) -> (store::Store, store::DatabaseUrl, Option<t
     store.migrate().await.unwrap();
     (store, url, dir)
 }
+
+/// Runs raw SQL the application never runs: what someone with database access could do.
+#[allow(dead_code)] // not every test file tampers
+pub async fn raw(url: &store::DatabaseUrl, statements: &[&str]) {
+    use sqlx::Connection;
+    match url {
+        store::DatabaseUrl::Sqlite { path } => {
+            let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
+                .await
+                .unwrap();
+            for sql in statements {
+                sqlx::query(sql).execute(&mut c).await.unwrap();
+            }
+        }
+        store::DatabaseUrl::Postgres { url } => {
+            let mut c = sqlx::PgConnection::connect(url).await.unwrap();
+            for sql in statements {
+                sqlx::query(sql).execute(&mut c).await.unwrap();
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Attacks with markup: an anonymous report's title closed the owner's `<title>` and ran
+//! script with the owner's cookie, which read the CSRF token and invited a new owner. The
+//! served HTML must carry a stranger's text escaped wherever it lands, and every page must
+//! carry a Content-Security-Policy that would stop an inline script even then.
+
+use crate::support::Target;
+
+/// The reviewer's payload, shortened: close the title, run script.
+const TITLE_BREAKER: &str =
+    "Crew page eta froze</title><script>fetch('/api/v1/me')</script><img src=x onerror=alert(1)>";
+
+fn title_of(html: &str) -> &str {
+    let start = html.find("<title>").map_or(0, |i| i + "<title>".len());
+    let end = html[start..]
+        .find("</title>")
+        .map_or(html.len(), |i| start + i);
+    &html[start..end]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_title_cannot_close_the_owners_title_element_and_run_script() {
+    let target = Target::start(&[]);
+    let filed = target.file(TITLE_BREAKER, "It froze.").await;
+    let bug = filed["bug_id"].as_str().unwrap();
+    let owner = target.owner().await;
+    for path in [format!("/desk/bugs/{bug}"), "/desk".to_owned()] {
+        let (status, _, html) = target.get_as(&owner, &path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(
+            !html.contains("<script>fetch"),
+            "{path}: the payload's script is served raw"
+        );
+        assert!(
+            !html.contains("<img src=x"),
+            "{path}: the payload's image is served raw"
+        );
+        assert_eq!(
+            html.matches("<title>").count(),
+            1,
+            "{path}: exactly one title element"
+        );
+    }
+    let (_, _, html) = target.get_as(&owner, &format!("/desk/bugs/{bug}")).await;
+    let title = title_of(&html);
+    assert!(
+        title.contains("&lt;/title&gt;&lt;script&gt;"),
+        "the title text is escaped: {title}"
+    );
+    // The confirmation page of an action on that bug shows the title too.
+    let act = target
+        .client
+        .post(target.url(&format!("/desk/bugs/{bug}/act")))
+        .header("cookie", &owner.cookie)
+        .header("origin", target.base())
+        .form(&[
+            ("csrf", owner.csrf.as_str()),
+            ("action", "reopen"),
+            ("step", "confirm"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let act_html = act.text().await.unwrap();
+    assert!(!act_html.contains("<script>fetch"), "{act_html}");
+}
+
+fn nonce_of(policy: &str) -> Option<&str> {
+    let start = policy.find("'nonce-")? + "'nonce-".len();
+    let end = policy[start..].find('\'')? + start;
+    Some(&policy[start..end])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_carries_a_script_policy_with_a_fresh_nonce() {
+    let target = Target::start(&[]);
+    let owner = target.owner().await;
+    let filed = target.file("Totals go negative", "−₹100").await;
+    let bug = filed["bug_id"].as_str().unwrap();
+    let mut nonces = std::collections::HashSet::new();
+    for path in [
+        "/".to_owned(),
+        "/report".to_owned(),
+        "/track".to_owned(),
+        "/shoplite".to_owned(),
+        "/demo".to_owned(),
+        "/desk/sign-in".to_owned(),
+        "/desk".to_owned(),
+        format!("/desk/bugs/{bug}"),
+        "/desk/crew".to_owned(),
+        "/desk/owners".to_owned(),
+        "/desk/invite".to_owned(),
+        "/no-such-page".to_owned(),
+    ] {
+        // Signed in, the sign-in page only redirects: ask for it as a stranger.
+        let anonymous = crate::support::Session {
+            cookie: String::new(),
+            csrf: String::new(),
+        };
+        let who = if path == "/desk/sign-in" {
+            &anonymous
+        } else {
+            &owner
+        };
+        for _ in 0..2 {
+            let (_, headers, html) = target.get_as(who, &path).await;
+            assert!(
+                headers[reqwest::header::CONTENT_TYPE]
+                    .to_str()
+                    .unwrap()
+                    .starts_with("text/html"),
+                "{path}"
+            );
+            let policy = headers
+                .get(reqwest::header::CONTENT_SECURITY_POLICY)
+                .unwrap_or_else(|| panic!("{path} has no Content-Security-Policy"))
+                .to_str()
+                .unwrap()
+                .to_owned();
+            for directive in [
+                "object-src 'none'",
+                "base-uri 'none'",
+                "frame-ancestors 'none'",
+            ] {
+                assert!(policy.contains(directive), "{path}: {policy}");
+            }
+            let script_src = policy
+                .split(';')
+                .find(|d| d.trim().starts_with("script-src"))
+                .unwrap_or_else(|| panic!("{path}: no script-src in {policy}"));
+            assert!(
+                !script_src.contains("'unsafe-inline'"),
+                "{path}: {script_src}"
+            );
+            let nonce = nonce_of(script_src)
+                .unwrap_or_else(|| panic!("{path}: no nonce in {script_src}"))
+                .to_owned();
+            assert!(nonce.len() >= 16, "{path}: a short nonce {nonce}");
+            assert!(nonces.insert(nonce.clone()), "{path}: a nonce was reused");
+            // Every inline script the page itself serves carries this response's nonce.
+            for (at, _) in html.match_indices("<script") {
+                let tag = &html[at..html[at..].find('>').map_or(html.len(), |e| at + e)];
+                if !tag.contains("src=") {
+                    assert!(
+                        tag.contains(&format!("nonce=\"{nonce}\"")),
+                        "{path}: inline script without the nonce: {tag}"
+                    );
+                }
+            }
+        }
+    }
+    // JSON answers allow nothing at all.
+    let (_, headers, _) = target.get_as(&owner, "/api/v1/me").await;
+    let policy = headers[reqwest::header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .unwrap();
+    assert!(policy.contains("default-src 'none'"), "{policy}");
+}
