@@ -76,7 +76,7 @@ async function openTracking(page: Page, link: string): Promise<void> {
 for (const [index, chunk] of chunks(CORPUS, 13).entries()) {
   const range = `payloads ${chunk[0].n}–${chunk[chunk.length - 1].n}`;
 
-  test(`hostile text in a report's fields stays text on the dashboard, the bug view, the write-to-reporter dialog and the form answers (${range})`, async ({ page, request }, info) => {
+  test(`hostile text in a report's fields stays text on the dashboard, the bug view, the write-to-reporter dialog and the script-free tracking page (${range})`, async ({ page, request }, info) => {
     browserOnly(info.project.name);
     const placed: Placed[] = [];
     const watch = new Watch(page, () => placed);
@@ -110,33 +110,36 @@ for (const [index, chunk] of chunks(CORPUS, 13).entries()) {
       await page.request.post(`/desk/bugs/${first.bug_id}/act`, { form: { csrf, action: 'contact', step: 'confirm', report: first.report_id } }),
     );
 
-    // The script-free tracking page (the link pasted into the form) of every report …
+    // The script-free tracking page (the link pasted into the form) of every report.
     for (const f of filed) {
       await watch.served(`tracking page (form post) of payload ${f.p.n}`, await (await page.request.post('/track', { form: { capability: f.tracking_link } })).text());
     }
     await watch.render(`tracking page (form post) of payload ${first.p.n}`, await page.request.post('/track', { form: { capability: first.tracking_link } }));
-    // … and the refused report form, which shows back what was typed: every payload of the
-    // chunk in each of its fields at once, and one as the title.
-    const typed = { what_happened: packed('typed_what', 8_000, chunk), expected: packed('typed_expected', 4_000, chunk), steps: packed('typed_steps', 8_000, chunk) };
-    const typedTitle = place(first.p, 'typed_title');
-    const typedContact = place(first.p, 'typed_contact');
-    typedContact.text = `${withoutSpaces(typedContact.text)}@example.test`;
-    placed.push(...typed.what_happened.placed, ...typed.expected.placed, ...typed.steps.placed, typedTitle, typedContact);
-    const refused = await page.request.post('/report', {
-      form: {
-        component: 'no-such-component',
-        title: typedTitle.text,
-        what_happened: typed.what_happened.text,
-        expected: typed.expected.text,
-        steps: typed.steps.text,
-        contact: typedContact.text,
-      },
-    });
-    expect(refused.status()).toBe(422);
-    await watch.render(`refused report form (${range})`, refused);
     watch.verify();
   });
 }
+
+test('a refused report form shows what was typed back as text, in every field', async ({ page }, info) => {
+  browserOnly(info.project.name);
+  const placed: Placed[] = [];
+  const watch = new Watch(page, () => placed);
+  // A form post any site can make: the desk answers with the form and the typed text in it.
+  // Every payload in each long field at once; the title and contact (attributes) one at a time.
+  for (const n of [1, 8, 9, 10, 11, 27]) {
+    const p = CORPUS.find((x) => x.n === n)!;
+    const typed = { what_happened: packed(`typed_what${n}`, 8_000), expected: packed(`typed_expected${n}`, 4_000), steps: packed(`typed_steps${n}`, 8_000) };
+    const title = place(p, 'typed_title');
+    const contact = place(p, 'typed_contact');
+    contact.text = `${withoutSpaces(contact.text)}@example.test`;
+    placed.push(...typed.what_happened.placed, ...typed.expected.placed, ...typed.steps.placed, title, contact);
+    const refused = await page.request.post('/report', {
+      form: { component: 'no-such-component', title: title.text, what_happened: typed.what_happened.text, expected: typed.expected.text, steps: typed.steps.text, contact: contact.text },
+    });
+    expect(refused.status()).toBe(422);
+    await watch.render(`refused report form (title and contact: payload ${n})`, refused);
+  }
+  watch.verify();
+});
 
 test('hostile text in a report’s fields stays text on the reporter’s own tracking page', async ({ page, request }, info) => {
   browserOnly(info.project.name);
