@@ -10,11 +10,13 @@ use leptos_router::components::A;
 /// `document.title`, which is never parsed as markup.
 #[component]
 pub fn PageTitle(#[prop(into)] text: String) -> impl IntoView {
-    view! { <Title text=title_text(text)/> }
+    view! { <Title text=raw_text_content(text)/> }
 }
 
-/// The title as the document carries it: escaped for the server's HTML, as it is in the browser.
-pub fn title_text(text: String) -> String {
+/// Text for an element whose content the renderer writes into the server's HTML unescaped
+/// (`<title>` through leptos_meta, `<textarea>` children through tachys): escaped on the
+/// server, as it is in the browser (where it becomes a text node, never markup).
+pub fn raw_text_content(text: String) -> String {
     if cfg!(feature = "ssr") {
         escape_text(&text)
     } else {

@@ -175,7 +175,7 @@ fn TextField(
                 aria-describedby=described.clone()
                 aria-invalid=move || field_invalid(error, name)
                 on:input=move |ev| form.update(|f| set_field(f, name, event_target_value(&ev)))>
-                {initial}
+                {crate::layout::raw_text_content(initial)}
             </textarea>
         }
         .into_any()

@@ -394,7 +394,9 @@ impl Bug {
             ));
         }
         if pr.tier.requires_code_owner() && !code_owner {
-            missing.push("an approval from a code owner (CODEOWNERS on the default branch)".to_owned());
+            missing.push(
+                "an approval from a code owner (CODEOWNERS on the default branch)".to_owned(),
+            );
         }
         missing
     }

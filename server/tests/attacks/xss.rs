@@ -155,3 +155,32 @@ async fn every_page_carries_a_script_policy_with_a_fresh_nonce() {
         .unwrap();
     assert!(policy.contains("default-src 'none'"), "{policy}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_report_form_gives_typed_text_back_as_text_not_markup() {
+    // Any site can post this form; a refusal writes what was typed back into the fields.
+    let target = Target::start(&[]);
+    let breaker = "</textarea><img src=x onerror=alert(1)>";
+    let response = target
+        .client
+        .post(target.url("/report"))
+        .form(&[
+            ("component", "shoplite"),
+            ("title", ""),
+            ("what_happened", breaker),
+            ("expected", breaker),
+            ("steps", breaker),
+            ("contact", "\"><svg onload=alert(2)>"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let html = response.text().await.unwrap();
+    assert!(!html.contains("<img src=x"), "typed markup served raw");
+    assert!(!html.contains("<svg onload"), "typed markup served raw");
+    assert!(
+        html.contains("&lt;/textarea&gt;&lt;img src=x"),
+        "typed text kept, escaped"
+    );
+}
