@@ -65,6 +65,10 @@ pub struct Config {
     pub sandbox_backend: String,
     /// Docker's local image (`R2R_SANDBOX_IMAGE`).
     pub sandbox_image: String,
+    /// How many sandbox measurements (proposed reproductions, fix candidates) run at once
+    /// (`R2R_SANDBOX_CONCURRENCY`, 1 to [`MAX_SANDBOX_CONCURRENCY`], default 2); a proposal
+    /// over the bound is refused with 503 and `Retry-After`.
+    pub sandbox_concurrency: usize,
     /// The target project's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest).
     pub target_profile: sandbox::Profile,
     /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`, comma-separated, default
@@ -78,6 +82,11 @@ pub struct Config {
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
 }
+
+/// Default number of sandbox measurements at once (`R2R_SANDBOX_CONCURRENCY`).
+pub const DEFAULT_SANDBOX_CONCURRENCY: usize = 2;
+/// The most `R2R_SANDBOX_CONCURRENCY` may say: each run may take a core and hundreds of MiB.
+pub const MAX_SANDBOX_CONCURRENCY: usize = 32;
 
 /// Default per-client and per-email limit on sign-in attempts.
 pub const DEFAULT_LOGIN_RATE: &str = "10/15m";
@@ -484,6 +493,22 @@ impl Config {
                 }
                 backend.to_owned()
             },
+            sandbox_concurrency: match env.get("R2R_SANDBOX_CONCURRENCY") {
+                None => DEFAULT_SANDBOX_CONCURRENCY,
+                Some(text) => text
+                    .trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (1..=MAX_SANDBOX_CONCURRENCY).contains(n))
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            "R2R_SANDBOX_CONCURRENCY",
+                            format!(
+                                "expected how many sandbox runs may go at once, a whole number from 1 to {MAX_SANDBOX_CONCURRENCY}, got {text:?}"
+                            ),
+                        )
+                    })?,
+            },
             sandbox_image: env
                 .get("R2R_SANDBOX_IMAGE")
                 .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
@@ -710,6 +735,20 @@ mod tests {
             let error =
                 Config::from_env(&Environment::from_pairs([(variable, value)]), None).unwrap_err();
             assert_eq!(error.variable, variable, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_sandbox_concurrency_defaults_to_two_and_a_bad_value_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.sandbox_concurrency, 2);
+        let one = Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", " 1 ")]);
+        assert_eq!(Config::from_env(&one, None).unwrap().sandbox_concurrency, 1);
+        for value in ["0", "-1", "two", "33", "1.5"] {
+            let env = Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
+            assert!(error.reason.contains("1 to 32"), "{}", error.reason);
         }
     }
 

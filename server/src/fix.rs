@@ -17,7 +17,9 @@ use crate::forge_api::{dry_run, load, record};
 use crate::github::Fetched;
 use crate::http::AppState;
 use crate::reporter::Refused;
-use crate::rerun::{evidence_label, invalid, short, tail, KEPT_OUTPUT, RERUN_DEADLINE};
+use crate::rerun::{
+    evidence_label, invalid, short, tail, through_symlink, KEPT_OUTPUT, RERUN_DEADLINE,
+};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -195,18 +197,6 @@ fn check_json(name: &str, outcome: &sandbox::RunOutcome, passed: bool, detail: &
     })
 }
 
-/// Refuses a path that is, or passes through, a symlink in the snapshot (git archive writes
-/// symlinks as symlinks; a fix must never write through one).
-fn through_symlink(snapshot: &std::path::Path, path: &str) -> bool {
-    let mut at = snapshot.to_path_buf();
-    path.split('/').any(|part| {
-        at.push(part);
-        std::fs::symlink_metadata(&at)
-            .map(|m| m.file_type().is_symlink())
-            .unwrap_or(false)
-    })
-}
-
 /// `POST /api/v1/bugs/{id}/fix/candidate` (fixer).
 pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Response, Refused> {
     let candidate: Candidate = crate::api::json_body(body)?;
@@ -234,6 +224,8 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
         .map_err(|e| invalid("invalid_fix", e.to_string()))?;
     let forge = local_forge(state)?;
     let base = default_head(forge).await?;
+    // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
+    let _slot = state.sandbox.slot().await?;
     let scratch = tempfile::tempdir().map_err(Refused::storage)?;
     let snapshot = scratch.path().join("snapshot");
     std::fs::create_dir(&snapshot).map_err(Refused::storage)?;

@@ -185,6 +185,12 @@ impl From<domain::workflow::Refusal> for Refused {
 }
 
 impl Refused {
+    /// Tells the caller when to try again (`Retry-After`, seconds).
+    pub(crate) fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
     /// Per-field reasons, to add to.
     pub fn fields_mut(&mut self) -> &mut BTreeMap<String, String> {
         &mut self.error.fields
@@ -755,9 +761,11 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
             next: next_step(bug.state).to_owned(),
             reports: bug.reports.len(),
             timeline,
+            // Model-written text: screened where the desk accepts it, and again here for
+            // ledgers written before that rule.
             reproduction: bug.reproduction.as_ref().map(|r| ReproductionView {
                 test_path: r.test_path.clone(),
-                failure: r.assertion.clone(),
+                failure: crate::rerun::screened_assertion(&r.assertion),
             }),
             release,
         });

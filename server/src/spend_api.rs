@@ -1,5 +1,6 @@
 //! The spend guard over HTTP: crew roles reserve a model call's worst case before they make
-//! it and settle it after; owners and the crew read the book.
+//! it and settle it after (only the role that reserved a call may settle it); owners and the
+//! crew read the book.
 
 use crate::api::{guard, json_body, respond};
 use crate::auth::Credential;
@@ -11,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
-use store::spend::{CallEnd, NewCall};
+use store::spend::{CallEnd, NewCall, Settlement};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -115,19 +116,27 @@ pub async fn settle(
                 ))
             }
         };
-        let settled = state
+        // Only the principal that reserved a call settles it: another role could otherwise
+        // book someone else's reservation at a cost of its choosing.
+        let client = client_of(&credential);
+        match state
             .store
-            .settle_model_call(&id, end, crate::clock::now_ms())
+            .settle_model_call(&id, &client, end, crate::clock::now_ms())
             .await
-            .map_err(Refused::storage)?;
-        if !settled {
-            return Err(Refused::new(
+            .map_err(Refused::storage)?
+        {
+            Settlement::Settled => Ok(Json(json!({"settled": true})).into_response()),
+            Settlement::NotOpen => Err(Refused::new(
                 StatusCode::CONFLICT,
                 "not_open",
                 format!("no open model call {id}"),
-            ));
+            )),
+            Settlement::NotYours => Err(Refused::new(
+                StatusCode::FORBIDDEN,
+                "not_your_call",
+                format!("model call {id} was reserved by another principal; only it may settle the call"),
+            )),
         }
-        Ok(Json(json!({"settled": true})).into_response())
     }
     .await;
     respond(result)

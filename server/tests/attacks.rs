@@ -11,6 +11,8 @@ mod common;
 mod identity;
 #[path = "attacks/routes.rs"]
 mod routes;
+#[path = "attacks/sandbox.rs"]
+mod sandbox;
 #[path = "attacks/support.rs"]
 mod support;
 #[path = "attacks/xss.rs"]

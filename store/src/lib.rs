@@ -8,6 +8,7 @@ pub mod auth;
 mod bench;
 pub mod crew;
 pub mod evidence;
+mod file_mode;
 pub mod ledger;
 pub mod notices;
 pub mod outbox;
@@ -70,8 +71,8 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
-    /// The SQLite file's folder could not be created.
-    #[error("cannot create the folder {path} for the SQLite database: {source}")]
+    /// The SQLite file's folder (or the file itself, private) could not be created.
+    #[error("cannot create {path} for the SQLite database: {source}")]
     CreateDir {
         /// The folder.
         path: String,
@@ -112,14 +113,16 @@ static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migration
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
 impl Store {
-    /// Opens a pool. A SQLite file and its folder are created when missing.
+    /// Opens a pool. A SQLite file and its folder are created when missing, private to this
+    /// user (folder 0700; the database, its WAL and shared memory 0600).
     #[tracing::instrument(skip_all, fields(backend = url.backend().as_str()))]
     pub async fn connect(url: &DatabaseUrl) -> Result<Store, StoreError> {
         match url {
             DatabaseUrl::Sqlite { path } => {
-                if let Some(parent) = std::path::Path::new(path).parent() {
+                let file = std::path::Path::new(path);
+                if let Some(parent) = file.parent() {
                     if !parent.as_os_str().is_empty() {
-                        std::fs::create_dir_all(parent).map_err(|source| {
+                        file_mode::create_private_folder(parent).map_err(|source| {
                             StoreError::CreateDir {
                                 path: parent.display().to_string(),
                                 source,
@@ -127,6 +130,10 @@ impl Store {
                         })?;
                     }
                 }
+                file_mode::prepare_database_file(file).map_err(|source| StoreError::CreateDir {
+                    path: file.display().to_string(),
+                    source,
+                })?;
                 let options = SqliteConnectOptions::new()
                     .filename(path)
                     .create_if_missing(true)
@@ -144,6 +151,7 @@ impl Store {
                         backend: "sqlite",
                         source,
                     })?;
+                file_mode::tighten_companions(file);
                 Ok(Store {
                     pool: Pool::Sqlite(pool),
                     writer: Default::default(),

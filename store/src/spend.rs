@@ -16,7 +16,8 @@ const HOUR_MS: i64 = 3_600_000;
 pub struct NewCall<'a> {
     /// Unique id.
     pub id: &'a str,
-    /// Who is calling (a crew role, a client id).
+    /// Who is calling (a crew role, a client id), as authenticated: only it may settle the
+    /// call.
     pub client: &'a str,
     /// Provider name.
     pub provider: &'a str,
@@ -35,6 +36,17 @@ pub enum CallEnd {
     TimedOut,
     /// The connection failed or dropped.
     ConnectionLost,
+}
+
+/// What a settlement did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settlement {
+    /// The call is settled.
+    Settled,
+    /// No open call has this id (unknown, or settled already).
+    NotOpen,
+    /// The call is open but was reserved by another client; nothing changed.
+    NotYours,
 }
 
 /// The book's totals, for the desk's crew page.
@@ -108,40 +120,50 @@ impl Store {
         Ok(decision)
     }
 
-    /// Settles an open call; returns false when it was unknown or already settled.
+    /// Settles an open call on behalf of `client`, which must be the client that reserved it
+    /// (one role cannot settle, and so book, another role's reservation).
     pub async fn settle_model_call(
         &self,
         id: &str,
+        client: &str,
         end: CallEnd,
         now: Millis,
-    ) -> Result<bool, StoreError> {
-        let reserved: Option<i64> = for_each_backend!(self, pool, _begin => {
-            sqlx::query_scalar("SELECT reserved_micros FROM model_calls WHERE id = $1 AND settled_micros IS NULL")
+    ) -> Result<Settlement, StoreError> {
+        let open: Option<(i64, String)> = for_each_backend!(self, pool, _begin => {
+            sqlx::query_as("SELECT reserved_micros, client FROM model_calls WHERE id = $1 AND settled_micros IS NULL")
                 .bind(id)
                 .fetch_optional(pool)
                 .await?
         });
-        let Some(reserved) = reserved else {
-            return Ok(false);
+        let Some((reserved, reserved_by)) = open else {
+            return Ok(Settlement::NotOpen);
         };
+        if reserved_by != client {
+            return Ok(Settlement::NotYours);
+        }
         let (cost, outcome) = match end {
             CallEnd::Answered(reported) => (booked(to_u64(reserved), reported, true), "answered"),
             CallEnd::TimedOut => (booked(to_u64(reserved), None, false), "timed_out"),
             CallEnd::ConnectionLost => (booked(to_u64(reserved), None, false), "connection_lost"),
         };
         let sql = "UPDATE model_calls SET settled_micros = $1, outcome = $2, settled_at = $3 \
-                   WHERE id = $4 AND settled_micros IS NULL";
+                   WHERE id = $4 AND client = $5 AND settled_micros IS NULL";
         let rows = for_each_backend!(self, pool, _begin => {
             sqlx::query(sql)
                 .bind(i64::try_from(cost).unwrap_or(i64::MAX))
                 .bind(outcome)
                 .bind(now)
                 .bind(id)
+                .bind(client)
                 .execute(pool)
                 .await?
                 .rows_affected()
         });
-        Ok(rows == 1)
+        Ok(if rows == 1 {
+            Settlement::Settled
+        } else {
+            Settlement::NotOpen
+        })
     }
 
     /// The book's totals.

@@ -7,7 +7,7 @@
 mod support;
 
 use domain::spend::{Budget, SpendRefusal};
-use store::spend::{CallEnd, NewCall};
+use store::spend::{CallEnd, NewCall, Settlement};
 
 async fn parallel_reservations_never_overshoot(backend: &str) {
     let (store, _url, _dir) = support::fresh(backend).await;
@@ -89,27 +89,41 @@ async fn limits_and_settlement(backend: &str) {
         .unwrap()
         .unwrap();
 
-    // Answered: booked at its cost; timed out or dropped: at worst case; once only.
-    assert!(store
-        .settle_model_call("a0", CallEnd::Answered(Some(1_500)), 20_000)
-        .await
-        .unwrap());
-    assert!(store
-        .settle_model_call("a1", CallEnd::TimedOut, 20_000)
-        .await
-        .unwrap());
-    assert!(store
-        .settle_model_call("a2", CallEnd::ConnectionLost, 20_000)
-        .await
-        .unwrap());
-    assert!(!store
-        .settle_model_call("a0", CallEnd::Answered(Some(1)), 20_000)
-        .await
-        .unwrap());
-    assert!(!store
-        .settle_model_call("nope", CallEnd::TimedOut, 20_000)
-        .await
-        .unwrap());
+    // Answered: booked at its cost; timed out or dropped: at worst case; once only; only by
+    // the client that reserved it.
+    let settle = |id: &'static str, client: &'static str, end: CallEnd| {
+        let store = store.clone();
+        async move {
+            store
+                .settle_model_call(id, client, end, 20_000)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        settle("a0", "reviewer", CallEnd::TimedOut).await,
+        Settlement::NotYours
+    );
+    assert_eq!(
+        settle("a0", "fixer", CallEnd::Answered(Some(1_500))).await,
+        Settlement::Settled
+    );
+    assert_eq!(
+        settle("a1", "fixer", CallEnd::TimedOut).await,
+        Settlement::Settled
+    );
+    assert_eq!(
+        settle("a2", "fixer", CallEnd::ConnectionLost).await,
+        Settlement::Settled
+    );
+    assert_eq!(
+        settle("a0", "fixer", CallEnd::Answered(Some(1))).await,
+        Settlement::NotOpen
+    );
+    assert_eq!(
+        settle("nope", "fixer", CallEnd::TimedOut).await,
+        Settlement::NotOpen
+    );
     let summary = store.spend_summary(20_000).await.unwrap();
     assert_eq!(summary.calls, 12);
     assert_eq!(summary.settled, 1_500 + 30_000 + 30_000);
