@@ -34,7 +34,7 @@ pub async fn triage(
     let (_, text) = dossiers(desk, bug).await?;
     let prompt = Prompt {
         task: Task::Triage,
-        system: TRIAGE.into(),
+        system: format!("{TRIAGE}\n{}", crate::reproducer::SPOTLIGHT_RULE),
         user: text,
     };
     let completion = guarded_call(desk, model, pricing, &prompt).await?;
@@ -69,7 +69,7 @@ async fn review(
     let (_, text) = dossiers(desk, bug).await?;
     let prompt = Prompt {
         task: Task::Review,
-        system: system.into(),
+        system: format!("{system}\n{}", crate::reproducer::SPOTLIGHT_RULE),
         user: format!("{text}\n\n{subject}"),
     };
     let completion = guarded_call(desk, model, pricing, &prompt).await?;

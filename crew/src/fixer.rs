@@ -57,7 +57,11 @@ pub fn fix_prompt(context: &Value, dossiers: &[String], previous: Option<&Value>
     }
     Prompt {
         task: Task::Fix,
-        system: format!("{SYSTEM}\nAllowed folders: {}.", allowed.join(", ")),
+        system: format!(
+            "{SYSTEM}\n{}\nAllowed folders: {}.",
+            crate::reproducer::SPOTLIGHT_RULE,
+            allowed.join(", ")
+        ),
         user,
     }
 }

@@ -3,13 +3,9 @@
 //! text at all.
 #![no_main]
 
-use domain::airlock::{admit, normalize, screen, Admission, RawReport, UNTRUSTED_HEADER};
+use domain::airlock::unicode::is_default_ignorable as invisible;
+use domain::airlock::{admit, normalize, prepared, screen, Admission, RawReport, UNTRUSTED_HEADER};
 use libfuzzer_sys::fuzz_target;
-
-fn invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{2069}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
-}
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -40,4 +36,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = screen(&text);
     let (normalized, _) = normalize(&text);
     assert!(!normalized.chars().any(invisible));
+    assert!(!prepared(&text).chars().any(invisible));
+    let score = domain::airlock::classifier::MODEL.score(&normalized);
+    assert!((0.0..=1.0).contains(&score));
 });

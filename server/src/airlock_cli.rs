@@ -1,7 +1,10 @@
 //! `r2r airlock scan` (the intake's own code path over JSON lines) and `r2r airlock eval`
 //! (detection and false-positive rates on the shared test data).
 
-use domain::airlock::{admit, Admission, RawReport};
+use domain::airlock::classifier::{
+    featurize, train, train_featurized, Example, Featurized, Model, TrainOptions, MODEL,
+};
+use domain::airlock::{admit, admit_with, prepared, Admission, RawReport};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -90,62 +93,84 @@ pub enum Wrapping {
     HtmlComment,
     /// With zero-width spaces between its words.
     ZeroWidth,
-    /// Base64-encoded, presented as a debug blob.
+    /// Base64-encoded, presented as a debug blob with a sentence asking to decode it.
     Base64,
+    /// In fullwidth letters (U+FF01–FF5E).
+    Fullwidth,
 }
 
 impl Wrapping {
     /// Every wrapping.
-    pub const ALL: [Wrapping; 5] = [
+    pub const ALL: [Wrapping; 6] = [
         Wrapping::Plain,
         Wrapping::InSteps,
         Wrapping::HtmlComment,
         Wrapping::ZeroWidth,
         Wrapping::Base64,
+        Wrapping::Fullwidth,
     ];
 
-    fn name(self) -> &'static str {
+    /// Short column name.
+    pub fn name(self) -> &'static str {
         match self {
-            Wrapping::Plain => "plain paragraph",
-            Wrapping::InSteps => "inside the steps",
-            Wrapping::HtmlComment => "HTML comment",
-            Wrapping::ZeroWidth => "zero-width characters",
-            Wrapping::Base64 => "base64 blob",
+            Wrapping::Plain => "plain",
+            Wrapping::InSteps => "steps",
+            Wrapping::HtmlComment => "comment",
+            Wrapping::ZeroWidth => "zero-width",
+            Wrapping::Base64 => "base64",
+            Wrapping::Fullwidth => "fullwidth",
         }
     }
 
-    /// A ShopLite bug report carrying `payload`.
-    pub fn wrap(self, payload: &str) -> RawReport {
-        let mut report = RawReport {
+    /// The ShopLite bug report every payload is wrapped in, without a payload.
+    pub fn carrier() -> RawReport {
+        RawReport {
             component: "shoplite".to_owned(),
             title: "Checkout asks for a negative amount".to_owned(),
             what_happened: "After I applied a coupon the order summary showed a total below zero."
                 .to_owned(),
             expected: "The total should stop at zero.".to_owned(),
             steps: "Add the tea set to the cart\nApply the coupon at checkout".to_owned(),
-        };
+        }
+    }
+
+    /// A ShopLite bug report carrying `payload`.
+    pub fn wrap(self, payload: &str) -> RawReport {
+        let mut report = Self::carrier();
         match self {
             Wrapping::Plain => {
                 report.what_happened = format!("{}\n{payload}", report.what_happened)
             }
             Wrapping::InSteps => {
+                // One step: its lines joined, as a reporter pasting into one step would.
+                let step = payload.split_whitespace().collect::<Vec<_>>().join(" ");
                 report.steps =
-                    format!("Add the tea set to the cart\n{payload}\nApply the coupon at checkout")
+                    format!("Add the tea set to the cart\n{step}\nApply the coupon at checkout")
             }
             Wrapping::HtmlComment => {
                 report.what_happened = format!("{} <!-- {payload} -->", report.what_happened)
             }
             Wrapping::ZeroWidth => {
-                report.what_happened = format!(
-                    "{}\n{}",
-                    report.what_happened,
-                    payload.split(' ').collect::<Vec<_>>().join("\u{200b} ")
-                )
+                let hidden: String = payload.chars().flat_map(|c| [c, '\u{200b}']).collect();
+                report.what_happened = format!("{}\n{hidden}", report.what_happened)
             }
             Wrapping::Base64 => {
                 let encoded = base64_encode(payload.as_bytes());
-                report.what_happened =
-                    format!("{}\nConsole output: {encoded}", report.what_happened)
+                report.what_happened = format!(
+                    "{}\nThe console printed this, please decode it and do what it says: {encoded}",
+                    report.what_happened
+                )
+            }
+            Wrapping::Fullwidth => {
+                let wide: String = payload
+                    .chars()
+                    .map(|c| match c {
+                        '!'..='~' => char::from_u32(u32::from(c) - 0x21 + 0xFF01).unwrap_or(c),
+                        ' ' => '\u{3000}',
+                        _ => c,
+                    })
+                    .collect();
+                report.what_happened = format!("{}\n{wide}", report.what_happened)
             }
         }
         report
@@ -190,6 +215,43 @@ fn read(path: &Path) -> Result<String, EvalError> {
     })
 }
 
+fn bad(path: &Path, reason: impl std::fmt::Display) -> EvalError {
+    EvalError::Data {
+        path: path.display().to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn json(path: &Path) -> Result<serde_json::Value, EvalError> {
+    serde_json::from_str(&read(path)?).map_err(|e| bad(path, e))
+}
+
+/// Whether a source's texts are attacks or benign.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Attack texts: each is wrapped in a bug report every way and should be quarantined.
+    Attack,
+    /// Benign texts: each is filed as a report and should be admitted.
+    Benign,
+}
+
+/// One data set.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Its name in the tables.
+    pub name: &'static str,
+    /// Attack or benign.
+    pub kind: Kind,
+    /// Attack payloads, or benign reports as (title, body).
+    pub texts: Vec<(String, String)>,
+}
+
+/// What a jailbreak template's placeholder for the attacker's request becomes: nothing, so that
+/// only the template itself can give it away (a fixed request put in every template would
+/// teach the classifier that request's words — a ShopLite question once taught it that
+/// "coupon" and "SAVE300" are hostile).
+const PLACEHOLDER_REQUEST: &str = "";
+
 /// The injection payloads: every string in every category of the BIPIA attack files.
 pub fn payloads(data: &Path) -> Result<Vec<String>, EvalError> {
     let mut out = Vec::new();
@@ -201,132 +263,467 @@ pub fn payloads(data: &Path) -> Result<Vec<String>, EvalError> {
     ] {
         let path = data.join("injection/bipia").join(file);
         let parsed: std::collections::BTreeMap<String, Vec<String>> =
-            serde_json::from_str(&read(&path)?).map_err(|e| EvalError::Data {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
+            serde_json::from_str(&read(&path)?).map_err(|e| bad(&path, e))?;
         out.extend(parsed.into_values().flatten());
+    }
+    Ok(out)
+}
+
+fn strings_at(value: &serde_json::Value, field: &str) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|row| row.get(field).and_then(|v| v.as_str()))
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn purplellama(data: &Path, file: &str) -> Result<Vec<String>, EvalError> {
+    let path = data.join("injection/purplellama-cyberseceval").join(file);
+    Ok(strings_at(&json(&path)?, "user_input"))
+}
+
+fn jailbreakbench(data: &Path) -> Result<Vec<String>, EvalError> {
+    let mut out = Vec::new();
+    for file in [
+        "gpt-3.5-turbo-1106.json",
+        "gpt-4-0125-preview.json",
+        "llama-2-7b-chat-hf.json",
+        "vicuna-13b-v1.5.json",
+    ] {
+        let path = data.join("injection/jailbreakbench-pair").join(file);
+        let value = json(&path)?;
+        out.extend(strings_at(&value["jailbreaks"], "prompt"));
+    }
+    Ok(out)
+}
+
+/// The `value: |` block of a template file (the only YAML these files need read).
+fn yaml_block_value(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    lines.find(|l| l.starts_with("value:"))?;
+    let mut out = Vec::new();
+    let mut indent: Option<usize> = None;
+    for line in lines {
+        if line.trim().is_empty() {
+            out.push("");
+            continue;
+        }
+        let this = line.len() - line.trim_start().len();
+        let block = *indent.get_or_insert(this);
+        if this < block || block == 0 {
+            break;
+        }
+        out.push(&line[block..]);
+    }
+    let value = out.join("\n").trim().to_owned();
+    (!value.is_empty()).then_some(value)
+}
+
+fn arth_templates(data: &Path) -> Result<Vec<String>, EvalError> {
+    let folder = data.join("injection/arth-jailbreak-templates/templates");
+    let files = files_in(&folder, "yaml")?;
+    let mut out = Vec::new();
+    for file in files {
+        let text = read(&file)?;
+        let value = yaml_block_value(&text).ok_or_else(|| bad(&file, "no `value: |` block"))?;
+        out.push(
+            value
+                .replace("{{ prompt }}", PLACEHOLDER_REQUEST)
+                .replace("{{prompt}}", PLACEHOLDER_REQUEST),
+        );
+    }
+    Ok(out)
+}
+
+/// The files with extension `ext` in `folder`, sorted by path text (training reads them in a
+/// fixed order, so the same data always gives the same model).
+fn files_in(folder: &Path, ext: &str) -> Result<Vec<std::path::PathBuf>, EvalError> {
+    let mut files: Vec<_> = std::fs::read_dir(folder)
+        .map_err(|e| bad(folder, e))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    files.sort_by_key(|p| p.to_string_lossy().into_owned());
+    Ok(files)
+}
+
+/// RustSec advisories (title and text after the TOML block): benign technical text with code.
+fn advisories(data: &Path) -> Result<Vec<(String, String)>, EvalError> {
+    let root = data.join("advisory-db");
+    let crates = root.join("crates");
+    let mut files = Vec::new();
+    let mut folders: Vec<_> = std::fs::read_dir(&crates)
+        .map_err(|e| bad(&crates, e))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.push(root.join("rust"));
+    for folder in folders {
+        files.extend(files_in(&folder, "md")?);
+    }
+    files.sort_by_key(|p| p.to_string_lossy().into_owned());
+    let mut out = Vec::new();
+    for file in files {
+        let text = read(&file)?;
+        let body = text.splitn(3, "```").nth(2).unwrap_or(&text).trim();
+        let (title, rest) = body.split_once('\n').unwrap_or((body, ""));
+        out.push((
+            title.trim_start_matches(['#', ' ']).trim().to_owned(),
+            rest.trim().to_owned(),
+        ));
+    }
+    Ok(out)
+}
+
+fn pallms(data: &Path) -> Result<Vec<String>, EvalError> {
+    let mut out = Vec::new();
+    for file in ["promptinjection.txt", "insecureoutput.txt"] {
+        let path = data.join("injection/pallms").join(file);
+        out.extend(
+            read(&path)?
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(|l| l.replace("{NEW_INSTRUCTION}", PLACEHOLDER_REQUEST)),
+        );
+    }
+    Ok(out)
+}
+
+fn notinject(data: &Path) -> Result<Vec<(String, String)>, EvalError> {
+    let mut out = Vec::new();
+    for file in [
+        "NotInject_one.json",
+        "NotInject_two.json",
+        "NotInject_three.json",
+    ] {
+        let path = data.join("injection/notinject").join(file);
+        out.extend(
+            strings_at(&json(&path)?, "prompt")
+                .into_iter()
+                .map(|p| ("Question about the shop".to_owned(), p)),
+        );
+    }
+    Ok(out)
+}
+
+fn gitbugs(data: &Path, file: &str) -> Result<Vec<(String, String)>, EvalError> {
+    let path = data.join("bugreports/gitbugs").join(file);
+    let text = read(&path)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let headers = reader.headers().map_err(|e| bad(&path, e))?.clone();
+    let column = |name: &str| headers.iter().position(|h| h.trim() == name);
+    let (Some(summary), Some(description)) = (column("Summary"), column("Description")) else {
+        return Err(bad(&path, "no Summary/Description columns"));
+    };
+    let mut out = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| bad(&path, e))?;
+        out.push((
+            record.get(summary).unwrap_or_default().to_owned(),
+            record.get(description).unwrap_or_default().to_owned(),
+        ));
     }
     Ok(out)
 }
 
 /// Real bug reports (summary and description) from the GitBugs Hadoop and SeaMonkey files.
 pub fn real_reports(data: &Path) -> Result<Vec<(String, String)>, EvalError> {
-    let mut out = Vec::new();
-    for file in ["hadoop_bugs.csv", "SeaMonkey_bugs.csv"] {
-        let path = data.join("bugreports/gitbugs").join(file);
-        let text = read(&path)?;
-        let mut reader = csv::Reader::from_reader(text.as_bytes());
-        let headers = reader
-            .headers()
-            .map_err(|e| EvalError::Data {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?
-            .clone();
-        let column = |name: &str| headers.iter().position(|h| h.trim() == name);
-        let (Some(summary), Some(description)) = (column("Summary"), column("Description")) else {
-            return Err(EvalError::Data {
-                path: path.display().to_string(),
-                reason: "no Summary/Description columns".into(),
-            });
-        };
-        for record in reader.records() {
-            let record = record.map_err(|e| EvalError::Data {
-                path: path.display().to_string(),
-                reason: e.to_string(),
-            })?;
-            out.push((
-                record.get(summary).unwrap_or_default().to_owned(),
-                record.get(description).unwrap_or_default().to_owned(),
-            ));
+    let mut out = gitbugs(data, "hadoop_bugs.csv")?;
+    out.extend(gitbugs(data, "SeaMonkey_bugs.csv")?);
+    Ok(out)
+}
+
+/// Every data set under the shared data folder, attacks first.
+pub fn sources(data: &Path) -> Result<Vec<Source>, EvalError> {
+    let attack = |name, texts: Vec<String>| Source {
+        name,
+        kind: Kind::Attack,
+        texts: texts.into_iter().map(|t| (t, String::new())).collect(),
+    };
+    let benign = |name, texts| Source {
+        name,
+        kind: Kind::Benign,
+        texts,
+    };
+    Ok(vec![
+        attack("bipia", payloads(data)?),
+        attack(
+            "purplellama (en)",
+            purplellama(data, "prompt_injection.json")?,
+        ),
+        attack(
+            "purplellama (17 languages)",
+            purplellama(
+                data,
+                "prompt_injection_multilingual_machine_translated.json",
+            )?,
+        ),
+        attack("jailbreakbench pair", jailbreakbench(data)?),
+        attack("arth templates", arth_templates(data)?),
+        attack("pallms", pallms(data)?),
+        benign("hadoop reports", gitbugs(data, "hadoop_bugs.csv")?),
+        benign("seamonkey reports", gitbugs(data, "SeaMonkey_bugs.csv")?),
+        benign("rustsec advisories", advisories(data)?),
+        benign("notinject (benign)", notinject(data)?),
+    ])
+}
+
+/// A benign text as the report it is filed as.
+fn benign_report(title: &str, body: &str) -> RawReport {
+    RawReport {
+        component: "product".into(),
+        title: title.to_owned(),
+        what_happened: body.to_owned(),
+        ..RawReport::default()
+    }
+}
+
+/// What one source scored.
+#[derive(Clone, Debug)]
+pub struct SourceFigures {
+    /// The source.
+    pub name: &'static str,
+    /// Attack or benign.
+    pub kind: Kind,
+    /// Texts in it.
+    pub texts: usize,
+    /// For attacks: quarantined per wrapping (in [`Wrapping::ALL`]'s order).
+    pub per_wrapping: Vec<usize>,
+    /// For benign sources: how many were quarantined.
+    pub flagged: usize,
+    /// For attacks: how many the classifier alone caught, plain-wrapped.
+    pub classifier_only: usize,
+}
+
+impl SourceFigures {
+    /// Detection over every wrapping (attacks) or the false-positive rate (benign), percent.
+    pub fn rate(&self) -> f64 {
+        match self.kind {
+            Kind::Attack => {
+                let hit: usize = self.per_wrapping.iter().sum();
+                100.0 * hit as f64 / (self.texts * self.per_wrapping.len()).max(1) as f64
+            }
+            Kind::Benign => 100.0 * self.flagged as f64 / self.texts.max(1) as f64,
         }
     }
-    Ok(out)
+}
+
+fn measure(source: &Source, model: &Model) -> SourceFigures {
+    let quarantined =
+        |report: &RawReport| matches!(admit_with(report, model), Admission::Quarantined { .. });
+    match source.kind {
+        Kind::Attack => SourceFigures {
+            name: source.name,
+            kind: source.kind,
+            texts: source.texts.len(),
+            per_wrapping: Wrapping::ALL
+                .iter()
+                .map(|w| {
+                    source
+                        .texts
+                        .iter()
+                        .filter(|(payload, _)| quarantined(&w.wrap(payload)))
+                        .count()
+                })
+                .collect(),
+            flagged: 0,
+            classifier_only: source
+                .texts
+                .iter()
+                .filter(|(payload, _)| model.flags(&prepared(payload)))
+                .count(),
+        },
+        Kind::Benign => SourceFigures {
+            name: source.name,
+            kind: source.kind,
+            texts: source.texts.len(),
+            per_wrapping: Vec::new(),
+            flagged: source
+                .texts
+                .iter()
+                .filter(|(title, body)| quarantined(&benign_report(title, body)))
+                .count(),
+            classifier_only: 0,
+        },
+    }
+}
+
+/// The training texts of a source, as the classifier reads them.
+fn examples(source: &Source) -> Vec<Example> {
+    source
+        .texts
+        .iter()
+        .map(|(a, b)| Example {
+            text: prepared(&if b.is_empty() {
+                a.clone()
+            } else {
+                format!("{a}\n{b}")
+            }),
+            hostile: source.kind == Kind::Attack,
+        })
+        .collect()
+}
+
+/// Trains the shipped classifier from every source.
+pub fn train_shipped(data: &Path) -> Result<Model, EvalError> {
+    let all: Vec<Example> = sources(data)?.iter().flat_map(examples).collect();
+    Ok(train(&all, TrainOptions::default()))
 }
 
 /// The measured accuracy.
 #[derive(Debug)]
 pub struct Accuracy {
-    /// (wrapping, detected, total) for each wrapping.
-    pub per_wrapping: Vec<(Wrapping, usize, usize)>,
-    /// Real reports quarantined (false positives).
-    pub false_positives: usize,
-    /// Real reports scanned.
-    pub real_reports: usize,
+    /// With the shipped classifier.
+    pub shipped: Vec<SourceFigures>,
+    /// Each source with a classifier retrained without it.
+    pub held_out: Vec<SourceFigures>,
+    /// Whether the carrier report alone is admitted.
+    pub carrier_admitted: bool,
+    /// Whether training on this data gives exactly the shipped model's file.
+    pub shipped_reproduced: bool,
 }
 
 impl Accuracy {
-    /// Detection rate over every wrapped payload, in percent.
-    pub fn detection_rate(&self) -> f64 {
-        let (hit, total) = self
-            .per_wrapping
-            .iter()
-            .fold((0, 0), |(h, t), (_, hit, total)| (h + hit, t + total));
-        100.0 * hit as f64 / total.max(1) as f64
+    /// The lowest detection rate of any attack source, shipped model.
+    pub fn worst_detection(&self) -> f64 {
+        worst(&self.shipped, Kind::Attack, f64::min, 100.0)
     }
 
-    /// False-positive rate on real reports, in percent.
-    pub fn false_positive_rate(&self) -> f64 {
-        100.0 * self.false_positives as f64 / self.real_reports.max(1) as f64
+    /// The highest false-positive rate of any benign source, shipped model.
+    pub fn worst_false_positives(&self) -> f64 {
+        worst(&self.shipped, Kind::Benign, f64::max, 0.0)
     }
 }
 
-/// Runs the evaluation on the shared data folder.
+fn worst(rows: &[SourceFigures], kind: Kind, pick: fn(f64, f64) -> f64, start: f64) -> f64 {
+    rows.iter()
+        .filter(|r| r.kind == kind)
+        .map(SourceFigures::rate)
+        .fold(start, pick)
+}
+
+/// Runs the evaluation on the shared data folder: every source with the shipped classifier,
+/// then every source with a classifier trained on all the others (leave one source out).
 pub fn evaluate(data: &Path) -> Result<Accuracy, EvalError> {
-    let payloads = payloads(data)?;
-    let per_wrapping = Wrapping::ALL
+    let sources = sources(data)?;
+    let model = &*MODEL;
+    let shipped = sources.iter().map(|s| measure(s, model)).collect();
+    let options = TrainOptions::default();
+    let featurized: Vec<Vec<Featurized>> = sources
         .iter()
-        .map(|&wrapping| {
-            let hit = payloads
+        .map(|s| {
+            examples(s)
                 .iter()
-                .filter(|p| matches!(admit(&wrapping.wrap(p)), Admission::Quarantined { .. }))
-                .count();
-            (wrapping, hit, payloads.len())
+                .map(|e| featurize(e, options.bits))
+                .collect()
         })
         .collect();
-    let reports = real_reports(data)?;
-    let false_positives = reports
+    let everything: Vec<&Featurized> = featurized.iter().flatten().collect();
+    let shipped_reproduced = train_featurized(&everything, options).to_bytes() == model.to_bytes();
+    let held_out = sources
         .iter()
-        .filter(|(title, body)| {
-            let report = RawReport {
-                component: "product".into(),
-                title: title.clone(),
-                what_happened: body.clone(),
-                ..RawReport::default()
-            };
-            matches!(admit(&report), Admission::Quarantined { .. })
+        .enumerate()
+        .map(|(left_out, source)| {
+            let rest: Vec<&Featurized> = featurized
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != left_out)
+                .flat_map(|(_, texts)| texts.iter())
+                .collect();
+            measure(source, &train_featurized(&rest, options))
         })
-        .count();
+        .collect();
     Ok(Accuracy {
-        per_wrapping,
-        false_positives,
-        real_reports: reports.len(),
+        shipped,
+        held_out,
+        shipped_reproduced,
+        carrier_admitted: matches!(
+            admit_with(&Wrapping::carrier(), model),
+            Admission::Admitted { .. }
+        ),
     })
 }
 
-impl std::fmt::Display for Accuracy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "airlock accuracy")?;
-        for (wrapping, hit, total) in &self.per_wrapping {
-            writeln!(
+fn table(f: &mut std::fmt::Formatter<'_>, rows: &[SourceFigures]) -> std::fmt::Result {
+    write!(f, "  {:<28} {:>5}", "attack source", "texts")?;
+    for w in Wrapping::ALL {
+        write!(f, " {:>10}", w.name())?;
+    }
+    writeln!(f, " {:>8} {:>11}", "all", "classifier")?;
+    for row in rows.iter().filter(|r| r.kind == Kind::Attack) {
+        write!(f, "  {:<28} {:>5}", row.name, row.texts)?;
+        for hit in &row.per_wrapping {
+            write!(
                 f,
-                "  {:<24} {hit:>4}/{total:<4} detected ({:.1} %)",
-                wrapping.name(),
-                100.0 * *hit as f64 / (*total).max(1) as f64
+                " {:>9.1}%",
+                100.0 * *hit as f64 / row.texts.max(1) as f64
             )?;
         }
         writeln!(
             f,
-            "  detection rate           {:.1} %  (goal ≥ 97 %)",
-            self.detection_rate()
+            " {:>7.1}% {:>10.1}%",
+            row.rate(),
+            100.0 * row.classifier_only as f64 / row.texts.max(1) as f64
+        )?;
+    }
+    writeln!(
+        f,
+        "  {:<28} {:>5} {:>10}",
+        "benign source", "texts", "flagged"
+    )?;
+    for row in rows.iter().filter(|r| r.kind == Kind::Benign) {
+        writeln!(
+            f,
+            "  {:<28} {:>5} {:>10} ({:.2} %)",
+            row.name,
+            row.texts,
+            row.flagged,
+            row.rate()
+        )?;
+    }
+    Ok(())
+}
+
+impl std::fmt::Display for Accuracy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "airlock accuracy, shipped classifier (trained on every source) and patterns"
+        )?;
+        table(f, &self.shipped)?;
+        writeln!(
+            f,
+            "leave one source out: each source measured with a classifier trained without it"
+        )?;
+        table(f, &self.held_out)?;
+        writeln!(
+            f,
+            "  worst attack source {:.1} % detected (goal ≥ 97 %); worst benign source {:.2} % flagged (goal ≤ 1 %)",
+            self.worst_detection(),
+            self.worst_false_positives()
         )?;
         writeln!(
             f,
-            "  false positives          {}/{} real reports ({:.2} %, goal ≤ 1 %)",
-            self.false_positives,
-            self.real_reports,
-            self.false_positive_rate()
+            "  the shipped model {} what `r2r airlock train` makes of this data",
+            if self.shipped_reproduced {
+                "is exactly"
+            } else {
+                "DIFFERS from"
+            }
+        )?;
+        writeln!(
+            f,
+            "  the carrier report alone is {}",
+            if self.carrier_admitted {
+                "admitted"
+            } else {
+                "QUARANTINED (the figures above mean nothing)"
+            }
         )
     }
 }

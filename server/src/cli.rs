@@ -252,38 +252,59 @@ enum AirlockCommand {
     /// Read JSON lines {"title", "body", "component"} on stdin; write one JSON line per input:
     /// {"quarantined", "families", "dossier"}. Same code path as intake.
     Scan,
-    /// Measure detection on the injection payloads (wrapped five ways in bug-report text) and
-    /// false positives on real bug reports.
+    /// Measure detection on every attack set under the shared data (each payload wrapped six
+    /// ways in a bug report) and false positives on every benign set, with the shipped
+    /// classifier and with one retrained without each source.
     Eval {
-        /// The shared test-data folder.
-        #[arg(
-            long,
-            env = "R2R_SHARED_DATA",
-            default_value = "../shared/data",
-            value_name = "DIR"
-        )]
-        data: PathBuf,
-        /// Exit 1 when the detection rate (percent) is below this.
-        #[arg(long, value_name = "PERCENT")]
+        #[command(flatten)]
+        data: SharedData,
+        /// Exit 1 when any attack source's detection rate (percent) is below this.
+        #[arg(long, value_name = "PERCENT", value_parser = percent)]
         require_detection: Option<f64>,
-        /// Exit 1 when the false-positive rate (percent) is above this.
-        #[arg(long, value_name = "PERCENT")]
+        /// Exit 1 when any benign source's false-positive rate (percent) is above this.
+        #[arg(long, value_name = "PERCENT", value_parser = percent)]
         allow_false_positives: Option<f64>,
     },
+    /// Train the classifier from every source under the shared data and write its weights
+    /// (the file shipped as domain/src/airlock/model.bin).
+    Train {
+        #[command(flatten)]
+        data: SharedData,
+        /// Where to write the model.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+}
+
+/// The shared test-data folder, for the commands that measure on it.
+#[derive(clap::Args, Debug)]
+struct SharedData {
+    /// The shared test-data folder.
+    #[arg(
+        long,
+        env = "R2R_SHARED_DATA",
+        default_value = "../shared/data",
+        value_name = "DIR"
+    )]
+    data: PathBuf,
+}
+
+/// A percentage between 0 and 100.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.0..=100.0).contains(&value) => Ok(value),
+        _ => Err(format!(
+            "expected a percentage between 0 and 100, got {text:?}"
+        )),
+    }
 }
 
 #[derive(Subcommand, Debug)]
 enum ClusterCommand {
     /// Precision and recall of the join rule on the shared duplicate pairs.
     Eval {
-        /// The shared test-data folder.
-        #[arg(
-            long,
-            env = "R2R_SHARED_DATA",
-            default_value = "../shared/data",
-            value_name = "DIR"
-        )]
-        data: PathBuf,
+        #[command(flatten)]
+        data: SharedData,
     },
 }
 
@@ -320,14 +341,8 @@ enum BenchCommand {
     },
     /// Airlock MB/s against a bare RegexSet pass over the same shared corpus.
     Airlock {
-        /// The shared test-data folder.
-        #[arg(
-            long,
-            env = "R2R_SHARED_DATA",
-            default_value = "../shared/data",
-            value_name = "DIR"
-        )]
-        data: PathBuf,
+        #[command(flatten)]
+        data: SharedData,
         /// Passes over the corpus.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
         passes: u16,
@@ -524,23 +539,39 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     allow_false_positives,
                 },
         } => {
-            let accuracy = crate::airlock_cli::evaluate(&data)?;
+            let accuracy = crate::airlock_cli::evaluate(&data.data)?;
             print!("{accuracy}");
             let detection_ok =
-                require_detection.is_none_or(|floor| accuracy.detection_rate() >= floor);
+                require_detection.is_none_or(|floor| accuracy.worst_detection() >= floor);
             let fp_ok = allow_false_positives
-                .is_none_or(|ceiling| accuracy.false_positive_rate() <= ceiling);
-            if detection_ok && fp_ok {
+                .is_none_or(|ceiling| accuracy.worst_false_positives() <= ceiling);
+            if detection_ok && fp_ok && accuracy.carrier_admitted && accuracy.shipped_reproduced {
                 Ok(ExitCode::SUCCESS)
             } else {
                 eprintln!("error: the airlock missed its accuracy goals");
                 Ok(ExitCode::from(1))
             }
         }
+        Command::Airlock {
+            command: AirlockCommand::Train { data, out },
+        } => {
+            let model = crate::airlock_cli::train_shipped(&data.data)?;
+            let bytes = model.to_bytes();
+            std::fs::write(&out, &bytes)
+                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+            println!(
+                "wrote {} ({} bytes, 2^{} buckets, threshold {:.4})",
+                out.display(),
+                bytes.len(),
+                model.bits,
+                model.threshold
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Cluster {
             command: ClusterCommand::Eval { data },
         } => {
-            let figures = crate::cluster_cli::evaluate(&data)?;
+            let figures = crate::cluster_cli::evaluate(&data.data)?;
             print!("{}", crate::cluster_cli::render(&figures));
             Ok(ExitCode::SUCCESS)
         }
@@ -778,7 +809,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench {
             command: BenchCommand::Airlock { data, passes },
         } => {
-            let figures = crate::bench_reporter::airlock(&data, usize::from(passes))?;
+            let figures = crate::bench_reporter::airlock(&data.data, usize::from(passes))?;
             print!("{figures}");
             Ok(ExitCode::SUCCESS)
         }

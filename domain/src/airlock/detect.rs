@@ -4,6 +4,7 @@
 //! written for what an attacker must do — address a reader, claim a role, ask for privileged
 //! actions, hide or encode text — not for any particular corpus.
 
+use super::classifier::Model;
 use super::decode;
 use regex::{Regex, RegexSet};
 use serde::{Deserialize, Serialize};
@@ -30,11 +31,15 @@ pub enum Family {
     OtherLanguage,
     /// "Mark this as critical", "priority: P0".
     SeverityManipulation,
+    /// Words that mix Latin letters with Cyrillic, Greek or other look-alikes.
+    LookAlikeLetters,
+    /// A passage the trained classifier scores as text aimed at a model.
+    LearnedPattern,
 }
 
 impl Family {
     /// Every family.
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 10] = [
         Family::InstructionOverride,
         Family::RoleImpersonation,
         Family::PrivilegedAction,
@@ -43,6 +48,8 @@ impl Family {
         Family::HiddenMarkup,
         Family::OtherLanguage,
         Family::SeverityManipulation,
+        Family::LookAlikeLetters,
+        Family::LearnedPattern,
     ];
 
     /// Stored name.
@@ -56,6 +63,8 @@ impl Family {
             Family::HiddenMarkup => "hidden_markup",
             Family::OtherLanguage => "other_language",
             Family::SeverityManipulation => "severity_manipulation",
+            Family::LookAlikeLetters => "look_alike_letters",
+            Family::LearnedPattern => "learned_pattern",
         }
     }
 }
@@ -81,6 +90,14 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"\bnew instructions?\s*:",
                 r"\bfrom now on,? (?:you|always|only|never|respond|reply|answer|act)\b",
                 r"\binstead of (?:the|your) (?:task|instructions)\b",
+                // Paraphrases that avoid "ignore … instructions".
+                r"\b(?:set aside|put aside|cast aside|throw out|stop following|no longer follow|do not follow|don'?t follow|pay no (?:attention|heed) to|disobey|overrule)\b.{0,40}\b(?:previous|prior|above|earlier|original|initial|preceding|existing|old|all|your|the|any|those|these)\b.{0,25}\b(?:instructions?|guidance|guidelines|directions?|rules|directives|prompts?|orders|commands|programming|training|safeguards)\b",
+                r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,40}\b(?:your|the|all|any|its)\b.{0,20}\b(?:guidance|programming|safeguards|safety (?:rules|guidelines|filters)|content filters?|training|ethics|ethical guidelines)\b",
+                r"\b(?:you (?:will|shall|must) )?(?:no longer|never again|not anymore) (?:be )?(?:bound|limited|restricted|constrained) by\b",
+                r"\b(?:all\s*previous|all\s*prior|previous|prior|above|earlier|preceding|former)\s+(?:instructions|prompts|rules|directions|commands)\s+(?:are|were|is)\s+(?:now\s+)?(?:false|void|invalid|wrong|cancell?ed|obsolete|null|revoked|outdated|fake)\b",
+                r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|the|everything|of)\s+)*(?:previous|prior|above|preceding|earlier|foregoing)\s+(?:text|directions?|messages?|content|input|commands?|conversation|context|prompts?|words)\b",
+                r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|the|of)\s+)*(?:text|directions?|messages?|instructions?|content|commands?|words)\s+(?:above|before this|so far|given (?:to you )?(?:before|earlier))\b",
+                r"\bstop (?:processing|following|obeying|executing|reading) (?:all |any |the |your |my )?(?:commands|instructions|orders|rules|prompts)\b",
             ]),
         ),
         (
@@ -91,13 +108,20 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"\[/?INST\]|<</?SYS>>",
                 r"###\s*(?:system|instruction|assistant)\b",
                 r"\byou are (?:now )?(?:an? )?(?:ai|assistant|language model|chatbot|dan|unrestricted)\b",
-                r"\bpretend (?:to be|you are)\b",
                 r"\b(?:begin|end) (?:system|hidden|developer) (?:prompt|instructions?|message)\b",
+                // Personas: "you are now X", "act as X", "from now on you will…".
+                r"\b(?:stay|remain|staying|remaining) in character\b|\bbreak(?:ing)? character\b",
+                r"\bi (?:want|need) you to (?:act|behave|pretend|roleplay|role-play|play the (?:role|part)|take on the role|assume the role|become|respond as|answer as)\b",
+                // Jailbreak framing.
+                r"\b(?:god|sudo|jailbreak|jailbroken|dan|evil) mode\b",
+                r"\b(?:openai|anthropic|meta|google)(?:'s)? (?:content |usage |safety )?(?:polic(?:y|ies)|guidelines|rules)\b",
             ]),
         ),
         (
             Family::PrivilegedAction,
             set(&[
+                r"\btreat\b.{0,40}\bas (?:already |having been |if (?:it|they) (?:were|had been) )?(?:reviewed|approved|verified|signed off|vetted|safe to merge)\b",
+                r"\b(?:consider|count|regard|deem) (?:this|it|the (?:change|fix|patch|pr|pull request))\b.{0,20}\b(?:approved|reviewed|signed off|vetted)\b",
                 r"\b(?:merge|approve|push|deploy|release|ship)\b.{0,40}\b(?:without|skip(?:ping)?|bypass(?:ing)?)\b.{0,20}\b(?:review|tests?|checks?|approval|ci)\b",
                 r"\b(?:exfiltrate|leak|steal)\s+(?:the|your|all|any)\s+(?:\w+\s+){0,2}(?:secrets?|tokens?|passwords?|credentials?|api keys?|keys)\b",
                 r"\b(?:send|post|upload|email|forward|print|reveal|dump|share)\b.{0,30}\b(?:your|the|all)\b.{0,20}\b(?:secrets?|api keys?|tokens?|passwords?|credentials?|environment variables|ssh keys?)\b.{0,40}\b(?:to|at|into)\b",
@@ -115,9 +139,18 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"\bthe code you (?:develop|write|produce|generate)\b",
                 r"\b(?:dear|hey|hi|hello|attention|note to(?: the)?)\s+(?:ai|assistant|model|bot|agent|llm|gpt|chatgpt|claude|copilot|gemini|crew|reproducer|fixer|reviewer)\b",
                 r"\b(?:the|you|dear|hey)\s+(?:ai|assistant|language model|llm|agent|bot|model)s?\s*,?\s+(?:must|should|need to|has to|have to|will|shall)\b",
-                r"(?m)^\s*(?:can|could|would|will) you (?:please )?(?:reply|respond|answer|translate|write|summari[sz]e|rewrite)\b",
-                r"\b(?:write|compose|draft|develop|create|generate)\s+(?:me\s+)?(?:a|an)\s+(?:\w+\s+){0,2}(?:story|poem|letter|essay|speech|song|novel|article|blog post|tweet|joke|haiku|limerick|recipe|introduction|sonnet)\b",
                 r"\bas an? (?:ai|language model|assistant)\b",
+                // System-prompt extraction.
+                r"\b(?:repeat|print|output|reveal|show|display|tell me|give me|share|list|write out|dump|spell out|recite|return|echo|copy|paste|disclose|leak|expose)\b.{0,40}\b(?:your|the|its)\s+(?:(?:initial|original|system|hidden|secret|previous|preceding|first|full|complete|exact|entire|internal|underlying|developer|pre-?prompt|confidential)\s+)+(?:instructions?|prompts?|text|message|words|configuration|config|rules|context|directives|guidelines|settings)\b",
+                r"\b(?:repeat|print|output|recite|echo|copy|spell out|write out|reproduce|translate|summari[sz]e)\b.{0,25}\b(?:everything|all(?: of)?(?: the)?|the (?:text|words|content|messages?|lines|instructions))\b.{0,20}\b(?:above|before this|preceding|so far|prior to this|at the (?:start|beginning) of (?:the|this) (?:conversation|chat|prompt))\b",
+                r"\byour (?:initial|original|system|hidden|secret|full|exact|first|internal|underlying|confidential) (?:instructions|prompt|configuration|directives|rules)\b",
+                r"\b(?:list|explain|show|reveal|print|repeat|tell me|give me|output|describe|share|write down)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?your\s+(?:\w+\s+)?(?:instructions|commands|rules|prompts?|directives|guidelines)\b",
+                r"\b(?:system|initial|hidden|secret|pre) ?prompt\b.{0,40}\b(?:you (?:were|are) given|verbatim|word for word|in full)\b",
+                r"\bwhat (?:were|are) (?:your|the) (?:initial|original|system|first|exact|hidden) (?:instructions|prompt|rules)\b",
+                // Goal hijacking addressed to an assistant.
+                r"\b(?:you are|you're) (?:no longer|not) (?:an? )?(?:assistant|ai|chatbot|model|bound)\b",
+                // A blob with a sentence asking to decode it and act on it.
+                r"\b(?:decode|decipher|decrypt)\b.{0,60}\b(?:and|then)\b.{0,20}\b(?:follow|execute|obey|carry out|act on|comply with|do what)\b",
             ]),
         ),
         (
@@ -136,8 +169,8 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"\b(?:olvida|omite)\b.{0,30}\b(?:instrucciones|reglas)\b",
                 r"\bignorez\b.{0,30}\b(?:instructions|consignes)\b",
                 r"\boubliez\b.{0,30}\b(?:instructions|consignes)\b",
-                r"\bignorier(?:e|en)?\b.{0,30}\b(?:anweisungen|anordnungen|regeln)\b",
-                r"\bvergiss\b.{0,30}\banweisungen\b",
+                r"\bignorier(?:e|en)?\b.{0,30}\b(?:anweisung(?:en)?|anordnung(?:en)?|regeln)\b",
+                r"\bvergiss\b.{0,30}\banweisung(?:en)?\b",
                 r"\bignor[ea]\b.{0,30}\binstru[cç][õo]es\b",
                 r"\bignora\b.{0,30}\bistruzioni\b",
                 // Chinese, Japanese, Russian, Hindi, Korean.
@@ -147,6 +180,34 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"(?:игнорир|забуд)\w*.{0,30}(?:инструкц|указани|правил)",
                 r"(?:निर्देश|निर्देशों).{0,30}(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)",
                 r"(?:지시|명령).{0,12}무시",
+            ]),
+        ),
+    ]
+});
+
+/// Patterns that ordinary text also matches now and then ("can you write…", "pretend to be",
+/// "you are now logged in", "simulate a failover"): weak signals, counted only when the
+/// classifier leans the same way.
+static WEAK_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
+    vec![
+        (
+            Family::AddressedToAgent,
+            set(&[
+                r"(?m)^\s*(?:can|could|would|will) you (?:please )?(?:reply|respond|answer|translate|write|summari[sz]e|rewrite)\b",
+                r"\b(?:write|compose|draft|develop|create|generate)\s+(?:me\s+)?(?:a|an)\s+(?:\w+\s+){0,2}(?:story|poem|letter|essay|speech|song|novel|article|blog post|tweet|joke|haiku|limerick|recipe|introduction|sonnet)\b",
+                r"\byour (?:new |real |actual |only |true |main |primary |next )?(?:task|job|goal|purpose|objective|mission|role|assignment) (?:is|will be|now is|from now on is)\b",
+            ]),
+        ),
+        (
+            Family::RoleImpersonation,
+            set(&[
+                r"\bpretend (?:to be|you are)\b",
+                r"\byou (?:are|will be|shall be|'re) (?:now|henceforth|from now on|going to (?:be|act|pretend|play)|about to (?:be|become|play|act|immerse))\b",
+                r"\b(?:you (?:will|must|shall|should|are to|need to)|please|now|i want you to|i need you to|your task is to)\s+(?:act|behave|respond|answer|reply|speak|write|pose)\s+(?:as|like)\s+(?:if\s+you\s+were\s+)?(?:an?|my|the)?\s*\w+",
+                r"\b(?:i want you to|i need you to|you (?:will|must|shall|are going to))\s+(?:pretend|imagine|roleplay|role-play|play the role|take on the role|assume the role|become)\b",
+                r"\b(?:simulate|emulate|roleplay as|role-play as|play the part of|take on the persona of|adopt the persona of|assume the persona of)\s+(?:an?|the)\b",
+                r"\b(?:free (?:of|from)|without|no longer (?:have|has)|not bound by|released from|liberated from|exempt from)\s+(?:any |all |the |your )?(?:\w+ ){0,2}(?:restrictions|filters|censorship|content polic(?:y|ies)|ethical (?:guidelines|constraints|boundaries)|moral (?:constraints|guidelines|boundaries)|safety (?:guidelines|measures|restrictions))\b",
+                r"\b(?:developer|dev|admin|debug|maintenance|unrestricted|unfiltered|uncensored|opposite) mode\b",
             ]),
         ),
     ]
@@ -312,15 +373,29 @@ fn any_request_to_reader(text: &str, hidden: bool) -> bool {
 }
 
 /// Scans normalised text. `hidden` marks text a human reader would not see.
-pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
+pub(crate) fn scan(text: &str, hidden: bool, depth: u8, model: &Model) -> BTreeSet<Family> {
     let mut families = BTreeSet::new();
+    if model.flags(text) {
+        families.insert(Family::LearnedPattern);
+    }
     for (family, patterns) in FAMILY_PATTERNS.iter() {
         if patterns.is_match(text) {
             families.insert(*family);
         }
     }
-    if any_request_to_reader(text, hidden) {
-        families.insert(Family::AddressedToAgent);
+    // A request to the reader is strong evidence in hidden text; in visible text it is a weak
+    // signal (a reporter may ask a question), counted only when the classifier leans the same
+    // way.
+    let confirmed = hidden || depth > 0 || model.leans_hostile(text);
+    if confirmed {
+        if any_request_to_reader(text, hidden) {
+            families.insert(Family::AddressedToAgent);
+        }
+        for (family, patterns) in WEAK_PATTERNS.iter() {
+            if patterns.is_match(text) {
+                families.insert(*family);
+            }
+        }
     }
     if depth < 2 {
         // Markup needs a `<`: skip the capture-group searches (the regex crate's slowest
@@ -332,7 +407,7 @@ pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
             .flatten();
         for captures in comments {
             let inner = captures.get(1).map_or("", |m| m.as_str());
-            if !scan(inner, true, depth + 1).is_empty() {
+            if !scan(inner, true, depth + 1, model).is_empty() {
                 families.insert(Family::HiddenMarkup);
             }
         }
@@ -342,7 +417,7 @@ pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
             .flatten();
         for captures in hidden_elements {
             let inner = captures.get(2).map_or("", |m| m.as_str());
-            if !scan(inner, true, depth + 1).is_empty() {
+            if !scan(inner, true, depth + 1, model).is_empty() {
                 families.insert(Family::HiddenMarkup);
             }
         }
@@ -357,7 +432,7 @@ pub(crate) fn scan(text: &str, hidden: bool, depth: u8) -> BTreeSet<Family> {
             }
         }
         for decoded in decode::decoded_blocks(text) {
-            let inner = scan(&decoded, true, depth + 1);
+            let inner = scan(&decoded, true, depth + 1, model);
             if !inner.is_empty() {
                 families.insert(Family::EncodedPayload);
                 families.extend(inner);

@@ -1,15 +1,25 @@
 //! The airlock: the first and only code that reads a reporter's raw text.
 //!
-//! It normalises the text (NFKC; zero-width, bidi-control and tag characters removed — their
-//! presence is itself a finding), looks for instruction-like text in eight [`Family`]s, and
+//! It removes what a reader cannot see (every default-ignorable character, combining marks on
+//! nothing; their presence is itself a finding, and what tag characters or variation selectors
+//! smuggle is decoded and scanned), NFKC-normalises, maps look-alike letters to Latin, looks for
+//! instruction-like text in the [`Family`]s (patterns and a trained classifier), and
 //! either quarantines the whole report (nothing of its text is kept) or redacts it into a
 //! [`Dossier`] headed as untrusted data. Only the SHA-256 of the raw text survives either way.
 
+pub mod classifier;
 mod decode;
 mod detect;
 mod redact;
+pub mod unicode;
 
 pub use detect::{bare_regexset_pass, Family};
+
+/// The text the patterns and the classifier read: invisible characters removed, NFKC, look-alike
+/// letters mapped to Latin (what training reads too).
+pub fn prepared(text: &str) -> String {
+    unicode::latin_skeleton(&visible_nfkc(text).text).text
+}
 pub use redact::{redact, RedactionKind};
 
 use serde::{Deserialize, Serialize};
@@ -100,32 +110,54 @@ pub enum Admission {
     },
 }
 
-/// Zero-width, bidi-control, word-joiner, BOM and tag characters.
-fn is_invisible(c: char) -> bool {
-    matches!(c,
-        '\u{200B}'..='\u{200F}'
-        | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{00AD}'
-        | '\u{180E}'
-        | '\u{FEFF}'
-        | '\u{E0000}'..='\u{E007F}')
+/// Removes every invisible character, NFKC-normalises, and removes again what NFKC itself
+/// produces (the halfwidth Hangul filler becomes the ordinary one, which is invisible too).
+fn visible_nfkc(text: &str) -> unicode::Visible {
+    let mut visible = unicode::strip_invisible(text);
+    let normalized: String = visible.text.nfkc().collect();
+    let again = unicode::strip_invisible(&normalized);
+    visible.text = again.text;
+    visible.hidden += again.hidden;
+    visible.smuggled.extend(again.smuggled);
+    visible
 }
 
-/// NFKC-normalises `text` and removes invisible characters; says whether there were any.
+/// NFKC-normalises `text` after removing every invisible character; says whether there were
+/// any (emoji presentation selectors and emoji joiners do not count).
 pub fn normalize(text: &str) -> (String, bool) {
-    let had_invisible = text.chars().any(is_invisible);
-    let visible: String = text.chars().filter(|c| !is_invisible(*c)).collect();
-    (visible.nfkc().collect(), had_invisible)
+    let visible = visible_nfkc(text);
+    let hidden = visible.hidden > 0 || !visible.smuggled.is_empty();
+    (visible.text, hidden)
 }
 
-/// The families found in a piece of text (after normalisation).
+/// The families found in a piece of text.
 pub fn families_in(text: &str) -> BTreeSet<Family> {
-    let (normalized, had_invisible) = normalize(text);
-    let mut families = detect::scan(&normalized, false, 0);
-    if had_invisible {
+    families_with(text, &classifier::MODEL)
+}
+
+/// The families found in a piece of text, with a given classifier (the evaluation's
+/// leave-one-source-out models).
+pub fn families_with(text: &str, model: &classifier::Model) -> BTreeSet<Family> {
+    let visible = visible_nfkc(text);
+    let normalized = visible.text;
+    let mut families = detect::scan(&normalized, false, 0, model);
+    if visible.hidden > 0 || !visible.smuggled.is_empty() {
         families.insert(Family::HiddenMarkup);
+    }
+    for smuggled in &visible.smuggled {
+        let decoded: String = smuggled.nfkc().collect();
+        let inner = detect::scan(&decoded, true, 1, model);
+        if !inner.is_empty() {
+            families.insert(Family::EncodedPayload);
+            families.extend(inner);
+        }
+    }
+    let skeleton = unicode::latin_skeleton(&normalized);
+    if skeleton.mixed_words > 0 {
+        families.insert(Family::LookAlikeLetters);
+    }
+    if skeleton.changed {
+        families.extend(detect::scan(&skeleton.text, false, 0, model));
     }
     families
 }
@@ -145,8 +177,13 @@ pub fn screen(text: &str) -> Result<(String, BTreeMap<String, u32>), BTreeSet<Fa
 
 /// Runs the airlock on a report.
 pub fn admit(report: &RawReport) -> Admission {
+    admit_with(report, &classifier::MODEL)
+}
+
+/// Runs the airlock on a report with a given classifier.
+pub fn admit_with(report: &RawReport, model: &classifier::Model) -> Admission {
     let raw_sha256 = report.raw_sha256();
-    let families = families_in(&report.joined());
+    let families = families_with(&report.joined(), model);
     if !families.is_empty() {
         return Admission::Quarantined {
             families,
