@@ -17,9 +17,8 @@ use crate::forge_api::{dry_run, load, record};
 use crate::github::Fetched;
 use crate::http::AppState;
 use crate::reporter::Refused;
-use crate::rerun::{
-    evidence_label, invalid, short, tail, through_symlink, KEPT_OUTPUT, RERUN_DEADLINE,
-};
+use crate::rerun::{evidence_label, invalid, short, tail, KEPT_OUTPUT, RERUN_DEADLINE};
+use crate::snapshot::Snapshot;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -111,7 +110,7 @@ async fn default_head(
     forge
         .branch_head(forge.default_branch())
         .await
-        .map_err(Refused::storage)?
+        .map_err(Refused::forge)?
         .ok_or_else(|| {
             Refused::new(
                 StatusCode::CONFLICT,
@@ -135,16 +134,12 @@ pub async fn context(state: &AppState, id: &str) -> Result<Response, Refused> {
     for path in forge
         .regular_files(&head, allowed)
         .await
-        .map_err(Refused::storage)?
+        .map_err(Refused::forge)?
         .into_iter()
         .filter(|p| crew::schema::safe_path(p) && *p != test.path)
         .take(CONTEXT_FILES)
     {
-        if let Some(content) = forge
-            .file_at(&head, &path)
-            .await
-            .map_err(Refused::storage)?
-        {
+        if let Some(content) = forge.file_at(&head, &path).await.map_err(Refused::forge)? {
             if content.chars().count() <= crew::schema::MAX_FILE_CHARS {
                 files.push(json!({"path": path, "content": content}));
             }
@@ -226,20 +221,15 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     let base = default_head(forge).await?;
     // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
     let _slot = state.sandbox.slot().await?;
-    let scratch = tempfile::tempdir().map_err(Refused::storage)?;
-    let snapshot = scratch.path().join("snapshot");
-    std::fs::create_dir(&snapshot).map_err(Refused::storage)?;
-    forge
-        .export(&base, &snapshot)
-        .await
-        .map_err(Refused::storage)?;
+    let snapshot = Snapshot::new()?;
+    snapshot.export(forge, &base).await?;
     for file in draft
         .files
         .iter()
         .map(|f| f.path.as_str())
         .chain([test.path.as_str()])
     {
-        if through_symlink(&snapshot, file) {
+        if snapshot.through_symlink(file) {
             return Err(invalid(
                 "symlink_path",
                 format!("{file} is or passes through a symlink at {base}; a fix writes regular files only"),
@@ -253,13 +243,9 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
         .collect();
     written.push((test.path.clone(), test.source.clone()));
     for (path, content) in &written {
-        let file = snapshot.join(path);
-        if let Some(parent) = file.parent() {
-            std::fs::create_dir_all(parent).map_err(Refused::storage)?;
-        }
-        std::fs::write(&file, content).map_err(Refused::storage)?;
+        snapshot.write(path, content)?;
     }
-    sandbox::share_read_only(&snapshot).map_err(Refused::storage)?;
+    snapshot.share_read_only()?;
     let sandbox = state.sandbox.get().await.map_err(|reason| {
         Refused::new(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -279,7 +265,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     let mut checks = Vec::new();
     // The whole suite, with the confirmed test in it: it must pass, and so must everything.
     let suite = profile
-        .job(&snapshot, None, &toolchains, RERUN_DEADLINE)
+        .job(snapshot.root(), None, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
     let outcome = sandbox.run(&suite).await.map_err(sandbox_failed)?;
     let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
@@ -300,7 +286,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     ));
     let changed: Vec<&str> = draft.files.iter().map(|f| f.path.as_str()).collect();
     let jobs = profile
-        .checks(&snapshot, &changed, &toolchains, RERUN_DEADLINE)
+        .checks(snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
     for (name, job) in jobs {
         let outcome = sandbox.run(&job).await.map_err(sandbox_failed)?;
@@ -392,7 +378,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     let head = forge
         .commit_files(&base, &written, &message, &branch)
         .await
-        .map_err(Refused::storage)?;
+        .map_err(Refused::forge)?;
     let model_line = match (&candidate.provider, &candidate.model) {
         (Some(provider), Some(model)) => format!("{provider} / {model}"),
         (Some(provider), None) => provider.clone(),
@@ -429,7 +415,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
             body: description,
         })
         .await
-        .map_err(|e| Refused::storage(e.to_string()))?;
+        .map_err(Refused::forge)?;
     if draft_pull.head != head {
         return Err(Refused::storage(format!(
             "branch {branch} moved from {head} before its pull request was opened"
@@ -453,7 +439,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     let changed_paths = forge
         .changed_paths(&draft_pull.head)
         .await
-        .map_err(Refused::storage)?;
+        .map_err(Refused::forge)?;
     let recorded = record(
         state,
         id,

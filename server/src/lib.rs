@@ -35,4 +35,5 @@ pub mod sandbox_cli;
 pub mod secret;
 pub mod serve;
 pub mod setup;
+mod snapshot;
 pub mod spend_api;

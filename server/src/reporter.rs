@@ -161,6 +161,27 @@ impl Refused {
         )
     }
 
+    /// The desk's own scratch files (a temporary folder, a snapshot's files) could not be
+    /// made or written (logged with its cause).
+    pub fn workspace(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "scratch files failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "workspace_unavailable",
+            "The desk could not prepare its scratch files (disk full or not writable?); nothing was recorded. Please try again.",
+        )
+    }
+
+    /// The desk's git forge failed (logged with its cause).
+    pub fn forge(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "forge failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "forge_unavailable",
+            "The desk could not read or write the project's repository; nothing was recorded. Please try again.",
+        )
+    }
+
     /// Over a rate limit.
     pub fn rate_limited(wait: std::time::Duration) -> Self {
         let seconds = retry_after_seconds(wait);

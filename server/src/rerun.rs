@@ -13,6 +13,7 @@ use crate::forge_api::record;
 use crate::github::Fetched;
 use crate::http::AppState;
 use crate::reporter::Refused;
+use crate::snapshot::Snapshot;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use domain::workflow::{Actor, Command, Reproduction, Rerun};
@@ -144,21 +145,6 @@ pub(crate) fn tail(text: &str, limit: usize) -> String {
     format!("[… {start} bytes cut]\n{}", &text[start..])
 }
 
-/// Whether `path` (relative, `/`-separated, already checked to have no `..`) is, or passes
-/// through, a symlink inside `snapshot`. Git archives keep symlinks as symlinks, so a target
-/// could hold `tests -> /somewhere` and turn a write into the snapshot into a write onto the
-/// host: every component is checked, not only the last. Proposed tests and fix candidates
-/// are written only after this says no.
-pub(crate) fn through_symlink(snapshot: &std::path::Path, path: &str) -> bool {
-    let mut at = snapshot.to_path_buf();
-    path.split('/').any(|part| {
-        at.push(part);
-        std::fs::symlink_metadata(&at)
-            .map(|m| m.file_type().is_symlink())
-            .unwrap_or(false)
-    })
-}
-
 /// What the desk keeps (and a reporter may read) of the assertion message a proposed test
 /// printed. The test and its message were written by a model, so the text passes the same
 /// airlock filter as the crew's notes: redacted (emails, links, secrets…) when clean, withheld
@@ -198,7 +184,7 @@ async fn baseline(
     sandbox: &dyn Sandbox,
     id: &str,
     head: &domain::workflow::CommitSha,
-    snapshot: &std::path::Path,
+    snapshot: &Snapshot,
     toolchains: &Toolchains,
 ) -> Result<(), Refused> {
     let known_green = state
@@ -210,10 +196,10 @@ async fn baseline(
     if known_green {
         return Ok(());
     }
-    sandbox::share_read_only(snapshot).map_err(Refused::storage)?;
+    snapshot.share_read_only()?;
     let profile = state.sandbox.profile;
     let job = profile
-        .job(snapshot, None, toolchains, RERUN_DEADLINE)
+        .job(snapshot.root(), None, toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
     let outcome = sandbox.run(&job).await.map_err(|e| {
         Refused::new(
@@ -321,7 +307,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     let head = forge
         .branch_head(forge.default_branch())
         .await
-        .map_err(Refused::storage)?
+        .map_err(Refused::forge)?
         .ok_or_else(|| {
             Refused::new(
                 StatusCode::CONFLICT,
@@ -336,26 +322,21 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     let _slot = state.sandbox.slot().await?;
     let profile = state.sandbox.profile;
     let toolchains = Toolchains::detect();
-    let scratch = tempfile::tempdir().map_err(Refused::storage)?;
-    let snapshot = scratch.path().join("snapshot");
-    std::fs::create_dir(&snapshot).map_err(Refused::storage)?;
+    let snapshot = Snapshot::new()?;
     // The job is built (and the path checked) before anything is written.
     let job = profile
         .job(
-            &snapshot,
+            snapshot.root(),
             Some(proposed.test_path.trim()),
             &toolchains,
             RERUN_DEADLINE,
         )
         .map_err(|e| invalid("invalid_test_path", e.to_string()))?;
-    forge
-        .export(&head, &snapshot)
-        .await
-        .map_err(Refused::storage)?;
+    snapshot.export(forge, &head).await?;
     let test_path = proposed.test_path.trim();
     // Every component, before any folder is created: a symlinked folder would carry the
     // write (and `create_dir_all`) out of the snapshot.
-    if through_symlink(&snapshot, test_path) {
+    if snapshot.through_symlink(test_path) {
         return Err(invalid(
             "symlink_path",
             format!(
@@ -363,8 +344,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
             ),
         ));
     }
-    let file = snapshot.join(test_path);
-    if std::fs::symlink_metadata(&file).is_ok() {
+    if std::fs::symlink_metadata(snapshot.root().join(test_path)).is_ok() {
         return Err(invalid(
             "test_exists",
             format!(
@@ -372,9 +352,6 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
                 proposed.test_path.trim()
             ),
         ));
-    }
-    if let Some(parent) = file.parent() {
-        std::fs::create_dir_all(parent).map_err(Refused::storage)?;
     }
     let sandbox = state.sandbox.get().await.map_err(|reason| {
         Refused::new(
@@ -386,8 +363,8 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     // Proof needs a green baseline: the target's own suite at this commit, without the new
     // test, once per commit. A red baseline goes to a person.
     baseline(state, sandbox.as_ref(), id, &head, &snapshot, &toolchains).await?;
-    std::fs::write(&file, &proposed.test_source).map_err(Refused::storage)?;
-    sandbox::share_read_only(&snapshot).map_err(Refused::storage)?;
+    snapshot.write(test_path, &proposed.test_source)?;
+    snapshot.share_read_only()?;
 
     let outcome = sandbox.run(&job).await.map_err(|e| {
         Refused::new(
@@ -479,20 +456,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-
-    #[test]
-    fn a_symlinked_folder_anywhere_on_the_path_is_found_not_only_the_last_component() {
-        let outside = tempfile::tempdir().unwrap();
-        let snapshot = tempfile::tempdir().unwrap();
-        std::fs::create_dir(snapshot.path().join("src")).unwrap();
-        std::os::unix::fs::symlink(outside.path(), snapshot.path().join("tests")).unwrap();
-        std::os::unix::fs::symlink("/etc/passwd", snapshot.path().join("src/link.rs")).unwrap();
-        assert!(through_symlink(snapshot.path(), "tests/x.rs"));
-        assert!(through_symlink(snapshot.path(), "tests/deep/x.rs"));
-        assert!(through_symlink(snapshot.path(), "src/link.rs"));
-        assert!(!through_symlink(snapshot.path(), "src/lib.rs"));
-        assert!(!through_symlink(snapshot.path(), "src/new/lib.rs"));
-    }
 
     #[test]
     fn an_assertion_written_like_instructions_or_carrying_contacts_is_screened() {
