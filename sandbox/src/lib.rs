@@ -23,13 +23,50 @@ pub use isolated::{Limits, ReadOnlyMount, Sandbox, SandboxError, SandboxJob};
 pub use process::{run_on_host, Job, RunOutcome};
 pub use profile::{share_read_only, Profile, Toolchains};
 
-/// Connects to the named backend (`docker` or `bwrap`); `image` is Docker's local image.
-pub async fn connect(backend: &str, image: &str) -> Result<Box<dyn Sandbox>, SandboxError> {
+/// An isolating backend: the one type the desk, the demo and every command name it by (parsed
+/// once, from `R2R_SANDBOX_BACKEND` or a `--sandbox` flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Docker Engine (no network, the local image).
+    Docker,
+    /// bubblewrap (as root, cgroup v1).
+    Bwrap,
+}
+
+impl Backend {
+    /// Every backend.
+    pub const ALL: [Backend; 2] = [Backend::Docker, Backend::Bwrap];
+
+    /// Its name, as configured and as recorded in evidence.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Docker => "docker",
+            Backend::Bwrap => "bwrap",
+        }
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Backend::ALL
+            .into_iter()
+            .find(|b| b.as_str() == text.trim())
+            .ok_or_else(|| format!("expected docker or bwrap, got {text:?}"))
+    }
+}
+
+/// Connects to `backend`; `image` is Docker's local image.
+pub async fn connect(backend: Backend, image: &str) -> Result<Box<dyn Sandbox>, SandboxError> {
     match backend {
-        "docker" => Ok(Box::new(docker::DockerSandbox::connect(image).await?)),
-        "bwrap" => Ok(Box::new(bwrap::BwrapSandbox::detect()?)),
-        other => Err(SandboxError::InvalidJob(format!(
-            "unknown sandbox backend {other:?}; one of: docker, bwrap"
-        ))),
+        Backend::Docker => Ok(Box::new(docker::DockerSandbox::connect(image).await?)),
+        Backend::Bwrap => Ok(Box::new(bwrap::BwrapSandbox::detect()?)),
     }
 }

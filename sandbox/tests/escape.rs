@@ -383,7 +383,7 @@ async fn attacks(sandbox: &dyn Sandbox) -> Vec<(&'static str, Check)> {
     results
 }
 
-async fn suite(backend: &str) {
+async fn suite(backend: sandbox::Backend) {
     let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
     let image = std::env::var("R2R_SANDBOX_IMAGE")
         .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
@@ -412,10 +412,10 @@ async fn suite(backend: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_contains_every_attack() {
-    suite("docker").await;
+    suite(sandbox::Backend::Docker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bwrap_contains_every_attack() {
-    suite("bwrap").await;
+    suite(sandbox::Backend::Bwrap).await;
 }

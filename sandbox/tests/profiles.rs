@@ -54,7 +54,7 @@ fn node_project(root: &Path) {
     );
 }
 
-async fn profiles(backend: &str) {
+async fn profiles(backend: sandbox::Backend) {
     let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
     let image = std::env::var("R2R_SANDBOX_IMAGE")
         .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
@@ -137,10 +137,10 @@ async fn profiles(backend: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_runs_each_profile() {
-    profiles("docker").await;
+    profiles(sandbox::Backend::Docker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bwrap_runs_each_profile() {
-    profiles("bwrap").await;
+    profiles(sandbox::Backend::Bwrap).await;
 }

@@ -276,6 +276,16 @@ enum AirlockCommand {
     },
 }
 
+/// The sandbox backend `R2R_SANDBOX_BACKEND` names (unset: none named here).
+fn configured(env: &Environment) -> anyhow::Result<Option<sandbox::Backend>> {
+    env.get("R2R_SANDBOX_BACKEND")
+        .map(|text| {
+            text.parse::<sandbox::Backend>()
+                .map_err(|e| anyhow::anyhow!("R2R_SANDBOX_BACKEND: {e}"))
+        })
+        .transpose()
+}
+
 /// The shared test-data folder, for the commands that measure on it.
 #[derive(clap::Args, Debug)]
 struct SharedData {
@@ -375,8 +385,8 @@ enum DemoCommand {
         timeout: u64,
         /// Where the test runs: `docker` or `bwrap` (the sandbox), or `host` (trusted code,
         /// no isolation; labelled so). Default: R2R_SANDBOX_BACKEND, else docker.
-        #[arg(long, value_parser = ["docker", "bwrap", "host"])]
-        sandbox: Option<String>,
+        #[arg(long)]
+        sandbox: Option<crate::demo::Place>,
     },
     /// The whole loop on ShopLite in one process, as a controlled acceptance run: a fresh
     /// SQLite desk, a local forge, the sandbox, the crew's roles with the scripted model, an
@@ -384,8 +394,8 @@ enum DemoCommand {
     /// with each step's duration; exits 0 only if every step held.
     Run {
         /// The sandbox: `docker` or `bwrap`. Default: R2R_SANDBOX_BACKEND, else docker.
-        #[arg(long, value_parser = ["docker", "bwrap"])]
-        sandbox: Option<String>,
+        #[arg(long)]
+        sandbox: Option<sandbox::Backend>,
         /// The ShopLite crate folder.
         #[arg(long, default_value = "shoplite", value_name = "DIR")]
         shoplite: PathBuf,
@@ -464,14 +474,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
         } => {
             let env = Environment::load(&cli.env_file)?;
-            let backend = sandbox
-                .or_else(|| env.get("R2R_SANDBOX_BACKEND").map(str::to_owned))
-                .unwrap_or_else(|| "docker".into());
+            let place = match sandbox {
+                Some(place) => place,
+                None => configured(&env)?.map_or(
+                    crate::demo::Place::Sandbox(sandbox::Backend::Docker),
+                    crate::demo::Place::Sandbox,
+                ),
+            };
             let image = env
                 .get("R2R_SANDBOX_IMAGE")
                 .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
                 .to_owned();
-            let runner = crate::demo::Runner::connect(&backend, &image)
+            let runner = crate::demo::Runner::connect(place, &image)
                 .await
                 .context("the sandbox is not available (./scripts/sandbox-host.sh prepares this host, or pass --sandbox host)")?;
             demo_reproduce(&shoplite, fixed, timeout, &runner).await
@@ -487,9 +501,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
             let options = crate::demo_run::RunOptions {
-                sandbox: sandbox
-                    .or_else(|| env.get("R2R_SANDBOX_BACKEND").map(str::to_owned))
-                    .unwrap_or_else(|| "docker".into()),
+                sandbox: match sandbox {
+                    Some(backend) => backend,
+                    None => configured(&env)?.unwrap_or(sandbox::Backend::Docker),
+                },
                 image: env
                     .get("R2R_SANDBOX_IMAGE")
                     .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
@@ -501,7 +516,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .to_owned(),
             };
             let timeline = crate::demo_run::run(&options).await;
-            print!("{}", timeline.render(&options.sandbox));
+            print!("{}", timeline.render(options.sandbox.as_str()));
             Ok(if timeline.held() {
                 ExitCode::SUCCESS
             } else {
@@ -514,7 +529,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let config = load_config(&cli.env_file, None)?;
             let store = store::Store::connect(&config.database_url).await?;
             store.migrate().await?;
-            crate::demo_drive::drive(&store, &bug, to, &shoplite, &config.policy).await?;
+            crate::demo_drive::drive(
+                &store,
+                &bug,
+                to,
+                &shoplite,
+                &config.policy,
+                (config.sandbox_backend, &config.sandbox_image),
+            )
+            .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Ledger {
@@ -822,7 +845,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
                 .to_owned();
             println!("ShopLite coupon reproduction (cargo test --test coupon_save300), {runs} runs each, first run not counted:");
-            for backend in ["host", "bwrap", "docker"] {
+            for backend in crate::demo::Place::ALL {
                 let runner = match crate::demo::Runner::connect(backend, &image).await {
                     Ok(runner) => runner,
                     Err(error) => {

@@ -61,8 +61,8 @@ pub struct Config {
     /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
     pub local_forge_branch: String,
     /// The sandbox the desk re-runs proposed tests in (`R2R_SANDBOX_BACKEND`: docker, bwrap
-    /// or none; default docker).
-    pub sandbox_backend: String,
+    /// or none — `None` here; default docker).
+    pub sandbox_backend: Option<sandbox::Backend>,
     /// Docker's local image (`R2R_SANDBOX_IMAGE`).
     pub sandbox_image: String,
     /// How many sandbox measurements (proposed reproductions, fix candidates) run at once
@@ -484,14 +484,15 @@ impl Config {
                 branch.to_owned()
             },
             sandbox_backend: {
-                let backend = env.get("R2R_SANDBOX_BACKEND").unwrap_or("docker").trim();
-                if !matches!(backend, "docker" | "bwrap" | "none") {
-                    return Err(ConfigError::new(
-                        "R2R_SANDBOX_BACKEND",
-                        format!("expected docker, bwrap or none, got {backend:?}"),
-                    ));
+                match env.get("R2R_SANDBOX_BACKEND").unwrap_or("docker").trim() {
+                    "none" => None,
+                    backend => Some(backend.parse::<sandbox::Backend>().map_err(|_| {
+                        ConfigError::new(
+                            "R2R_SANDBOX_BACKEND",
+                            format!("expected docker, bwrap or none, got {backend:?}"),
+                        )
+                    })?),
                 }
-                backend.to_owned()
             },
             sandbox_concurrency: match env.get("R2R_SANDBOX_CONCURRENCY") {
                 None => DEFAULT_SANDBOX_CONCURRENCY,
@@ -615,6 +616,31 @@ pub fn looks_like_email(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sandbox_backend_is_parsed_once_into_its_type() {
+        let backend = |text: &str| {
+            Config::from_env(
+                &Environment::from_pairs([("R2R_SANDBOX_BACKEND", text)]),
+                None,
+            )
+            .map(|c| c.sandbox_backend)
+        };
+        assert_eq!(backend("docker").unwrap(), Some(sandbox::Backend::Docker));
+        assert_eq!(backend(" bwrap ").unwrap(), Some(sandbox::Backend::Bwrap));
+        assert_eq!(backend("none").unwrap(), None);
+        let error = backend("podman").unwrap_err().to_string();
+        assert!(
+            error.contains("R2R_SANDBOX_BACKEND") && error.contains("docker, bwrap or none"),
+            "{error}"
+        );
+        assert_eq!(
+            Config::from_env(&Environment::default(), None)
+                .unwrap()
+                .sandbox_backend,
+            Some(sandbox::Backend::Docker)
+        );
+    }
 
     const HASH: &str =
         "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG";

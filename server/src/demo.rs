@@ -51,21 +51,56 @@ pub enum Runner {
     Isolated(Box<dyn sandbox::Sandbox>),
 }
 
-impl Runner {
-    /// `host`, `docker` or `bwrap`; Docker uses the local `image`.
-    pub async fn connect(backend: &str, image: &str) -> Result<Runner, DemoError> {
-        match backend {
-            "host" => Ok(Runner::Host),
-            other => Ok(Runner::Isolated(sandbox::connect(other, image).await?)),
+/// Where a demo run may take place: on the host (trusted code) or in a sandbox backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// On the host, labelled `host`.
+    Host,
+    /// In a sandbox backend.
+    Sandbox(sandbox::Backend),
+}
+
+impl Place {
+    /// Every place, host first.
+    pub const ALL: [Place; 3] = [
+        Place::Host,
+        Place::Sandbox(sandbox::Backend::Bwrap),
+        Place::Sandbox(sandbox::Backend::Docker),
+    ];
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Host => f.pad("host"),
+            Place::Sandbox(backend) => f.pad(backend.as_str()),
         }
     }
+}
 
-    /// The backend named by `R2R_SANDBOX_BACKEND` (default `docker`) and `R2R_SANDBOX_IMAGE`.
-    pub async fn from_env() -> Result<Runner, DemoError> {
-        let backend = std::env::var("R2R_SANDBOX_BACKEND").unwrap_or_else(|_| "docker".into());
-        let image = std::env::var("R2R_SANDBOX_IMAGE")
-            .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.into());
-        Runner::connect(backend.trim(), image.trim()).await
+impl std::str::FromStr for Place {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "host" => Ok(Place::Host),
+            other => other
+                .parse()
+                .map(Place::Sandbox)
+                .map_err(|_| format!("expected docker, bwrap or host, got {text:?}")),
+        }
+    }
+}
+
+impl Runner {
+    /// Connects to `place`; Docker uses the local `image`.
+    pub async fn connect(place: Place, image: &str) -> Result<Runner, DemoError> {
+        match place {
+            Place::Host => Ok(Runner::Host),
+            Place::Sandbox(backend) => {
+                Ok(Runner::Isolated(sandbox::connect(backend, image).await?))
+            }
+        }
     }
 }
 
@@ -178,6 +213,16 @@ pub async fn reproduce(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_place_is_the_host_or_a_backend_and_reads_back_as_it_is_written() {
+        for place in Place::ALL {
+            assert_eq!(place.to_string().parse::<Place>().unwrap(), place);
+        }
+        assert_eq!(format!("{:<7}|", Place::Host), "host   |");
+        let error = "vm".parse::<Place>().unwrap_err();
+        assert!(error.contains("docker, bwrap or host"), "{error}");
+    }
 
     fn shoplite_dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../shoplite")

@@ -128,6 +128,7 @@ pub async fn drive(
     stage: Stage,
     shoplite: &Path,
     policy: &Policy,
+    sandbox: (Option<sandbox::Backend>, &str),
 ) -> Result<(), DriveError> {
     let current = store
         .load_bug(bug)
@@ -163,7 +164,17 @@ pub async fn drive(
                 )
                 .await?;
             }
-            let runner = crate::demo::Runner::from_env().await?;
+            let (backend, image) = sandbox;
+            let backend = backend.ok_or_else(|| {
+                crate::demo::DemoError::Sandbox(sandbox::SandboxError::Unavailable {
+                    backend: "none",
+                    reason:
+                        "R2R_SANDBOX_BACKEND=none; the demo's reproduction needs docker or bwrap"
+                            .into(),
+                })
+            })?;
+            let runner =
+                crate::demo::Runner::connect(crate::demo::Place::Sandbox(backend), image).await?;
             let run =
                 crate::demo::reproduce(shoplite, false, Duration::from_secs(300), &runner).await?;
             let (test, assertion) = match run.verdict {

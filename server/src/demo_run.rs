@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     /// `docker` or `bwrap`.
-    pub sandbox: String,
+    pub sandbox: sandbox::Backend,
     /// Docker's image.
     pub image: String,
     /// The ShopLite crate folder.
@@ -402,7 +402,10 @@ async fn the_loop(
                     ),
                     ("R2R_SESSION_KEY".to_owned(), random_hex(32)),
                     ("R2R_LOCAL_FORGE".to_owned(), bare.display().to_string()),
-                    ("R2R_SANDBOX_BACKEND".to_owned(), options.sandbox.clone()),
+                    (
+                        "R2R_SANDBOX_BACKEND".to_owned(),
+                        options.sandbox.to_string(),
+                    ),
                     ("R2R_SANDBOX_IMAGE".to_owned(), options.image.clone()),
                     ("R2R_LEPTOS_TOML".to_owned(), options.leptos_toml.clone()),
                 ]);
@@ -628,7 +631,7 @@ async fn the_loop(
         std::fs::create_dir_all(&snapshot)?;
         forge.export(&merge, &snapshot).await?;
         sandbox::share_read_only(&snapshot)?;
-        let backend = sandbox::connect(&options.sandbox, &options.image).await?;
+        let backend = sandbox::connect(options.sandbox, &options.image).await?;
         let job = sandbox::Profile::Rust.job(
             &snapshot,
             None,

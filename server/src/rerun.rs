@@ -40,7 +40,7 @@ const KEPT_ASSERTION: usize = 2_000;
 /// The desk's sandbox, connected on first use (so a desk starts before its engine does).
 #[derive(Debug)]
 pub struct DeskSandbox {
-    backend: String,
+    backend: Option<sandbox::Backend>,
     image: String,
     /// The target project's profile.
     pub profile: Profile,
@@ -60,7 +60,7 @@ impl DeskSandbox {
     pub fn new(config: &crate::config::Config) -> Self {
         let concurrency = config.sandbox_concurrency.max(1);
         DeskSandbox {
-            backend: config.sandbox_backend.clone(),
+            backend: config.sandbox_backend,
             image: config.sandbox_image.clone(),
             profile: config.target_profile,
             fix_allowed_paths: config.fix_allowed_paths.clone(),
@@ -98,10 +98,10 @@ impl DeskSandbox {
         if let Some(sandbox) = connected.as_ref() {
             return Ok(sandbox.clone());
         }
-        if self.backend == "none" {
+        let Some(backend) = self.backend else {
             return Err("this desk has no sandbox (R2R_SANDBOX_BACKEND=none)".into());
-        }
-        let sandbox: Arc<dyn Sandbox> = sandbox::connect(&self.backend, &self.image)
+        };
+        let sandbox: Arc<dyn Sandbox> = sandbox::connect(backend, &self.image)
             .await
             .map_err(|e| e.to_string())?
             .into();

@@ -22,8 +22,8 @@ pub enum SandboxCommand {
 pub struct RunArgs {
     /// `docker` (Engine API, local image R2R_SANDBOX_IMAGE) or `bwrap` (bubblewrap + cgroups,
     /// as root).
-    #[arg(long, default_value = "docker", value_parser = ["docker", "bwrap"])]
-    backend: String,
+    #[arg(long, default_value = "docker")]
+    backend: sandbox::Backend,
     /// Directory shown read-only at /snapshot.
     #[arg(long, value_name = "DIR")]
     snapshot: PathBuf,
@@ -72,7 +72,7 @@ pub async fn run(command: SandboxCommand, image: &str) -> anyhow::Result<ExitCod
     if let Err(error) = job.validate() {
         anyhow::bail!("{error}");
     }
-    let backend = match sandbox::connect(&args.backend, image).await {
+    let backend = match sandbox::connect(args.backend, image).await {
         Ok(backend) => backend,
         Err(error) => {
             eprintln!("{error}");

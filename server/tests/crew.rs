@@ -41,7 +41,7 @@ async fn double() -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reproducer_proposes_and_the_desk_decides() {
     if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
-        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+        && sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
             .await
             .is_err()
     {

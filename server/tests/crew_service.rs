@@ -273,7 +273,7 @@ async fn wait_for(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
     if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
-        && sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+        && sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
             .await
             .is_err()
     {

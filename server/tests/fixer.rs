@@ -27,7 +27,7 @@ async fn docker_ready() -> bool {
     if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1") {
         return true;
     }
-    let ready = sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+    let ready = sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
         .await
         .is_ok();
     if !ready {

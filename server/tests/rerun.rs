@@ -17,7 +17,7 @@ const BROKEN: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n   
 /// Docker is required under the test command; elsewhere its absence is said and skipped.
 async fn docker_available() -> bool {
     let ok = std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1")
-        || sandbox::connect("docker", sandbox::docker::DEFAULT_IMAGE)
+        || sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
             .await
             .is_ok();
     if !ok {

@@ -362,14 +362,14 @@ async fn a_model_written_assertion_with_instructions_links_and_emails_never_reac
 /// has neither; under the test command (`R2R_SANDBOX_REQUIRED=1`) Docker must be there.
 async fn sandbox_backend() -> Option<&'static str> {
     if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1") {
-        return Some("docker");
+        return Some(sandbox::Backend::Docker.as_str());
     }
-    for backend in ["docker", "bwrap"] {
+    for backend in sandbox::Backend::ALL {
         if sandbox::connect(backend, sandbox::docker::DEFAULT_IMAGE)
             .await
             .is_ok()
         {
-            return Some(backend);
+            return Some(backend.as_str());
         }
     }
     eprintln!("SKIPPED: no sandbox here (./scripts/sandbox-host.sh prepares one)");
