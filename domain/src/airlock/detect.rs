@@ -98,6 +98,9 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|the|everything|of)\s+)*(?:previous|prior|above|preceding|earlier|foregoing)\s+(?:text|directions?|messages?|content|input|commands?|conversation|context|prompts?|words)\b",
                 r"\b(?:ignore|disregard|forget)\s+(?:(?:all|any|the|of)\s+)*(?:text|directions?|messages?|instructions?|content|commands?|words)\s+(?:above|before this|so far|given (?:to you )?(?:before|earlier))\b",
                 r"\bstop (?:processing|following|obeying|executing|reading) (?:all |any |the |your |my )?(?:commands|instructions|orders|rules|prompts)\b",
+                r"\b(?:pretend|imagine|assume|act as if|suppose)\b.{0,30}\b(?:previous|prior|earlier|above|original|initial|your|the|all|those)\b.{0,20}\b(?:rules|instructions|guidelines|restrictions|directives|prompts?)\b.{0,20}\b(?:never existed|don'?t exist|do not exist|were never (?:given|written)|are gone|no longer apply|don'?t apply|do not apply|are void)\b",
+                r"\b(?:rules|instructions|guidelines|restrictions|directives)\s+(?:you were given\s+)?(?:no longer|don'?t|do not)\s+apply\s+(?:to you|here|anymore|now)\b",
+                r"\b(?:ignore|disregard|forget)\s+(?:what|everything|anything|all)\s+(?:(?:that\s+)?you(?:'ve| have)?\s+(?:were\s+|been\s+)?(?:told|given|instructed|taught|asked)|(?:that\s+)?(?:was|were|has been)\s+(?:said|written|told|given))\b",
             ]),
         ),
         (
@@ -140,6 +143,7 @@ static FAMILY_PATTERNS: LazyLock<Vec<(Family, RegexSet)>> = LazyLock::new(|| {
                 r"\b(?:dear|hey|hi|hello|attention|note to(?: the)?)\s+(?:ai|assistant|model|bot|agent|llm|gpt|chatgpt|claude|copilot|gemini|crew|reproducer|fixer|reviewer)\b",
                 r"\b(?:the|you|dear|hey)\s+(?:ai|assistant|language model|llm|agent|bot|model)s?\s*,?\s+(?:must|should|need to|has to|have to|will|shall)\b",
                 r"\bas an? (?:ai|language model|assistant)\b",
+                r"\bas (?:the|an?|my|our) (?:ai|assistant|bot|agent|model|llm|chatbot|reproducer|fixer|reviewer)(?: (?:handling|reading|working on|assigned to) this (?:ticket|report|bug|issue))?,? you (?:should|must|will|need to|have to|are to)\b",
                 // System-prompt extraction.
                 r"\b(?:repeat|print|output|reveal|show|display|tell me|give me|share|list|write out|dump|spell out|recite|return|echo|copy|paste|disclose|leak|expose)\b.{0,40}\b(?:your|the|its)\s+(?:(?:initial|original|system|hidden|secret|previous|preceding|first|full|complete|exact|entire|internal|underlying|developer|pre-?prompt|confidential)\s+)+(?:instructions?|prompts?|text|message|words|configuration|config|rules|context|directives|guidelines|settings)\b",
                 r"\b(?:repeat|print|output|recite|echo|copy|spell out|write out|reproduce|translate|summari[sz]e)\b.{0,25}\b(?:everything|all(?: of)?(?: the)?|the (?:text|words|content|messages?|lines|instructions))\b.{0,20}\b(?:above|before this|preceding|so far|prior to this|at the (?:start|beginning) of (?:the|this) (?:conversation|chat|prompt))\b",
