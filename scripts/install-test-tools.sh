@@ -54,7 +54,7 @@ fi
 echo "export R2R_TEST_SMTP_PYTHON='$smtp_venv/bin/python'"
 
 # PostgreSQL: start the first cluster (create one if there is none), then a test role with a
-# fresh random password for this run.
+# random password (made once per machine).
 cluster="$(pg_lsclusters -h 2>/dev/null | head -1 || true)"
 if [ -z "$cluster" ]; then
   version="$(ls /usr/lib/postgresql | sort -n | tail -1)"
@@ -71,14 +71,26 @@ for _ in $(seq 1 30); do
   as_root runuser -u postgres -- pg_isready -q -p "$pg_port" && break
   sleep 1
 done
-password="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 psql_admin() { as_root runuser -u postgres -- psql -p "$pg_port" -v ON_ERROR_STOP=1 -qAt "$@"; }
-if [ "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'r2r_test'")" = "1" ]; then
-  psql_admin -c "ALTER ROLE r2r_test LOGIN CREATEDB PASSWORD '$password'" >&2
+# The role's password is made once per machine and kept root-only beside the cluster, so two
+# test runs on one machine (two checkouts, or CI beside a developer) do not lock each other out
+# by each setting a new one.
+password_file="/var/lib/postgresql/r2r_test.password"
+role_exists="$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname = 'r2r_test'")"
+if [ "$role_exists" = "1" ] && as_root test -s "$password_file"; then
+  password="$(as_root cat "$password_file")"
 else
-  psql_admin -c "CREATE ROLE r2r_test LOGIN CREATEDB PASSWORD '$password'" >&2
+  password="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  if [ "$role_exists" = "1" ]; then
+    psql_admin -c "ALTER ROLE r2r_test LOGIN CREATEDB PASSWORD '$password'" >&2
+  else
+    psql_admin -c "CREATE ROLE r2r_test LOGIN CREATEDB PASSWORD '$password'" >&2
+  fi
+  as_root install -m 600 /dev/null "$password_file"
+  printf '%s' "$password" | as_root tee "$password_file" >/dev/null
 fi
-# Databases left by earlier runs of the suite.
+# Databases left by earlier runs of the suite (one another run is using cannot be dropped, and
+# is left alone).
 for db in $(psql_admin -c "SELECT datname FROM pg_database WHERE datname LIKE 'r2r\_test\_%'"); do
   psql_admin -c "DROP DATABASE IF EXISTS \"$db\"" >&2 || true
 done
