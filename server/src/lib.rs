@@ -4,6 +4,7 @@
 //! stable error code and never an internal message.
 
 pub mod airlock_cli;
+pub mod airlock_data;
 pub mod api;
 pub mod auth;
 pub mod bench;
