@@ -777,7 +777,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     token: Some(crate::secret::Secret::new(github_token.trim())),
                     production_environment: environment.clone(),
                 };
-                github = crate::github::GitHubForge::new(&config, &repository);
+                github = config.forge(&repository);
                 crate::recorder::Publish::Forge {
                     forge: &github,
                     environment: &environment,

@@ -197,7 +197,7 @@ fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
 /// Creates the bare repository `bare` holding ShopLite (its shipped code, without the
 /// regression test the crew has to write) at `main`.
 pub async fn seed_forge(shoplite: &Path, bare: &Path) -> anyhow::Result<()> {
-    crate::local_forge::LocalForge::init(bare, "main").await?;
+    forge::LocalForge::init(bare, "main").await?;
     let work = tempfile::tempdir()?;
     let work = work.path();
     crate::demo::prepare_scratch(shoplite, work, false)?;
@@ -625,7 +625,7 @@ async fn the_loop(
             Ok((merge, detail))
         })
         .await?;
-    let forge = crate::local_forge::LocalForge::new(dir.join("shoplite.git"), "main");
+    let forge = forge::LocalForge::new(dir.join("shoplite.git"), "main");
     run.step(MERGE_TO_VERIFIED[0], async {
         let snapshot = dir.join("release");
         std::fs::create_dir_all(&snapshot)?;

@@ -12,7 +12,6 @@
 //! the desk on a new branch of the local forge and a draft pull request with the evidence in
 //! its description. After that the crew has nothing left to do: people approve and merge.
 
-use crate::forge::{DraftRequest, Forge};
 use crate::forge_api::{dry_run, load, record};
 use crate::github::Fetched;
 use crate::http::AppState;
@@ -23,6 +22,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use domain::workflow::{Actor, Command};
+use forge::{DraftRequest, Forge};
 use sandbox::{Toolchains, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ fn fixer() -> Actor {
     }
 }
 
-fn local_forge(state: &AppState) -> Result<&crate::local_forge::LocalForge, Refused> {
+fn local_forge(state: &AppState) -> Result<&forge::LocalForge, Refused> {
     state.local_forge.as_deref().ok_or_else(|| {
         Refused::new(
             StatusCode::CONFLICT,
@@ -104,9 +104,7 @@ async fn confirmed_test(
     })
 }
 
-async fn default_head(
-    forge: &crate::local_forge::LocalForge,
-) -> Result<domain::workflow::CommitSha, Refused> {
+async fn default_head(forge: &forge::LocalForge) -> Result<domain::workflow::CommitSha, Refused> {
     forge
         .branch_head(forge.default_branch())
         .await

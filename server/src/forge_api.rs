@@ -6,10 +6,8 @@
 
 use crate::api::{actor_of, guard, json_body, respond};
 use crate::auth::Credential;
-use crate::forge::{DraftRequest, Forge, ForgeError};
 use crate::github::{Fetched, KnownAncestry};
 use crate::http::AppState;
-use crate::local_forge::{GitError, LocalForge};
 use crate::reporter::{LimitedBody, Refused};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -18,6 +16,8 @@ use axum::Json;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{decide, Actor, Command, CommitSha, DeploymentStatus};
 use domain::BugState;
+use forge::{DraftRequest, Forge, ForgeError};
+use forge::{GitError, LocalForge};
 use serde::Deserialize;
 use serde_json::json;
 

@@ -39,7 +39,7 @@ pub struct AppState {
     /// GitHub settings.
     pub github: Arc<crate::github::GitHubConfig>,
     /// The local git forge, when this desk has one.
-    pub local_forge: Option<Arc<crate::local_forge::LocalForge>>,
+    pub local_forge: Option<Arc<forge::LocalForge>>,
     /// The sandbox the desk re-runs proposed tests in (connected on first use).
     pub sandbox: Arc<crate::rerun::DeskSandbox>,
     /// The model budget.
@@ -61,12 +61,10 @@ impl AppState {
             reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
             auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
             github: Arc::new(config.github.clone()),
-            local_forge: config.local_forge.as_ref().map(|path| {
-                Arc::new(crate::local_forge::LocalForge::new(
-                    path,
-                    &config.local_forge_branch,
-                ))
-            }),
+            local_forge: config
+                .local_forge
+                .as_ref()
+                .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
             sandbox: Arc::new(crate::rerun::DeskSandbox::new(config)),
             spend: config.spend,
         }

@@ -165,7 +165,7 @@ pub enum Publish<'a> {
     /// whose signed `deployment_status` webhook then moves the ledger.
     Forge {
         /// The forge.
-        forge: &'a dyn crate::forge::Forge,
+        forge: &'a dyn forge::Forge,
         /// The production environment's name.
         environment: &'a str,
     },

@@ -4,9 +4,9 @@
 //! then the tree shared read-only with the sandbox. The scratch folder goes when the
 //! `Snapshot` is dropped.
 
-use crate::local_forge::LocalForge;
 use crate::reporter::Refused;
 use domain::workflow::CommitSha;
+use forge::LocalForge;
 use std::path::{Path, PathBuf};
 
 /// The target's tree at one commit, in a scratch folder of its own.

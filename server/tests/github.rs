@@ -810,7 +810,7 @@ async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_the_bas
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() {
-    use server::forge::{DraftRequest, Forge, ForgeError};
+    use forge::{DraftRequest, Forge, ForgeError};
     let all = examples();
     let (api, double) = start_double().await;
     let fix_head = sha('f');
@@ -826,7 +826,7 @@ async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() 
         token: Some(server::secret::Secret::new("ghs_test_token")),
         production_environment: "production".into(),
     };
-    let forge = server::github::GitHubForge::new(&config, REPO);
+    let forge = config.forge(REPO);
 
     // Facts: branch heads (unknown → none, unsafe names never leave the process).
     assert_eq!(

@@ -19,9 +19,7 @@ const OWNER: &str = "owner@example.org";
 async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
     let dir = tempfile::tempdir().unwrap();
     let bare = dir.path().join("shop.git");
-    server::local_forge::LocalForge::init(&bare, "main")
-        .await
-        .unwrap();
+    forge::LocalForge::init(&bare, "main").await.unwrap();
     let work = dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     common::git(&work, &["init", "--quiet", "--initial-branch", "main"]);

@@ -15,9 +15,7 @@ use store::Store;
 async fn only_the_exact_live_commit_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let bare = dir.path().join("shop.git");
-    server::local_forge::LocalForge::init(&bare, "main")
-        .await
-        .unwrap();
+    forge::LocalForge::init(&bare, "main").await.unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let recorder = server::setup::new_role_token(Role::Recorder);
     let server = common::start_server_with(

@@ -147,9 +147,7 @@ pub async fn local_forge_with(
     fill: impl FnOnce(&std::path::Path),
 ) -> (PathBuf, PathBuf) {
     let bare = dir.join(format!("{name}.git"));
-    server::local_forge::LocalForge::init(&bare, "main")
-        .await
-        .unwrap();
+    forge::LocalForge::init(&bare, "main").await.unwrap();
     let work = dir.join("work");
     std::fs::create_dir_all(&work).unwrap();
     git(&work, &["init", "--quiet", "--initial-branch", "main"]);

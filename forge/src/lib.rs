@@ -1,15 +1,24 @@
 //! One interface over the places a target's code lives: GitHub's REST API
-//! ([`crate::github::GitHubForge`]) and a bare repository on disk
-//! ([`crate::local_forge::LocalForge`]). The desk asks a forge for facts (branch heads,
+//! ([`github::GitHubForge`]) and a bare repository on disk ([`local::LocalForge`]). The desk asks a forge for facts (branch heads,
 //! ancestry, files at an exact commit, CODEOWNERS on the base branch, an account's access)
 //! and asks it to do exactly two things on
 //! the crew's and the recorder's behalf: open a *draft* pull request, and record a verified
 //! deployment. Merging is not in the trait: on GitHub people merge on GitHub; on the local
-//! forge the desk merges only after the engine's dry run (see [`crate::forge_api`]).
+//! forge the desk merges only after the engine's dry run (the server's forge service).
+//!
+//! This crate knows git and GitHub's REST API, and nothing of HTTP servers, the store or
+//! the desk's authorisation.
 
-use crate::local_forge::GitError;
+pub mod github;
+pub mod local;
+
 use async_trait::async_trait;
 use domain::workflow::{Ancestry, CommitSha};
+pub use github::GitHubForge;
+pub use local::{GitError, LocalForge};
+
+/// The task name the recorder gives the deployments it verified (GitHub counts only those).
+pub const RECORDER_TASK: &str = "verify:production";
 
 /// Why a forge call failed.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 //! and `git commit-tree`, published with a compare-and-swap `git update-ref` on the default
 //! branch (so a concurrent push is never overwritten).
 
-use crate::forge::{DraftPull, DraftRequest, Forge, ForgeError, RecordedDeployment};
+use crate::{DraftPull, DraftRequest, Forge, ForgeError, RecordedDeployment};
 use domain::workflow::{Ancestry, CommitSha};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -429,7 +429,7 @@ impl Forge for LocalForge {
     }
 
     async fn branch_head(&self, branch: &str) -> Result<Option<CommitSha>, ForgeError> {
-        if !crate::forge::valid_branch(branch) {
+        if !crate::valid_branch(branch) {
             return Ok(None);
         }
         Ok(LocalForge::branch_head(self, branch).await?)
@@ -455,7 +455,7 @@ impl Forge for LocalForge {
     /// A draft pull request is `refs/pull/N/head` (as GitHub names it) at the branch's head,
     /// with its title and description as a blob at `refs/pull/N/description`.
     async fn open_draft(&self, draft: &DraftRequest) -> Result<DraftPull, ForgeError> {
-        if !crate::forge::valid_branch(&draft.branch) {
+        if !crate::valid_branch(&draft.branch) {
             return Err(ForgeError::Invalid(format!(
                 "{:?} is not a branch name this forge accepts",
                 draft.branch
@@ -495,7 +495,7 @@ impl Forge for LocalForge {
         environment: &str,
         url: &str,
     ) -> Result<RecordedDeployment, ForgeError> {
-        if !crate::forge::valid_branch(environment) || environment.contains('/') {
+        if !crate::valid_branch(environment) || environment.contains('/') {
             return Err(ForgeError::Invalid(format!(
                 "{environment:?} is not an environment name this forge accepts"
             )));
