@@ -770,7 +770,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         "R2R_GITHUB_API_URL is invalid: expected an http(s) URL, got {api_url:?}"
                     );
                 }
-                let config = crate::github::GitHubConfig {
+                let config = crate::config::GitHubConfig {
                     webhook_secret: None,
                     repositories: vec![repository.clone()],
                     api_url,

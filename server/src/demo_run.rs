@@ -501,7 +501,7 @@ async fn the_loop(
     run.step(
         "concierge tells both reporters (tracking-page inbox)",
         async {
-            let notify = crate::concierge::NotifyConfig::default();
+            let notify = crate::config::NotifyConfig::default();
             let concierge =
                 crate::concierge::Concierge::new(&base, &token(Role::Concierge), &notify)?;
             let round = concierge.round().await?;

@@ -10,6 +10,7 @@
 //! (only write, maintain or admin approves; failing to learn it counts nothing).
 
 use crate::clock::now_ms;
+use crate::config::GitHubConfig;
 use crate::http::AppState;
 use crate::reporter::Refused;
 use axum::body::Bytes;
@@ -23,7 +24,7 @@ use domain::workflow::{
     Evidence, JobDraft, Policy,
 };
 use domain::{BugState, Role};
-use forge::{Forge, ForgeError, GitHubForge, RepoPermission};
+use forge::{Forge, ForgeError, RepoPermission};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -33,32 +34,6 @@ use store::Store;
 
 /// Largest webhook body accepted (GitHub's payloads for these events are far smaller).
 pub const MAX_WEBHOOK_BYTES: usize = 1024 * 1024;
-
-/// GitHub settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GitHubConfig {
-    /// Webhook secret (`R2R_GITHUB_WEBHOOK_SECRET`); without it every delivery is refused.
-    pub webhook_secret: Option<crate::secret::Secret>,
-    /// Repositories (`owner/name`) whose events count (`R2R_GITHUB_REPOSITORIES`).
-    pub repositories: Vec<String>,
-    /// REST API base (`R2R_GITHUB_API_URL`).
-    pub api_url: String,
-    /// API token (`R2R_GITHUB_TOKEN`).
-    pub token: Option<crate::secret::Secret>,
-    /// The environment whose successful recorder deployments count (`R2R_PRODUCTION_ENVIRONMENT`).
-    pub production_environment: String,
-}
-
-impl GitHubConfig {
-    /// The REST client for `repository` (`owner/name`) with these settings.
-    pub fn forge(&self, repository: &str) -> GitHubForge {
-        GitHubForge::new(
-            &self.api_url,
-            self.token.as_ref().map(crate::secret::Secret::expose),
-            repository,
-        )
-    }
-}
 
 /// `sha256=<hex>` of `body` under `secret`.
 pub fn signature(secret: &[u8], body: &[u8]) -> String {

@@ -37,7 +37,7 @@ pub struct AppState {
     /// Owner sessions and sign-in limits.
     pub auth: Arc<crate::auth::AuthDesk>,
     /// GitHub settings.
-    pub github: Arc<crate::github::GitHubConfig>,
+    pub github: Arc<crate::config::GitHubConfig>,
     /// The local git forge, when this desk has one.
     pub local_forge: Option<Arc<forge::LocalForge>>,
     /// The sandbox the desk re-runs proposed tests in (connected on first use).

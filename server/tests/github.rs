@@ -819,7 +819,7 @@ async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() 
         .lock()
         .unwrap()
         .insert("r2r/fix-bug-1".into(), fix_head.clone());
-    let config = server::github::GitHubConfig {
+    let config = server::config::GitHubConfig {
         webhook_secret: None,
         repositories: vec![REPO.into()],
         api_url: api.clone(),

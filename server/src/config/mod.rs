@@ -1,32 +1,24 @@
 //! The server's configuration: one typed struct built from the environment (and `.env.local`)
 //! at start-up. A malformed variable stops start-up with its name and the expected form.
 
+mod crew_run;
+mod env;
+mod github;
+mod notify;
+
+pub use crew_run::CrewMode;
+pub use env::{parse_env_file, ConfigError, Environment};
+pub use github::GitHubConfig;
+pub use notify::NotifyConfig;
+
 use crate::ratelimit::RateLimit;
-use std::collections::HashMap;
+use crew_run::crew_mode;
+use env::{boolean, rate};
 use std::net::SocketAddr;
 use store::DatabaseUrl;
 
 /// The default listening address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:3000";
-
-/// A refused configuration value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{variable} is invalid: {reason}")]
-pub struct ConfigError {
-    /// The variable (or flag) that was refused.
-    pub variable: String,
-    /// Why, including the expected form.
-    pub reason: String,
-}
-
-impl ConfigError {
-    pub(crate) fn new(variable: &str, reason: impl Into<String>) -> Self {
-        ConfigError {
-            variable: variable.to_owned(),
-            reason: reason.into(),
-        }
-    }
-}
 
 /// The first owner, created at start-up when no owner with this email exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,7 +47,7 @@ pub struct Config {
     /// Owner sessions and role tokens.
     pub auth: AuthConfig,
     /// GitHub webhooks and REST API.
-    pub github: crate::github::GitHubConfig,
+    pub github: GitHubConfig,
     /// A bare git repository serving as the local forge (`R2R_LOCAL_FORGE`).
     pub local_forge: Option<std::path::PathBuf>,
     /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
@@ -77,7 +69,7 @@ pub struct Config {
     /// Whether `r2r serve` runs the crew inside the same process (`R2R_CREW`).
     pub crew: CrewMode,
     /// Notifications: SMTP, the owners' webhook, and whether the concierge runs here.
-    pub notify: crate::concierge::NotifyConfig,
+    pub notify: NotifyConfig,
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
@@ -104,68 +96,6 @@ pub struct AuthConfig {
     /// Role tokens from `.env.local` (`R2R_<ROLE>_TOKEN`), imported at start-up when the
     /// database has none for that role.
     pub role_tokens: Vec<(domain::Role, crate::secret::Secret)>,
-}
-
-/// Where the crew runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CrewMode {
-    /// Not here (`R2R_CREW=off`, or no model provider configured): run `r2r crew run`.
-    Off,
-    /// Inside `r2r serve` (`R2R_CREW=in-process`; the default when `R2R_MODEL_PROVIDER` and
-    /// the four crew tokens are set), talking to the desk over HTTP like any other client.
-    InProcess {
-        /// The `R2R_MODEL_*` variables the provider is built from.
-        model_env: Vec<(String, crate::secret::Secret)>,
-    },
-}
-
-/// The `R2R_MODEL_*` variables of `env`.
-fn model_env(env: &Environment) -> Vec<(String, crate::secret::Secret)> {
-    let mut vars: Vec<(String, crate::secret::Secret)> = env
-        .values
-        .iter()
-        .filter(|(name, value)| name.starts_with("R2R_MODEL_") && !value.trim().is_empty())
-        .map(|(name, value)| (name.clone(), crate::secret::Secret::new(value.clone())))
-        .collect();
-    vars.sort_by(|a, b| a.0.cmp(&b.0));
-    vars
-}
-
-fn crew_mode(env: &Environment) -> Result<CrewMode, ConfigError> {
-    let asked = env.get("R2R_CREW").map(str::trim);
-    let tokens_missing: Vec<&str> = domain::crew::CREW_ROLES
-        .iter()
-        .map(|role| role.token_variable())
-        .filter(|name| env.get(name).is_none())
-        .collect();
-    let provider = env.get("R2R_MODEL_PROVIDER").is_some();
-    match asked {
-        Some("off") => Ok(CrewMode::Off),
-        None if !provider || !tokens_missing.is_empty() => Ok(CrewMode::Off),
-        None | Some("in-process") => {
-            if !tokens_missing.is_empty() {
-                return Err(ConfigError::new(
-                    "R2R_CREW",
-                    format!(
-                        "in-process needs the crew's tokens; missing {} (r2r setup writes them)",
-                        tokens_missing.join(", ")
-                    ),
-                ));
-            }
-            let vars = model_env(env);
-            crew::config::provider_from(|name| {
-                vars.iter()
-                    .find(|(n, _)| n == name)
-                    .map(|(_, v)| v.expose().to_owned())
-            })
-            .map_err(|reason| ConfigError::new("R2R_CREW", format!("in-process: {reason}")))?;
-            Ok(CrewMode::InProcess { model_env: vars })
-        }
-        Some(other) => Err(ConfigError::new(
-            "R2R_CREW",
-            format!("expected in-process or off, got {other:?}"),
-        )),
-    }
 }
 
 /// Default components a report may name.
@@ -217,94 +147,6 @@ fn component_list(variable: &str, text: &str) -> Result<Vec<String>, ConfigError
         components.push(item.to_owned());
     }
     Ok(components)
-}
-
-fn rate(env: &Environment, variable: &str, default: &str) -> Result<RateLimit, ConfigError> {
-    RateLimit::parse(env.get(variable).unwrap_or(default))
-        .map_err(|reason| ConfigError::new(variable, reason))
-}
-
-fn boolean(env: &Environment, variable: &str) -> Result<bool, ConfigError> {
-    match env.get(variable).map(|v| v.trim().to_ascii_lowercase()) {
-        None => Ok(false),
-        Some(v) if matches!(v.as_str(), "1" | "true" | "yes") => Ok(true),
-        Some(v) if matches!(v.as_str(), "0" | "false" | "no") => Ok(false),
-        Some(v) => Err(ConfigError::new(
-            variable,
-            format!("expected true or false, got {v:?}"),
-        )),
-    }
-}
-
-/// A source of variables: the process environment over `.env.local`.
-#[derive(Clone, Debug, Default)]
-pub struct Environment {
-    values: HashMap<String, String>,
-}
-
-impl Environment {
-    /// The process environment, with `.env.local` (if present) filling in what it lacks.
-    pub fn load(env_file: &std::path::Path) -> Result<Self, ConfigError> {
-        let mut values = match std::fs::read_to_string(env_file) {
-            Ok(text) => parse_env_file(&text).map_err(|(line, reason)| {
-                ConfigError::new(&format!("{} line {line}", env_file.display()), reason)
-            })?,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => HashMap::new(),
-            Err(error) => {
-                return Err(ConfigError::new(
-                    &env_file.display().to_string(),
-                    format!("cannot read it: {error}"),
-                ))
-            }
-        };
-        values.extend(std::env::vars());
-        Ok(Environment { values })
-    }
-
-    /// An environment from explicit pairs (tests).
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        Environment {
-            values: pairs
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect(),
-        }
-    }
-
-    /// A variable's value; an empty value counts as unset.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.values
-            .get(name)
-            .map(String::as_str)
-            .filter(|value| !value.trim().is_empty())
-    }
-}
-
-/// Parses `KEY=VALUE` lines; `#` comments and blank lines are skipped. Values may be quoted.
-pub fn parse_env_file(text: &str) -> Result<HashMap<String, String>, (usize, String)> {
-    let mut values = HashMap::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            return Err((index + 1, "expected KEY=VALUE".to_owned()));
-        };
-        let key = key.trim();
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err((index + 1, format!("{key:?} is not a variable name")));
-        }
-        let value = value.trim();
-        let value = value
-            .strip_prefix('\'')
-            .and_then(|v| v.strip_suffix('\''))
-            .or_else(|| value.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
-            .unwrap_or(value);
-        values.insert(key.to_owned(), value.to_owned());
-    }
-    Ok(values)
 }
 
 impl Config {
@@ -442,7 +284,7 @@ impl Config {
                 format!("expected an http(s) URL such as https://api.github.com, got {api_url:?}"),
             ));
         }
-        let github = crate::github::GitHubConfig {
+        let github = GitHubConfig {
             webhook_secret: env
                 .get("R2R_GITHUB_WEBHOOK_SECRET")
                 .map(|s| crate::secret::Secret::new(s.trim())),
@@ -564,7 +406,7 @@ impl Config {
                 })?
             },
             crew: crew_mode(env)?,
-            notify: crate::concierge::NotifyConfig::from_env(env)?,
+            notify: NotifyConfig::from_env(env)?,
             fix_allowed_paths: fix_allowed_paths(env.get("R2R_FIX_ALLOWED_PATHS"))
                 .map_err(|reason| ConfigError::new("R2R_FIX_ALLOWED_PATHS", reason))?,
         })

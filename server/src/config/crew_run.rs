@@ -1,0 +1,66 @@
+//! Where the crew runs (`R2R_CREW`, `R2R_MODEL_*`).
+
+use super::{ConfigError, Environment};
+
+/// Where the crew runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CrewMode {
+    /// Not here (`R2R_CREW=off`, or no model provider configured): run `r2r crew run`.
+    Off,
+    /// Inside `r2r serve` (`R2R_CREW=in-process`; the default when `R2R_MODEL_PROVIDER` and
+    /// the four crew tokens are set), talking to the desk over HTTP like any other client.
+    InProcess {
+        /// The `R2R_MODEL_*` variables the provider is built from.
+        model_env: Vec<(String, crate::secret::Secret)>,
+    },
+}
+
+/// The `R2R_MODEL_*` variables of `env`.
+fn model_env(env: &Environment) -> Vec<(String, crate::secret::Secret)> {
+    let mut vars: Vec<(String, crate::secret::Secret)> = env
+        .values
+        .iter()
+        .filter(|(name, value)| name.starts_with("R2R_MODEL_") && !value.trim().is_empty())
+        .map(|(name, value)| (name.clone(), crate::secret::Secret::new(value.clone())))
+        .collect();
+    vars.sort_by(|a, b| a.0.cmp(&b.0));
+    vars
+}
+
+/// Reads `R2R_CREW` and checks the model settings an in-process crew would use.
+pub(crate) fn crew_mode(env: &Environment) -> Result<CrewMode, ConfigError> {
+    let asked = env.get("R2R_CREW").map(str::trim);
+    let tokens_missing: Vec<&str> = domain::crew::CREW_ROLES
+        .iter()
+        .map(|role| role.token_variable())
+        .filter(|name| env.get(name).is_none())
+        .collect();
+    let provider = env.get("R2R_MODEL_PROVIDER").is_some();
+    match asked {
+        Some("off") => Ok(CrewMode::Off),
+        None if !provider || !tokens_missing.is_empty() => Ok(CrewMode::Off),
+        None | Some("in-process") => {
+            if !tokens_missing.is_empty() {
+                return Err(ConfigError::new(
+                    "R2R_CREW",
+                    format!(
+                        "in-process needs the crew's tokens; missing {} (r2r setup writes them)",
+                        tokens_missing.join(", ")
+                    ),
+                ));
+            }
+            let vars = model_env(env);
+            crew::config::provider_from(|name| {
+                vars.iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, v)| v.expose().to_owned())
+            })
+            .map_err(|reason| ConfigError::new("R2R_CREW", format!("in-process: {reason}")))?;
+            Ok(CrewMode::InProcess { model_env: vars })
+        }
+        Some(other) => Err(ConfigError::new(
+            "R2R_CREW",
+            format!("expected in-process or off, got {other:?}"),
+        )),
+    }
+}
