@@ -14,12 +14,14 @@ pub mod classify;
 pub mod classify_node;
 pub mod docker;
 pub mod isolated;
+pub mod pool;
 pub mod process;
 pub mod profile;
 
 pub use classify::{classify_cargo_test, NotReproduced, Verdict};
 pub use classify_node::{classify_node_tap, classify_vitest};
 pub use isolated::{Limits, ReadOnlyMount, Sandbox, SandboxError, SandboxJob};
+pub use pool::{Busy, Pool};
 pub use process::{run_on_host, Job, RunOutcome};
 pub use profile::{share_read_only, Profile, Toolchains};
 

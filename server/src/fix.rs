@@ -127,7 +127,7 @@ pub async fn context(state: &AppState, id: &str) -> Result<Response, Refused> {
     let test = confirmed_test(state, &bug).await?;
     let forge = local_forge(state)?;
     let head = default_head(forge).await?;
-    let allowed = &state.sandbox.fix_allowed_paths;
+    let allowed = &state.fix_allowed_paths;
     let mut files = Vec::new();
     for path in forge
         .regular_files(&head, allowed)
@@ -205,12 +205,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
         &Fetched::default(),
     )?;
     let test = confirmed_test(state, &bug).await?;
-    let allowed: Vec<&str> = state
-        .sandbox
-        .fix_allowed_paths
-        .iter()
-        .map(String::as_str)
-        .collect();
+    let allowed: Vec<&str> = state.fix_allowed_paths.iter().map(String::as_str).collect();
     // The same strict rules the crew applies to the model's answer, enforced here again.
     let shape = json!({"files": candidate.files, "summary": candidate.summary}).to_string();
     let draft = crew::schema::fix(&shape, &allowed, &test.path)
@@ -218,7 +213,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     let forge = local_forge(state)?;
     let base = default_head(forge).await?;
     // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
-    let _slot = state.sandbox.slot().await?;
+    let _slot = crate::rerun::sandbox_slot(&state.sandbox).await?;
     let snapshot = Snapshot::new()?;
     snapshot.export(forge, &base).await?;
     for file in draft

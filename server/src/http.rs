@@ -41,7 +41,9 @@ pub struct AppState {
     /// The local git forge, when this desk has one.
     pub local_forge: Option<Arc<forge::LocalForge>>,
     /// The sandbox the desk re-runs proposed tests in (connected on first use).
-    pub sandbox: Arc<crate::rerun::DeskSandbox>,
+    pub sandbox: Arc<sandbox::Pool>,
+    /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`).
+    pub fix_allowed_paths: Arc<Vec<String>>,
     /// The model budget.
     pub spend: domain::spend::Budget,
 }
@@ -65,7 +67,8 @@ impl AppState {
                 .local_forge
                 .as_ref()
                 .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
-            sandbox: Arc::new(crate::rerun::DeskSandbox::new(config)),
+            sandbox: Arc::new(crate::rerun::desk_sandbox(config)),
+            fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
             spend: config.spend,
         }
     }

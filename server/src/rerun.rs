@@ -17,11 +17,10 @@ use crate::snapshot::Snapshot;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use domain::workflow::{Actor, Command, Reproduction, Rerun};
-use sandbox::{Profile, Sandbox, Toolchains, Verdict};
+use sandbox::{Sandbox, Toolchains, Verdict};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest test file accepted (characters).
@@ -37,77 +36,34 @@ const SLOT_RETRY_AFTER_SECONDS: u64 = 30;
 /// Characters of an assertion message the ledger keeps.
 const KEPT_ASSERTION: usize = 2_000;
 
-/// The desk's sandbox, connected on first use (so a desk starts before its engine does).
-#[derive(Debug)]
-pub struct DeskSandbox {
-    backend: Option<sandbox::Backend>,
-    image: String,
-    /// The target project's profile.
-    pub profile: Profile,
-    /// Path prefixes a fix may change.
-    pub fix_allowed_paths: Vec<String>,
-    connected: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
-    /// Commits whose whole suite ran green here (a baseline is run once per commit).
-    green: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// One permit per measurement that may run at once (`R2R_SANDBOX_CONCURRENCY`).
-    slots: Arc<tokio::sync::Semaphore>,
-    concurrency: usize,
+/// The desk's sandbox pool from the configuration (`R2R_SANDBOX_BACKEND`,
+/// `R2R_SANDBOX_IMAGE`, `R2R_TARGET_PROFILE`, `R2R_SANDBOX_CONCURRENCY`).
+pub fn desk_sandbox(config: &crate::config::Config) -> sandbox::Pool {
+    sandbox::Pool::new(
+        config.sandbox_backend,
+        &config.sandbox_image,
+        config.target_profile,
+        config.sandbox_concurrency,
+    )
 }
 
-impl DeskSandbox {
-    /// From the configuration (`R2R_SANDBOX_BACKEND`, `R2R_SANDBOX_IMAGE`,
-    /// `R2R_TARGET_PROFILE`, `R2R_SANDBOX_CONCURRENCY`).
-    pub fn new(config: &crate::config::Config) -> Self {
-        let concurrency = config.sandbox_concurrency.max(1);
-        DeskSandbox {
-            backend: config.sandbox_backend,
-            image: config.sandbox_image.clone(),
-            profile: config.target_profile,
-            fix_allowed_paths: config.fix_allowed_paths.clone(),
-            connected: tokio::sync::Mutex::new(None),
-            green: std::sync::Mutex::new(std::collections::HashSet::new()),
-            slots: Arc::new(tokio::sync::Semaphore::new(concurrency)),
-            concurrency,
-        }
-    }
-
-    /// A slot for one measurement (its baseline, runs and checks), held until dropped.
-    /// Callers over the bound wait [`SLOT_WAIT`] at most, then hear 503 `sandbox_busy` with
-    /// `Retry-After`: nothing queues without limit, and nothing was written or recorded.
-    pub async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Refused> {
-        let busy = || {
-            Refused::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "sandbox_busy",
-                format!(
-                    "the desk already runs {} sandbox measurement(s), its limit (R2R_SANDBOX_CONCURRENCY); nothing was recorded, try again in {SLOT_RETRY_AFTER_SECONDS} s",
-                    self.concurrency
-                ),
-            )
-            .with_retry_after(SLOT_RETRY_AFTER_SECONDS)
-        };
-        match tokio::time::timeout(SLOT_WAIT, self.slots.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) | Err(_) => Err(busy()),
-        }
-    }
-
-    /// The connected backend, or why there is none.
-    pub async fn get(&self) -> Result<Arc<dyn Sandbox>, String> {
-        let mut connected = self.connected.lock().await;
-        if let Some(sandbox) = connected.as_ref() {
-            return Ok(sandbox.clone());
-        }
-        let Some(backend) = self.backend else {
-            return Err("this desk has no sandbox (R2R_SANDBOX_BACKEND=none)".into());
-        };
-        let sandbox: Arc<dyn Sandbox> = sandbox::connect(backend, &self.image)
-            .await
-            .map_err(|e| e.to_string())?
-            .into();
-        *connected = Some(sandbox.clone());
-        Ok(sandbox)
-    }
+/// A slot for one measurement (its baseline, runs and checks), held until dropped. Callers
+/// over the bound wait [`SLOT_WAIT`] at most, then hear 503 `sandbox_busy` with
+/// `Retry-After`: nothing queues without limit, and nothing was written or recorded.
+pub(crate) async fn sandbox_slot(
+    pool: &sandbox::Pool,
+) -> Result<tokio::sync::OwnedSemaphorePermit, Refused> {
+    pool.slot(SLOT_WAIT).await.map_err(|busy| {
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_busy",
+            format!(
+                "the desk already runs {} sandbox measurement(s), its limit (R2R_SANDBOX_CONCURRENCY); nothing was recorded, try again in {SLOT_RETRY_AFTER_SECONDS} s",
+                busy.concurrency
+            ),
+        )
+        .with_retry_after(SLOT_RETRY_AFTER_SECONDS)
+    })
 }
 
 #[derive(Deserialize)]
@@ -187,13 +143,7 @@ async fn baseline(
     snapshot: &Snapshot,
     toolchains: &Toolchains,
 ) -> Result<(), Refused> {
-    let known_green = state
-        .sandbox
-        .green
-        .lock()
-        .map(|green| green.contains(head.as_str()))
-        .unwrap_or(false);
-    if known_green {
+    if state.sandbox.is_green(head.as_str()) {
         return Ok(());
     }
     snapshot.share_read_only()?;
@@ -210,9 +160,7 @@ async fn baseline(
     })?;
     let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
     if green {
-        if let Ok(mut known) = state.sandbox.green.lock() {
-            known.insert(head.as_str().to_owned());
-        }
+        state.sandbox.mark_green(head.as_str());
         return Ok(());
     }
     let now = crate::clock::now_ms();
@@ -319,7 +267,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
             )
         })?;
     // Held until the answer: the snapshot, the baseline and the run.
-    let _slot = state.sandbox.slot().await?;
+    let _slot = sandbox_slot(&state.sandbox).await?;
     let profile = state.sandbox.profile;
     let toolchains = Toolchains::detect();
     let snapshot = Snapshot::new()?;
@@ -483,11 +431,11 @@ mod tests {
     async fn measurements_over_the_sandbox_bound_are_refused_with_a_retry_after() {
         let env = crate::config::Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", "2")]);
         let config = crate::config::Config::from_env(&env, None).unwrap();
-        let sandbox = DeskSandbox::new(&config);
-        let first = sandbox.slot().await.unwrap();
-        let _second = sandbox.slot().await.unwrap();
+        let pool = desk_sandbox(&config);
+        let first = sandbox_slot(&pool).await.unwrap();
+        let _second = sandbox_slot(&pool).await.unwrap();
         let started = std::time::Instant::now();
-        let refused = sandbox.slot().await.unwrap_err();
+        let refused = sandbox_slot(&pool).await.unwrap_err();
         assert!(started.elapsed() < SLOT_WAIT + Duration::from_secs(2));
         let response = refused.into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -500,6 +448,6 @@ mod tests {
             .contains("R2R_SANDBOX_CONCURRENCY"));
         // A finished measurement frees its slot.
         drop(first);
-        assert!(sandbox.slot().await.is_ok());
+        assert!(sandbox_slot(&pool).await.is_ok());
     }
 }

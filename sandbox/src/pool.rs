@@ -1,0 +1,122 @@
+//! One connection to a sandbox backend, made on first use (so a desk starts before its
+//! container engine does), a bound on how many measurements run at once, and the commits
+//! whose whole suite already ran green (a baseline runs once per commit).
+
+use crate::{connect, Backend, Profile, Sandbox};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Every measurement slot was taken for the whole wait: nothing ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("all {concurrency} sandbox slots are busy")]
+pub struct Busy {
+    /// How many measurements may run at once.
+    pub concurrency: usize,
+}
+
+/// The sandbox a desk measures in.
+#[derive(Debug)]
+pub struct Pool {
+    backend: Option<Backend>,
+    image: String,
+    /// The target project's profile (its runner, toolchain and test layout).
+    pub profile: Profile,
+    connected: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
+    green: Mutex<HashSet<String>>,
+    slots: Arc<tokio::sync::Semaphore>,
+    concurrency: usize,
+}
+
+impl Pool {
+    /// A pool over `backend` (none: every measurement is refused with the reason) running
+    /// `image`, measuring `profile` projects, at most `concurrency` (≥ 1) at once.
+    pub fn new(
+        backend: Option<Backend>,
+        image: &str,
+        profile: Profile,
+        concurrency: usize,
+    ) -> Self {
+        let concurrency = concurrency.max(1);
+        Pool {
+            backend,
+            image: image.to_owned(),
+            profile,
+            connected: tokio::sync::Mutex::new(None),
+            green: Mutex::new(HashSet::new()),
+            slots: Arc::new(tokio::sync::Semaphore::new(concurrency)),
+            concurrency,
+        }
+    }
+
+    /// A slot for one measurement (its baseline, runs and checks), held until dropped;
+    /// waits `wait` at most, then [`Busy`]: nothing queues without limit.
+    pub async fn slot(&self, wait: Duration) -> Result<tokio::sync::OwnedSemaphorePermit, Busy> {
+        let busy = Busy {
+            concurrency: self.concurrency,
+        };
+        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) | Err(_) => Err(busy),
+        }
+    }
+
+    /// The connected backend, or why there is none.
+    pub async fn get(&self) -> Result<Arc<dyn Sandbox>, String> {
+        let mut connected = self.connected.lock().await;
+        if let Some(sandbox) = connected.as_ref() {
+            return Ok(sandbox.clone());
+        }
+        let Some(backend) = self.backend else {
+            return Err("this desk has no sandbox (R2R_SANDBOX_BACKEND=none)".into());
+        };
+        let sandbox: Arc<dyn Sandbox> = connect(backend, &self.image)
+            .await
+            .map_err(|e| e.to_string())?
+            .into();
+        *connected = Some(sandbox.clone());
+        Ok(sandbox)
+    }
+
+    /// Whether `commit`'s whole suite already ran green here.
+    pub fn is_green(&self, commit: &str) -> bool {
+        self.green
+            .lock()
+            .map(|green| green.contains(commit))
+            .unwrap_or(false)
+    }
+
+    /// Remembers that `commit`'s whole suite ran green.
+    pub fn mark_green(&self, commit: &str) {
+        if let Ok(mut green) = self.green.lock() {
+            green.insert(commit.to_owned());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn slots_are_bounded_and_come_back_when_dropped() {
+        let pool = Pool::new(None, "unused", Profile::Rust, 2);
+        let wait = Duration::from_millis(50);
+        let first = pool.slot(wait).await;
+        let second = pool.slot(wait).await;
+        assert!(first.is_ok() && second.is_ok());
+        assert_eq!(pool.slot(wait).await.err(), Some(Busy { concurrency: 2 }));
+        drop(first);
+        assert!(pool.slot(wait).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn no_backend_says_so_and_green_commits_are_remembered() {
+        let pool = Pool::new(None, "unused", Profile::Rust, 0);
+        let refused = pool.get().await.err().unwrap_or_default();
+        assert!(refused.contains("R2R_SANDBOX_BACKEND=none"), "{refused}");
+        assert!(!pool.is_green("abc"));
+        pool.mark_green("abc");
+        assert!(pool.is_green("abc") && !pool.is_green("abd"));
+    }
+}
