@@ -4,7 +4,7 @@
 //! Every secret arrives in a header or cookie, is hashed with SHA-256 and compared with the
 //! stored hash in constant time. Sessions and tokens are never logged.
 
-use crate::http::AppState;
+use crate::web::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -250,14 +250,14 @@ pub async fn credential_of(
 }
 
 impl FromRequestParts<AppState> for Credential {
-    type Rejection = crate::reporter::Refused;
+    type Rejection = crate::web::Refused;
     async fn from_request_parts(
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         credential_of(state, &parts.headers)
             .await
-            .map_err(crate::reporter::Refused::storage)
+            .map_err(crate::web::Refused::storage)
     }
 }
 

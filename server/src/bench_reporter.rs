@@ -2,8 +2,9 @@
 //! baseline measured in the same run.
 
 use crate::bench::BenchError;
-use crate::http::{router, AppState};
+use crate::http::router;
 use crate::ratelimit::RateLimit;
+use crate::web::AppState;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::{DatabaseUrl, NewReport, ReportContent, Store};

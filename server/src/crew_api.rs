@@ -2,10 +2,13 @@
 //! status for the desk: each role's last heartbeat, whether all four are connected, spend
 //! against budget, recent tasks.
 
-use crate::api::{guard, json_body, respond};
 use crate::auth::Credential;
-use crate::http::AppState;
-use crate::reporter::{LimitedBody, Refused};
+use crate::web::guard;
+use crate::web::json_body;
+use crate::web::respond;
+use crate::web::AppState;
+use crate::web::LimitedBody;
+use crate::web::Refused;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -14,10 +14,10 @@
 
 use crate::forge_api::{dry_run, load, record};
 use crate::github::Fetched;
-use crate::http::AppState;
-use crate::reporter::Refused;
 use crate::rerun::{evidence_label, invalid, short, tail, KEPT_OUTPUT, RERUN_DEADLINE};
 use crate::snapshot::Snapshot;
+use crate::web::AppState;
+use crate::web::Refused;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -192,7 +192,7 @@ fn check_json(name: &str, outcome: &sandbox::RunOutcome, passed: bool, detail: &
 
 /// `POST /api/v1/bugs/{id}/fix/candidate` (fixer).
 pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Response, Refused> {
-    let candidate: Candidate = crate::api::json_body(body)?;
+    let candidate: Candidate = crate::web::json_body(body)?;
     let bug = load(state, id).await?;
     // Role and state first: nothing is built for a bug that is not being fixed.
     dry_run(
@@ -465,11 +465,11 @@ pub async fn get_context(
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> Response {
     let result = async {
-        crate::api::guard(&state, &credential, &headers, "getFixContext")?;
+        crate::web::guard(&state, &credential, &headers, "getFixContext")?;
         context(&state, &id).await
     }
     .await;
-    crate::api::respond(result)
+    crate::web::respond(result)
 }
 
 /// `POST /api/v1/bugs/{id}/fix/candidate`.
@@ -481,9 +481,9 @@ pub async fn post_candidate(
     body: axum::body::Bytes,
 ) -> Response {
     let result = async {
-        crate::api::guard(&state, &credential, &headers, "submitFixCandidate")?;
+        crate::web::guard(&state, &credential, &headers, "submitFixCandidate")?;
         candidate(&state, &id, &body).await
     }
     .await;
-    crate::api::respond(result)
+    crate::web::respond(result)
 }

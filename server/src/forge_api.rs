@@ -4,11 +4,15 @@
 //! published only after the engine accepted it — and the recorder records a verified
 //! deployment, with ancestry from git.
 
-use crate::api::{actor_of, guard, json_body, respond};
+use crate::api::actor_of;
 use crate::auth::Credential;
 use crate::github::{Fetched, KnownAncestry};
-use crate::http::AppState;
-use crate::reporter::{LimitedBody, Refused};
+use crate::web::guard;
+use crate::web::json_body;
+use crate::web::respond;
+use crate::web::AppState;
+use crate::web::LimitedBody;
+use crate::web::Refused;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -11,8 +11,8 @@
 
 use crate::clock::now_ms;
 use crate::config::GitHubConfig;
-use crate::http::AppState;
-use crate::reporter::Refused;
+use crate::web::AppState;
+use crate::web::Refused;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};

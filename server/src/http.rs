@@ -1,85 +1,25 @@
 //! The HTTP surface: JSON API routes, the Leptos pages and static files.
 
 use crate::api;
-use crate::reporter::{self, ReporterDesk};
-use app::dto::{limits, SiteSettings};
+use crate::reporter::{self};
+use crate::web::AppState;
+use app::dto::limits;
 use app::dto::{Health, SERVICE_NAME};
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{FromRef, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::Uri;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::{Json, Router};
-use leptos::prelude::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use std::sync::Arc;
 use std::time::Duration;
-use store::Store;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 /// How long a health check waits for the database.
 const HEALTH_DB_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Shared state of every handler.
-#[derive(Clone, Debug, FromRef)]
-pub struct AppState {
-    /// Leptos site options (site root, output name).
-    pub leptos_options: LeptosOptions,
-    /// The ledger.
-    pub store: Store,
-    /// This installation's id.
-    pub instance: String,
-    /// The reporter side: components, limits, policy.
-    pub reporter: Arc<ReporterDesk>,
-    /// Owner sessions and sign-in limits.
-    pub auth: Arc<crate::auth::AuthDesk>,
-    /// GitHub settings.
-    pub github: Arc<crate::config::GitHubConfig>,
-    /// The local git forge, when this desk has one.
-    pub local_forge: Option<Arc<forge::LocalForge>>,
-    /// The sandbox the desk re-runs proposed tests in (connected on first use).
-    pub sandbox: Arc<sandbox::Pool>,
-    /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`).
-    pub fix_allowed_paths: Arc<Vec<String>>,
-    /// The model budget.
-    pub spend: domain::spend::Budget,
-}
-
-impl AppState {
-    /// The state for `config`.
-    pub fn new(
-        leptos_options: LeptosOptions,
-        store: Store,
-        instance: String,
-        config: &crate::config::Config,
-    ) -> Self {
-        AppState {
-            leptos_options,
-            store,
-            instance,
-            reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
-            auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
-            github: Arc::new(config.github.clone()),
-            local_forge: config
-                .local_forge
-                .as_ref()
-                .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
-            sandbox: Arc::new(crate::rerun::desk_sandbox(config)),
-            fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
-            spend: config.spend,
-        }
-    }
-
-    /// What the pages need from the configuration.
-    pub fn site_settings(&self) -> SiteSettings {
-        SiteSettings {
-            components: self.reporter.components.clone(),
-        }
-    }
-}
 
 /// The full router.
 pub fn router(state: AppState) -> Router {
@@ -169,13 +109,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Every `/api` route, built from the operation table ([`api::OPERATIONS`]): each operation's
+/// Every `/api` route, built from the operation table ([`crate::web::OPERATIONS`]): each operation's
 /// path and method come from the table, and its handler from [`api_handler`]. No `/api` route
 /// is added anywhere else, so none can exist without the table's authorisation rules (a test
 /// walks every declared operation over HTTP, and one reads this crate's sources for strays).
 pub fn api_router() -> Router<AppState> {
     let mut router = Router::new();
-    for op in api::OPERATIONS {
+    for op in crate::web::OPERATIONS {
         let Ok(method) = op.method.parse::<axum::http::Method>() else {
             tracing::error!(
                 operation = op.id,
@@ -252,14 +192,14 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
 
 /// A bug command's route: the operation id is fixed here, never taken from the path.
 fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>> {
-    let op: &'static str = api::operation(id)?.id;
+    let op: &'static str = crate::web::operation(id)?.id;
     Some(on(
         filter,
         move |State(state): State<AppState>,
               credential: crate::auth::Credential,
               headers: axum::http::HeaderMap,
               Path(bug): Path<String>,
-              reporter::LimitedBody(body): reporter::LimitedBody| async move {
+              crate::web::LimitedBody(body): crate::web::LimitedBody| async move {
             api::bug_operation(state, credential, headers, bug, op, body).await
         },
     ))
@@ -267,7 +207,7 @@ fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>>
 
 /// Any other `/api` path: a JSON 404 that names no operation.
 async fn undeclared_api_path() -> Response {
-    api::respond::<Response>(Err(reporter::Refused::new(
+    crate::web::respond::<Response>(Err(crate::web::Refused::new(
         StatusCode::NOT_FOUND,
         "unknown_operation",
         "No such operation: see /api/openapi.json for every operation this desk serves.",
@@ -319,7 +259,7 @@ mod tests {
 
     #[test]
     fn every_declared_operation_has_a_handler_and_a_routable_method() {
-        for op in api::OPERATIONS {
+        for op in crate::web::OPERATIONS {
             let method: axum::http::Method = op.method.parse().unwrap_or_default();
             let filter = MethodFilter::try_from(method);
             assert!(filter.is_ok(), "{} has method {}", op.id, op.method);

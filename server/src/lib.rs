@@ -36,3 +36,4 @@ pub mod serve;
 pub mod setup;
 mod snapshot;
 pub mod spend_api;
+pub mod web;

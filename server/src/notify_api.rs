@@ -7,11 +7,15 @@
 //! handed only to the concierge, only for a job addressed to that reporter (the owners'
 //! notices carry the owners' addresses).
 
-use crate::api::{actor_of, guard, json_body, respond};
+use crate::api::actor_of;
 use crate::auth::Credential;
 use crate::clock::now_ms;
-use crate::http::AppState;
-use crate::reporter::{LimitedBody, Refused};
+use crate::web::guard;
+use crate::web::json_body;
+use crate::web::respond;
+use crate::web::AppState;
+use crate::web::LimitedBody;
+use crate::web::Refused;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -6,237 +6,27 @@
 //! logged: handlers log report ids only.
 
 use crate::clock::now_ms;
-use crate::http::AppState;
-use crate::ratelimit::{client_key, retry_after_seconds, Limiter};
+use crate::ratelimit::Limiter;
+use crate::web::AppState;
+use crate::web::{client_of, no_store, render_script_free, ClientAddr, LimitedBody, Refused};
 use app::dto::{
     limits, Answer, AnswerOutcome, ApiError, BugView, Components, MessageView, NoticeView,
     QuestionView, ReleaseView, ReportForm, ReportPageState, ReportReceipt, ReportView,
     ReproductionView, TimelineEntry, TrackPageState, Tracking, CAPABILITY_HEADER,
 };
-use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, FromRequestParts, State};
-use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use domain::airlock::{admit, screen, RawReport};
 use domain::workflow::{
-    decide, open_bug, Actor, Bug, Command, DeploymentStatus, Evidence, Policy, QuestionKind,
+    decide, open_bug, Actor, Bug, Command, DeploymentStatus, Evidence, QuestionKind,
 };
 use domain::{BugState, Capability, CapabilityHash};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Instant;
 use store::{choose_cluster, ApplyError, NewReport, OpenCluster, ReportContent, StoredReport};
-
-/// The reporter side's settings and limiters, shared by every handler.
-#[derive(Debug)]
-pub struct ReporterDesk {
-    /// Components a report may name.
-    pub components: Vec<String>,
-    /// Per-client limit on filing.
-    pub intake: Limiter,
-    /// Per-client limit on tracking reads and answers.
-    pub answers: Limiter,
-    /// Whether `X-Forwarded-For` names the client.
-    pub trust_forwarded_for: bool,
-    /// The crew's rules (the engine needs them).
-    pub policy: Policy,
-}
-
-impl ReporterDesk {
-    /// From the configuration.
-    pub fn new(config: &crate::config::IntakeConfig, policy: Policy) -> Self {
-        ReporterDesk {
-            components: config.components.clone(),
-            intake: Limiter::new(config.intake_rate),
-            answers: Limiter::new(config.answer_rate),
-            trust_forwarded_for: config.trust_forwarded_for,
-            policy,
-        }
-    }
-}
-
-/// The client's address as the listener saw it (absent in in-process tests).
-#[derive(Clone, Copy, Debug)]
-pub struct ClientAddr(pub Option<SocketAddr>);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
-    type Rejection = std::convert::Infallible;
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddr(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|info| info.0),
-        ))
-    }
-}
-
-/// A request body of at most [`limits::BODY_BYTES`]; a larger one is refused with a JSON
-/// error (413) before anything reads it.
-#[derive(Debug)]
-pub struct LimitedBody(pub Bytes);
-
-impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
-    type Rejection = Refused;
-    async fn from_request(request: Request<Body>, _: &S) -> Result<Self, Self::Rejection> {
-        axum::body::to_bytes(request.into_body(), limits::BODY_BYTES)
-            .await
-            .map(LimitedBody)
-            .map_err(|_| {
-                Refused::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "too_large",
-                    format!(
-                        "The request is larger than {} KiB; shorten the text (see the per-field limits).",
-                        limits::BODY_BYTES / 1024
-                    ),
-                )
-            })
-    }
-}
-
-/// The rate-limit key of the client making a request.
-pub fn client_key_of(state: &AppState, addr: ClientAddr, headers: &HeaderMap) -> String {
-    client_of(&state.reporter, addr, headers)
-}
-
-fn client_of(desk: &ReporterDesk, addr: ClientAddr, headers: &HeaderMap) -> String {
-    if desk.trust_forwarded_for {
-        let forwarded = headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.trim().parse().ok());
-        if let Some(ip) = forwarded {
-            return client_key(ip);
-        }
-    }
-    addr.0
-        .map_or_else(|| "unknown".to_owned(), |a| client_key(a.ip()))
-}
-
-/// A refusal with its HTTP status (and, for 429, how long to wait).
-#[derive(Debug)]
-pub struct Refused {
-    pub(crate) status: StatusCode,
-    pub(crate) error: ApiError,
-    retry_after: Option<u64>,
-}
-
-impl Refused {
-    /// A refusal with a stable code and plain words.
-    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
-        Refused {
-            status,
-            error: ApiError {
-                error: code.to_owned(),
-                message: message.into(),
-                fields: BTreeMap::new(),
-            },
-            retry_after: None,
-        }
-    }
-
-    /// The one answer for a wrong, malformed or missing capability.
-    pub fn not_found() -> Self {
-        // One answer for a wrong, malformed or missing capability.
-        Refused::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "No report matches this link. Check that you copied the whole link, including \
-             everything after the #.",
-        )
-    }
-
-    /// A storage failure (logged; the caller hears only that nothing was recorded).
-    pub fn storage(error: impl std::fmt::Display) -> Self {
-        tracing::error!(%error, "reporter request: storage failed");
-        Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage_unavailable",
-            "The desk could not reach its database; nothing was recorded. Please try again.",
-        )
-    }
-
-    /// The desk's own scratch files (a temporary folder, a snapshot's files) could not be
-    /// made or written (logged with its cause).
-    pub fn workspace(error: impl std::fmt::Display) -> Self {
-        tracing::error!(%error, "scratch files failed");
-        Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "workspace_unavailable",
-            "The desk could not prepare its scratch files (disk full or not writable?); nothing was recorded. Please try again.",
-        )
-    }
-
-    /// The desk's git forge failed (logged with its cause).
-    pub fn forge(error: impl std::fmt::Display) -> Self {
-        tracing::error!(%error, "forge failed");
-        Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "forge_unavailable",
-            "The desk could not read or write the project's repository; nothing was recorded. Please try again.",
-        )
-    }
-
-    /// Over a rate limit.
-    pub fn rate_limited(wait: std::time::Duration) -> Self {
-        let seconds = retry_after_seconds(wait);
-        let mut refused = Refused::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limited",
-            format!("Too many requests from your network; try again in {seconds} s."),
-        );
-        refused.retry_after = Some(seconds);
-        refused
-    }
-}
-
-impl From<domain::workflow::Refusal> for Refused {
-    fn from(refusal: domain::workflow::Refusal) -> Self {
-        Refused::new(
-            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
-            &refusal.code,
-            refusal.message,
-        )
-    }
-}
-
-impl Refused {
-    /// Tells the caller when to try again (`Retry-After`, seconds).
-    pub(crate) fn with_retry_after(mut self, seconds: u64) -> Self {
-        self.retry_after = Some(seconds);
-        self
-    }
-
-    /// Per-field reasons, to add to.
-    pub fn fields_mut(&mut self) -> &mut BTreeMap<String, String> {
-        &mut self.error.fields
-    }
-}
-
-impl IntoResponse for Refused {
-    fn into_response(self) -> Response {
-        let mut response = (self.status, Json(self.error)).into_response();
-        if let Some(seconds) = self.retry_after {
-            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-        }
-        no_store(response)
-    }
-}
-
-/// Marks an answer as never to be cached.
-pub(crate) fn no_store(mut response: Response) -> Response {
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
 
 // ---------------------------------------------------------------------------------------------
 // Validation
@@ -1141,34 +931,6 @@ async fn render(
         }
     }
     response
-}
-
-/// Renders the app at `path` with `page` in its context and without hydration scripts (the
-/// reporter's form answers and the owners' desk pages), never cached.
-pub(crate) async fn render_script_free<P: Clone + Send + Sync + 'static>(
-    state: &AppState,
-    path: &str,
-    status: StatusCode,
-    page: P,
-) -> Response {
-    let options = state.leptos_options.clone();
-    let context_options = options.clone();
-    let settings = state.site_settings();
-    let handler = leptos_axum::render_app_to_stream_in_order_with_context(
-        move || {
-            leptos::prelude::provide_context(context_options.clone());
-            leptos::prelude::provide_context(settings.clone());
-            leptos::prelude::provide_context(page.clone());
-        },
-        move || app::shell_without_scripts(options.clone()),
-    );
-    let request = match Request::builder().uri(path).body(Body::empty()) {
-        Ok(request) => request,
-        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-    };
-    let mut response = handler(request).await.into_response();
-    *response.status_mut() = status;
-    no_store(response)
 }
 
 #[cfg(test)]

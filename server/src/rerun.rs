@@ -11,9 +11,9 @@
 
 use crate::forge_api::record;
 use crate::github::Fetched;
-use crate::http::AppState;
-use crate::reporter::Refused;
 use crate::snapshot::Snapshot;
+use crate::web::AppState;
+use crate::web::Refused;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use domain::workflow::{Actor, Command, Reproduction, Rerun};
@@ -35,17 +35,6 @@ const SLOT_WAIT: Duration = Duration::from_secs(2);
 const SLOT_RETRY_AFTER_SECONDS: u64 = 30;
 /// Characters of an assertion message the ledger keeps.
 const KEPT_ASSERTION: usize = 2_000;
-
-/// The desk's sandbox pool from the configuration (`R2R_SANDBOX_BACKEND`,
-/// `R2R_SANDBOX_IMAGE`, `R2R_TARGET_PROFILE`, `R2R_SANDBOX_CONCURRENCY`).
-pub fn desk_sandbox(config: &crate::config::Config) -> sandbox::Pool {
-    sandbox::Pool::new(
-        config.sandbox_backend,
-        &config.sandbox_image,
-        config.target_profile,
-        config.sandbox_concurrency,
-    )
-}
 
 /// A slot for one measurement (its baseline, runs and checks), held until dropped. Callers
 /// over the bound wait [`SLOT_WAIT`] at most, then hear 503 `sandbox_busy` with
@@ -209,7 +198,7 @@ async fn baseline(
 
 /// Handles a proposed reproduction for bug `id`.
 pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response, Refused> {
-    let proposed: Proposed = crate::api::json_body(body)?;
+    let proposed: Proposed = crate::web::json_body(body)?;
     let name = proposed.test_name.trim();
     if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
         return Err(invalid(
@@ -431,7 +420,7 @@ mod tests {
     async fn measurements_over_the_sandbox_bound_are_refused_with_a_retry_after() {
         let env = crate::config::Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", "2")]);
         let config = crate::config::Config::from_env(&env, None).unwrap();
-        let pool = desk_sandbox(&config);
+        let pool = crate::web::desk_sandbox(&config);
         let first = sandbox_slot(&pool).await.unwrap();
         let _second = sandbox_slot(&pool).await.unwrap();
         let started = std::time::Instant::now();

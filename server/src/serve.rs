@@ -1,7 +1,8 @@
 //! `r2r serve`: connect, migrate, bootstrap, listen.
 
 use crate::config::Config;
-use crate::http::{router, AppState};
+use crate::http::router;
+use crate::web::AppState;
 use anyhow::Context;
 use store::{NewOwner, Store};
 

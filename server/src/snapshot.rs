@@ -4,7 +4,7 @@
 //! then the tree shared read-only with the sandbox. The scratch folder goes when the
 //! `Snapshot` is dropped.
 
-use crate::reporter::Refused;
+use crate::web::Refused;
 use domain::workflow::CommitSha;
 use forge::LocalForge;
 use std::path::{Path, PathBuf};

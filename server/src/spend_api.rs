@@ -2,10 +2,13 @@
 //! it and settle it after (only the role that reserved a call may settle it); owners and the
 //! crew read the book.
 
-use crate::api::{guard, json_body, respond};
 use crate::auth::Credential;
-use crate::http::AppState;
-use crate::reporter::{LimitedBody, Refused};
+use crate::web::guard;
+use crate::web::json_body;
+use crate::web::respond;
+use crate::web::AppState;
+use crate::web::LimitedBody;
+use crate::web::Refused;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

@@ -14,7 +14,7 @@ async fn health_is_503_with_a_reason_when_the_database_is_gone() {
     let store = store::Store::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
     let config = server::config::Config::from_env(&Default::default(), None).unwrap();
-    let state = server::http::AppState::new(
+    let state = server::web::AppState::new(
         leptos::prelude::LeptosOptions::builder()
             .output_name("r2r")
             .build(),

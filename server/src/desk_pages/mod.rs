@@ -19,8 +19,10 @@ pub use owners::{invite_accept, invite_page, owners, owners_act, InviteForm};
 
 use crate::auth::{csrf_token, csrf_valid, Credential};
 use crate::github::Fetched;
-use crate::http::AppState;
-use crate::reporter::{no_store, ClientAddr, Refused};
+use crate::web::no_store;
+use crate::web::AppState;
+use crate::web::ClientAddr;
+use crate::web::Refused;
 use app::dto::{
     BugDesk, BugRow, CheckView, Confirm, CrewDesk, Dashboard, DeskFilter, DeskPage, DeskReport,
     EvidenceView, LedgerRow, QuarantineRow,
@@ -38,7 +40,7 @@ const DAY_MS: i64 = 86_400_000;
 
 /// Renders the desk page for `path` without hydration scripts.
 async fn render(state: &AppState, path: &str, status: StatusCode, page: DeskPage) -> Response {
-    crate::reporter::render_script_free(state, path, status, page).await
+    crate::web::render_script_free(state, path, status, page).await
 }
 
 fn owner(credential: &Credential) -> Option<(&OwnerAccount, &str)> {
@@ -137,7 +139,7 @@ pub async fn sign_in(
     Form(form): Form<SignInForm>,
 ) -> Response {
     let next = safe_next(form.next.as_deref());
-    if let Err(refused) = crate::api::refuse_cross_site(&headers) {
+    if let Err(refused) = crate::web::session::refuse_cross_site(&headers) {
         return render(
             &state,
             "/desk/sign-in",
@@ -149,13 +151,13 @@ pub async fn sign_in(
         )
         .await;
     }
-    let client = crate::reporter::client_key_of(&state, addr, &headers);
+    let client = crate::web::client_key_of(&state, addr, &headers);
     match crate::api::sign_in(&state, &client, &form.email, form.password).await {
         Ok((session, _)) => {
             let mut response = Redirect::to(&next).into_response();
             response.headers_mut().insert(
                 header::SET_COOKIE,
-                crate::api::session_cookie(&state, &session),
+                crate::web::session::session_cookie(&state, &session),
             );
             no_store(response)
         }
@@ -182,7 +184,7 @@ pub async fn sign_out(
     credential: Credential,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = crate::api::refuse_cross_site(&headers) {
+    if let Err(refused) = crate::web::session::refuse_cross_site(&headers) {
         return problem(
             &state,
             owner(&credential).map(|(account, _)| account.email.clone()),
@@ -205,7 +207,7 @@ pub async fn sign_out(
     let mut response = Redirect::to("/desk/sign-in").into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        crate::api::session_cookie_header(&state, "", 0),
+        crate::web::session::session_cookie_header(&state, "", 0),
     );
     no_store(response)
 }

@@ -206,8 +206,8 @@ pub async fn invite_accept(
     Form(form): Form<InviteForm>,
 ) -> Response {
     let token = extract_secret(&form.token);
-    let client = crate::reporter::client_key_of(&state, addr, &headers);
-    let accepted = match crate::api::refuse_cross_site(&headers) {
+    let client = crate::web::client_key_of(&state, addr, &headers);
+    let accepted = match crate::web::session::refuse_cross_site(&headers) {
         Ok(()) => {
             crate::api::accept_invitation(&state, &client, &token, &form.email, form.password).await
         }

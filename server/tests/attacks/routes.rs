@@ -22,7 +22,7 @@ fn concrete(path: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_declared_operation_is_served_and_nothing_else_under_api_is() {
     let target = Target::start(&[]);
-    for op in server::api::OPERATIONS {
+    for op in server::web::OPERATIONS {
         let method: reqwest::Method = op.method.parse().unwrap();
         let response = target
             .client

@@ -1,0 +1,147 @@
+//! The one refusal every handler answers with: an HTTP status, a stable error code, plain
+//! words for the caller (never an internal message) and, for 429/503, when to try again.
+//! The failure's cause goes to the log, with the kind of part that failed (storage, the
+//! sandbox, the forge, the desk's scratch files, or the desk itself).
+
+use crate::ratelimit::retry_after_seconds;
+use app::dto::ApiError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A refusal with its HTTP status (and, for 429, how long to wait).
+#[derive(Debug)]
+pub struct Refused {
+    pub(crate) status: StatusCode,
+    pub(crate) error: ApiError,
+    pub(crate) retry_after: Option<u64>,
+}
+
+impl Refused {
+    /// A refusal with a stable code and plain words.
+    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        Refused {
+            status,
+            error: ApiError {
+                error: code.to_owned(),
+                message: message.into(),
+                fields: BTreeMap::new(),
+            },
+            retry_after: None,
+        }
+    }
+
+    /// The one answer for a wrong, malformed or missing capability.
+    pub fn not_found() -> Self {
+        // One answer for a wrong, malformed or missing capability.
+        Refused::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "No report matches this link. Check that you copied the whole link, including \
+             everything after the #.",
+        )
+    }
+
+    /// A storage failure (logged; the caller hears only that nothing was recorded).
+    pub fn storage(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "reporter request: storage failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage_unavailable",
+            "The desk could not reach its database; nothing was recorded. Please try again.",
+        )
+    }
+
+    /// The desk's own scratch files (a temporary folder, a snapshot's files) could not be
+    /// made or written (logged with its cause).
+    pub fn workspace(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "scratch files failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "workspace_unavailable",
+            "The desk could not prepare its scratch files (disk full or not writable?); nothing was recorded. Please try again.",
+        )
+    }
+
+    /// The desk's git forge failed (logged with its cause).
+    pub fn forge(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "forge failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "forge_unavailable",
+            "The desk could not read or write the project's repository; nothing was recorded. Please try again.",
+        )
+    }
+
+    /// Over a rate limit.
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
+        let seconds = retry_after_seconds(wait);
+        let mut refused = Refused::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("Too many requests from your network; try again in {seconds} s."),
+        );
+        refused.retry_after = Some(seconds);
+        refused
+    }
+}
+
+impl From<domain::workflow::Refusal> for Refused {
+    fn from(refusal: domain::workflow::Refusal) -> Self {
+        Refused::new(
+            StatusCode::from_u16(refusal.kind.http_status()).unwrap_or(StatusCode::CONFLICT),
+            &refusal.code,
+            refusal.message,
+        )
+    }
+}
+
+impl Refused {
+    /// Tells the caller when to try again (`Retry-After`, seconds).
+    pub(crate) fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
+    /// Per-field reasons, to add to.
+    pub fn fields_mut(&mut self) -> &mut BTreeMap<String, String> {
+        &mut self.error.fields
+    }
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(self.error)).into_response();
+        if let Some(seconds) = self.retry_after {
+            if let Ok(value) = HeaderValue::from_str(&seconds.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        no_store(response)
+    }
+}
+
+/// Marks an answer as never to be cached.
+pub fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Every API answer: the success or the refusal, never cached.
+pub fn respond<T: IntoResponse>(result: Result<T, Refused>) -> Response {
+    no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
+}
+
+pub fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Refused> {
+    serde_json::from_slice(body).map_err(|error| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("The body does not match this operation: {error}."),
+        )
+    })
+}

@@ -1,0 +1,16 @@
+//! The HTTP plumbing every route and desk page shares, and nothing a route does: the state,
+//! the one refusal type, extractors, the operation table that drives routing and
+//! authorisation, session cookies and the script-free renderer.
+
+pub mod error;
+pub mod extract;
+pub mod ops;
+pub mod render;
+pub mod session;
+pub mod state;
+
+pub use error::{json_body, no_store, respond, Refused};
+pub use extract::{client_key_of, client_of, ClientAddr, LimitedBody};
+pub use ops::{guard, operation, Operation, OPERATIONS};
+pub use render::render_script_free;
+pub use state::{desk_sandbox, AppState, ReporterDesk};

@@ -1,0 +1,35 @@
+//! Server-side rendering of the Leptos app without hydration scripts: the answers to the
+//! reporter's form posts and the owners' desk pages.
+
+use super::{no_store, AppState};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+/// Renders the app at `path` with `page` in its context and without hydration scripts (the
+/// reporter's form answers and the owners' desk pages), never cached.
+pub async fn render_script_free<P: Clone + Send + Sync + 'static>(
+    state: &AppState,
+    path: &str,
+    status: StatusCode,
+    page: P,
+) -> Response {
+    let options = state.leptos_options.clone();
+    let context_options = options.clone();
+    let settings = state.site_settings();
+    let handler = leptos_axum::render_app_to_stream_in_order_with_context(
+        move || {
+            leptos::prelude::provide_context(context_options.clone());
+            leptos::prelude::provide_context(settings.clone());
+            leptos::prelude::provide_context(page.clone());
+        },
+        move || app::shell_without_scripts(options.clone()),
+    );
+    let request = match Request::builder().uri(path).body(Body::empty()) {
+        Ok(request) => request,
+        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let mut response = handler(request).await.into_response();
+    *response.status_mut() = status;
+    no_store(response)
+}

@@ -1,0 +1,108 @@
+//! What every handler is given: the store, the forge, the sandbox pool, the reporter side's
+//! settings and limiters, owner sessions and the model budget — built once from the
+//! configuration.
+
+use crate::ratelimit::Limiter;
+use app::dto::SiteSettings;
+use axum::extract::FromRef;
+use domain::workflow::Policy;
+use leptos::prelude::LeptosOptions;
+use std::sync::Arc;
+use store::Store;
+
+/// Shared state of every handler.
+#[derive(Clone, Debug, FromRef)]
+pub struct AppState {
+    /// Leptos site options (site root, output name).
+    pub leptos_options: LeptosOptions,
+    /// The ledger.
+    pub store: Store,
+    /// This installation's id.
+    pub instance: String,
+    /// The reporter side: components, limits, policy.
+    pub reporter: Arc<ReporterDesk>,
+    /// Owner sessions and sign-in limits.
+    pub auth: Arc<crate::auth::AuthDesk>,
+    /// GitHub settings.
+    pub github: Arc<crate::config::GitHubConfig>,
+    /// The local git forge, when this desk has one.
+    pub local_forge: Option<Arc<forge::LocalForge>>,
+    /// The sandbox the desk re-runs proposed tests in (connected on first use).
+    pub sandbox: Arc<sandbox::Pool>,
+    /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`).
+    pub fix_allowed_paths: Arc<Vec<String>>,
+    /// The model budget.
+    pub spend: domain::spend::Budget,
+}
+
+impl AppState {
+    /// The state for `config`.
+    pub fn new(
+        leptos_options: LeptosOptions,
+        store: Store,
+        instance: String,
+        config: &crate::config::Config,
+    ) -> Self {
+        AppState {
+            leptos_options,
+            store,
+            instance,
+            reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
+            auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
+            github: Arc::new(config.github.clone()),
+            local_forge: config
+                .local_forge
+                .as_ref()
+                .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
+            sandbox: Arc::new(desk_sandbox(config)),
+            fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
+            spend: config.spend,
+        }
+    }
+
+    /// What the pages need from the configuration.
+    pub fn site_settings(&self) -> SiteSettings {
+        SiteSettings {
+            components: self.reporter.components.clone(),
+        }
+    }
+}
+
+/// The reporter side's settings and limiters, shared by every handler.
+#[derive(Debug)]
+pub struct ReporterDesk {
+    /// Components a report may name.
+    pub components: Vec<String>,
+    /// Per-client limit on filing.
+    pub intake: Limiter,
+    /// Per-client limit on tracking reads and answers.
+    pub answers: Limiter,
+    /// Whether `X-Forwarded-For` names the client.
+    pub trust_forwarded_for: bool,
+    /// The crew's rules (the engine needs them).
+    pub policy: Policy,
+}
+
+impl ReporterDesk {
+    /// From the configuration.
+    pub fn new(config: &crate::config::IntakeConfig, policy: Policy) -> Self {
+        ReporterDesk {
+            components: config.components.clone(),
+            intake: Limiter::new(config.intake_rate),
+            answers: Limiter::new(config.answer_rate),
+            trust_forwarded_for: config.trust_forwarded_for,
+            policy,
+        }
+    }
+}
+
+/// The desk's sandbox pool from the configuration (`R2R_SANDBOX_BACKEND`,
+/// `R2R_SANDBOX_IMAGE`, `R2R_TARGET_PROFILE`, `R2R_SANDBOX_CONCURRENCY`).
+pub fn desk_sandbox(config: &crate::config::Config) -> sandbox::Pool {
+    sandbox::Pool::new(
+        config.sandbox_backend,
+        &config.sandbox_image,
+        config.target_profile,
+        config.sandbox_concurrency,
+    )
+}
