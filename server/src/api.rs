@@ -403,8 +403,8 @@ pub async fn accept_invitation(
         let password = accept.password.clone();
         let hash = tokio::task::spawn_blocking(move || crate::setup::hash_password(&password))
             .await
-            .map_err(Refused::storage)?
-            .map_err(Refused::storage)?;
+            .map_err(Refused::internal)?
+            .map_err(Refused::internal)?;
         let owner = NewOwner {
             id: format!("owner-{}", random_secret(12)),
             email: store::owners::normalise_email(&accept.email),

@@ -76,7 +76,7 @@ async fn confirmed_test(
         .into_iter()
         .find(|e| e.id == reproduction.id)
         .ok_or_else(|| {
-            Refused::storage(format!(
+            Refused::internal(format!(
                 "the reproduction's evidence {} is missing",
                 reproduction.id
             ))
@@ -87,7 +87,7 @@ async fn confirmed_test(
         .to_owned();
     let sha256 = hex::encode(Sha256::digest(source.as_bytes()));
     if sha256 != reproduction.test_sha256 {
-        return Err(Refused::storage(format!(
+        return Err(Refused::internal(format!(
             "the stored test of {} does not match the confirmed hash",
             reproduction.id
         )));
@@ -248,19 +248,12 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
     })?;
     let profile = state.sandbox.profile;
     let toolchains = Toolchains::detect();
-    let sandbox_failed = |e: sandbox::SandboxError| {
-        Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "sandbox_failed",
-            e.to_string(),
-        )
-    };
     let mut checks = Vec::new();
     // The whole suite, with the confirmed test in it: it must pass, and so must everything.
     let suite = profile
         .job(snapshot.root(), None, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
-    let outcome = sandbox.run(&suite).await.map_err(sandbox_failed)?;
+    let outcome = sandbox.run(&suite).await.map_err(Refused::sandbox)?;
     let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
     let confirmed_passed = matches!(
         profile.classify(&outcome, &test.name),
@@ -282,7 +275,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
         .checks(snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
     for (name, job) in jobs {
-        let outcome = sandbox.run(&job).await.map_err(sandbox_failed)?;
+        let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
         let passed = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
         let detail = if passed { "clean" } else { "reported problems" };
         checks.push(check_json(name, &outcome, passed, detail));
@@ -410,9 +403,11 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
         .await
         .map_err(Refused::forge)?;
     if draft_pull.head != head {
-        return Err(Refused::storage(format!(
-            "branch {branch} moved from {head} before its pull request was opened"
-        )));
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "branch_moved",
+            format!("branch {branch} moved from {head} before its pull request was opened; push again and resubmit"),
+        ));
     }
     body["head"] = json!(draft_pull.head.as_str());
     body["branch"] = json!(branch);

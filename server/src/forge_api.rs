@@ -40,7 +40,7 @@ fn git_refused(error: GitError) -> Refused {
         GitError::Conflict { .. } => {
             Refused::new(StatusCode::CONFLICT, "merge_conflict", error.to_string())
         }
-        other => Refused::storage(other),
+        other => Refused::forge(other),
     }
 }
 
@@ -125,7 +125,7 @@ fn forge_refused(error: ForgeError) -> Refused {
         ForgeError::Invalid(reason) => {
             Refused::new(StatusCode::UNPROCESSABLE_ENTITY, "forge_refused", reason)
         }
-        other => Refused::storage(other),
+        other => Refused::forge(other),
     }
 }
 

@@ -140,13 +140,7 @@ async fn baseline(
     let job = profile
         .job(snapshot.root(), None, toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
-    let outcome = sandbox.run(&job).await.map_err(|e| {
-        Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "sandbox_failed",
-            e.to_string(),
-        )
-    })?;
+    let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
     let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
     if green {
         state.sandbox.mark_green(head.as_str());
@@ -303,13 +297,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     snapshot.write(test_path, &proposed.test_source)?;
     snapshot.share_read_only()?;
 
-    let outcome = sandbox.run(&job).await.map_err(|e| {
-        Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "sandbox_failed",
-            e.to_string(),
-        )
-    })?;
+    let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
     let verdict = profile.classify(&outcome, name);
     let now = crate::clock::now_ms();
     let evidence_id = format!("rerun-{now}-{:08x}", rand::random::<u32>());

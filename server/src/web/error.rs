@@ -75,6 +75,28 @@ impl Refused {
         )
     }
 
+    /// The sandbox failed to run a job (logged with its cause; the caller hears only that
+    /// nothing was recorded).
+    pub fn sandbox(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "sandbox run failed");
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_failed",
+            "The desk's sandbox could not run the job (its engine stopped or refused); nothing was recorded. Please try again.",
+        )
+    }
+
+    /// The desk itself failed (a task panicked, a value could not be encoded); logged with
+    /// its cause.
+    pub fn internal(error: impl std::fmt::Display) -> Self {
+        tracing::error!(%error, "internal failure");
+        Refused::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "The desk failed while handling this request; nothing was recorded. Please try again.",
+        )
+    }
+
     /// Over a rate limit.
     pub fn rate_limited(wait: std::time::Duration) -> Self {
         let seconds = retry_after_seconds(wait);
