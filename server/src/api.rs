@@ -6,6 +6,8 @@ use crate::auth::{
     csrf_token, hash_secret, random_secret, Credential, INVITE_TTL_MS, SESSION_TTL_MS,
 };
 use crate::clock::now_ms;
+use crate::service::commands::run_command;
+use crate::service::forge::{self as forge_service, FixRequest, HeadBody};
 use crate::web::ops::openapi_document;
 use crate::web::session::{refuse_cross_site, session_cookie, session_cookie_header};
 use crate::web::AppState;
@@ -14,10 +16,10 @@ use crate::web::LimitedBody;
 use crate::web::Refused;
 use crate::web::{guard, json_body, respond};
 use axum::extract::{Path, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use domain::workflow::{Actor, Command, CommitSha};
+use domain::workflow::Command;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Instant;
@@ -499,31 +501,9 @@ pub async fn get_bug(
     respond(result)
 }
 
-pub(crate) fn actor_of(credential: &Credential) -> Actor {
-    match credential {
-        Credential::Owner { account, .. } => crate::auth::owner_actor(account),
-        Credential::Role(role) => Actor::Role { role: *role },
-        _ => Actor::Anonymous,
-    }
-}
-
-async fn run_command(
-    state: &AppState,
-    bug: &str,
-    command: Command,
-    actor: &Actor,
-) -> Result<Response, Refused> {
-    crate::forge_api::record(state, bug, command, actor, &Default::default()).await
-}
-
 #[derive(Deserialize)]
 struct NoteBody {
     note: String,
-}
-
-#[derive(Deserialize)]
-struct ApproveBody {
-    head: String,
 }
 
 #[derive(Deserialize)]
@@ -574,13 +554,29 @@ pub(crate) async fn bug_operation(
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, op_id)?;
-        let actor = actor_of(&credential);
+        let actor = credential.actor();
         match op_id {
-            "submitFix" => return crate::forge_api::submit_fix(&state, &id, &body).await,
+            "submitFix" => {
+                let fix: FixRequest = json_body(&body)?;
+                let recorded = forge_service::submit_fix(&state, &id, fix).await?;
+                return Ok(Json(recorded).into_response());
+            }
             "proposeReproduction" => return crate::rerun::propose(&state, &id, &body).await,
-            "merge" => return crate::forge_api::merge(&state, &id, &body, &actor).await,
-            "approve" if state.local_forge.is_some() => {
-                return crate::forge_api::approve(&state, &id, &body, &actor).await
+            "merge" => {
+                let merge: HeadBody = json_body(&body)?;
+                let head = forge_service::parse_sha(&merge.head)?;
+                let merged = forge_service::merge(&state, &id, head, &actor).await?;
+                let mut response = Json(merged.recorded).into_response();
+                if let Ok(value) = HeaderValue::from_str(merged.merge_commit.as_str()) {
+                    response.headers_mut().insert("x-r2r-merge-commit", value);
+                }
+                return Ok(response);
+            }
+            "approve" => {
+                let approve: HeadBody = json_body(&body)?;
+                let head = forge_service::parse_sha(&approve.head)?;
+                let recorded = forge_service::approve(&state, &id, head, &actor).await?;
+                return Ok(Json(recorded).into_response());
             }
             _ => {}
         }
@@ -596,17 +592,6 @@ pub(crate) async fn bug_operation(
                 Command::AddNote {
                     note: screened_note(&note.note)?,
                 }
-            }
-            "approve" => {
-                let approve: ApproveBody = json_body(&body)?;
-                let head = CommitSha::parse(&approve.head).map_err(|e| {
-                    Refused::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "invalid_head",
-                        e.to_string(),
-                    )
-                })?;
-                Command::Approve { head }
             }
             "reopen" => {
                 let reopen: ReopenBody = json_body(&body)?;
@@ -624,7 +609,8 @@ pub(crate) async fn bug_operation(
                 ))
             }
         };
-        run_command(&state, &id, command, &actor).await
+        let recorded = run_command(&state, &id, command, &actor).await?;
+        Ok(Json(recorded).into_response())
     }
     .await;
     respond(result)

@@ -178,6 +178,16 @@ impl Credential {
             Credential::Owner { .. } => "owner".to_owned(),
         }
     }
+
+    /// The engine's actor for this credential: the one place an actor is built from a
+    /// request, so one owner is one person on every path (API, desk forms, recorder).
+    pub fn actor(&self) -> domain::workflow::Actor {
+        match self {
+            Credential::Owner { account, .. } => owner_actor(account),
+            Credential::Role(role) => domain::workflow::Actor::Role { role: *role },
+            _ => domain::workflow::Actor::Anonymous,
+        }
+    }
 }
 
 fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -12,9 +12,9 @@
 //! the desk on a new branch of the local forge and a draft pull request with the evidence in
 //! its description. After that the crew has nothing left to do: people approve and merge.
 
-use crate::forge_api::{dry_run, load, record};
-use crate::github::Fetched;
 use crate::rerun::{evidence_label, invalid, short, tail, KEPT_OUTPUT, RERUN_DEADLINE};
+use crate::service::commands::Fetched;
+use crate::service::commands::{dry_run, load, record};
 use crate::snapshot::Snapshot;
 use crate::web::AppState;
 use crate::web::Refused;
@@ -337,7 +337,6 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
             &Fetched::default(),
         )
         .await?;
-        let answer = crate::rerun::response_json(recorded).await?;
         return Ok((
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({
@@ -345,9 +344,9 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
                 "message": format!(
                     "attempt {attempt} of {} failed the desk's checks (evidence {evidence_id}); the bug is now {}",
                     state.reporter.policy.max_fix_attempts,
-                    answer["state"].as_str().unwrap_or("unknown")
+                    recorded.state.as_str()
                 ),
-                "state": answer["state"],
+                "state": recorded.state.as_str(),
                 "attempt": attempt,
                 "evidence": evidence_id,
                 "checks": summary,
@@ -440,7 +439,7 @@ pub async fn candidate(state: &AppState, id: &str, body: &[u8]) -> Result<Respon
         &Fetched::default(),
     )
     .await?;
-    let mut answer = crate::rerun::response_json(recorded).await?;
+    let mut answer = json!(recorded);
     answer["pull_request"] = json!(draft_pull.number);
     answer["head"] = json!(draft_pull.head.as_str());
     answer["branch"] = json!(branch);

@@ -11,6 +11,7 @@
 
 use crate::clock::now_ms;
 use crate::config::GitHubConfig;
+use crate::service::commands::{Fetched, KnownAncestry};
 use crate::web::AppState;
 use crate::web::Refused;
 use axum::body::Bytes;
@@ -20,15 +21,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{
-    decide, Actor, Ancestry, AncestryOracle, Bug, Command, CommitSha, Consumer, DeploymentStatus,
-    Evidence, JobDraft, Policy,
+    decide, Actor, Bug, Command, CommitSha, Consumer, DeploymentStatus, Evidence, JobDraft, Policy,
 };
 use domain::{BugState, Role};
 use forge::{Forge, ForgeError, RepoPermission};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 use store::Store;
 
@@ -200,19 +200,6 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
 // ---------------------------------------------------------------------------------------------
 // Applying queued events
 
-/// Relations fetched before deciding (the engine's oracle is synchronous and pure).
-#[derive(Debug, Default)]
-pub(crate) struct KnownAncestry(pub(crate) HashMap<(CommitSha, CommitSha), Ancestry>);
-
-impl AncestryOracle for KnownAncestry {
-    fn relation(&self, base: &CommitSha, candidate: &CommitSha) -> Ancestry {
-        self.0
-            .get(&(base.clone(), candidate.clone()))
-            .copied()
-            .unwrap_or(Ancestry::Unknown)
-    }
-}
-
 fn sha(value: &Value) -> Option<CommitSha> {
     value.as_str().and_then(|s| CommitSha::parse(s).ok())
 }
@@ -288,16 +275,6 @@ async fn reviewer_access(
             source: Box::new(error),
         }),
     }
-}
-
-/// Evidence fetched before deciding (kept `Send`: the engine's `Evidence` is built inside
-/// the synchronous decision).
-#[derive(Debug, Default)]
-pub(crate) struct Fetched {
-    pub(crate) ancestry: KnownAncestry,
-    pub(crate) code_owners: Option<CodeOwners>,
-    /// The desk's own sandbox re-run of a proposed reproduction.
-    pub(crate) rerun: Option<domain::workflow::Rerun>,
 }
 
 pub(crate) async fn apply(

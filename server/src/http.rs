@@ -140,7 +140,7 @@ pub fn api_router() -> Router<AppState> {
 
 /// The handler of operation `id`, routed for `filter` (the table's method).
 pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppState>> {
-    use crate::{crew_api, fix, forge_api, notify_api, spend_api};
+    use crate::{crew_api, fix, notify_api, spend_api};
     Some(match id {
         "health" => on(filter, health),
         "openapi" => on(filter, api::openapi),
@@ -170,8 +170,8 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         "submitFixCandidate" => {
             on(filter, fix::post_candidate).layer(DefaultBodyLimit::max(fix::CANDIDATE_BYTES))
         }
-        "getDiff" => on(filter, forge_api::diff),
-        "recordDeployment" => on(filter, forge_api::record_deployment),
+        "getDiff" => on(filter, crate::routes::forge::diff),
+        "recordDeployment" => on(filter, crate::routes::forge::record_deployment),
         "reserveModelCall" => on(filter, spend_api::reserve),
         "settleModelCall" => on(filter, spend_api::settle),
         "getSpend" => on(filter, spend_api::summary),

@@ -7,7 +7,6 @@
 //! handed only to the concierge, only for a job addressed to that reporter (the owners'
 //! notices carry the owners' addresses).
 
-use crate::api::actor_of;
 use crate::auth::Credential;
 use crate::clock::now_ms;
 use crate::web::guard;
@@ -335,7 +334,7 @@ pub async fn message_reporter(
     let result = async {
         guard(&state, &credential, &headers, "messageReporter")?;
         let body: MessageBody = json_body(&body)?;
-        let Actor::Owner { id: author } = actor_of(&credential) else {
+        let Actor::Owner { id: author } = credential.actor() else {
             return Err(Refused::new(
                 StatusCode::FORBIDDEN,
                 "forbidden_actor",

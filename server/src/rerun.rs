@@ -9,8 +9,8 @@
 //! assertion failure of that test becomes the engine's `propose_reproduction`, with the
 //! assertion the desk saw — not the one the crew claimed.
 
-use crate::forge_api::record;
-use crate::github::Fetched;
+use crate::service::commands::record;
+use crate::service::commands::Fetched;
 use crate::snapshot::Snapshot;
 use crate::web::AppState;
 use crate::web::Refused;
@@ -211,7 +211,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
     let reproducer = Actor::Role {
         role: domain::Role::Reproducer,
     };
-    let bug = crate::forge_api::load(state, id).await?;
+    let bug = crate::service::commands::load(state, id).await?;
     // The engine's guards first (state, role, a test the reporter already rejected): no
     // sandbox run for a proposal that could not be recorded anyway.
     let probe = Command::ProposeReproduction {
@@ -226,7 +226,7 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
         rerun: Some(Rerun::Reproduced),
         ..Fetched::default()
     };
-    crate::forge_api::dry_run(state, &bug, &probe, &reproducer, &measured)?;
+    crate::service::commands::dry_run(state, &bug, &probe, &reproducer, &measured)?;
 
     let forge = state.local_forge.as_deref().ok_or_else(|| {
         Refused::new(
@@ -361,19 +361,10 @@ pub async fn propose(state: &AppState, id: &str, body: &[u8]) -> Result<Response
             assertion: screened_assertion(&assertion),
         },
     };
-    let response = record(state, id, command, &reproducer, &measured).await?;
-    let status = response.status();
-    let mut answer = response_json(response).await?;
+    let recorded = record(state, id, command, &reproducer, &measured).await?;
+    let mut answer = json!(recorded);
     answer["desk_run"] = desk_run;
-    Ok((status, axum::Json(answer)).into_response())
-}
-
-/// The JSON body of one of the desk's own answers.
-pub(crate) async fn response_json(response: Response) -> Result<serde_json::Value, Refused> {
-    let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
-        .await
-        .map_err(Refused::storage)?;
-    Ok(serde_json::from_slice(&bytes).unwrap_or_default())
+    Ok(axum::Json(answer).into_response())
 }
 
 #[cfg(test)]
@@ -417,7 +408,10 @@ mod tests {
         let response = refused.into_response();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(response.headers()["retry-after"], "30");
-        let body = response_json(response).await.unwrap();
+        let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(body["error"], "sandbox_busy");
         assert!(body["message"]
             .as_str()

@@ -158,31 +158,14 @@ pub async fn act(
                 )
                 .await;
             };
-            let body = serde_json::json!({"head": head}).to_string();
-            if action == "approve" {
-                if state.local_forge.is_some() {
-                    crate::forge_api::approve(&state, &id, body.as_bytes(), &actor).await
-                } else {
-                    match domain::workflow::CommitSha::parse(&head) {
-                        Ok(head) => {
-                            crate::forge_api::record(
-                                &state,
-                                &id,
-                                Command::Approve { head },
-                                &actor,
-                                &Fetched::default(),
-                            )
-                            .await
-                        }
-                        Err(e) => Err(Refused::new(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            "invalid_head",
-                            e.to_string(),
-                        )),
-                    }
+            match crate::service::forge::parse_sha(&head) {
+                Err(refused) => Err(refused),
+                Ok(head) if action == "approve" => {
+                    crate::service::forge::approve(&state, &id, head, &actor).await
                 }
-            } else {
-                crate::forge_api::merge(&state, &id, body.as_bytes(), &actor).await
+                Ok(head) => crate::service::forge::merge(&state, &id, head, &actor)
+                    .await
+                    .map(|merged| merged.recorded),
             }
         }
         _ => {
@@ -197,14 +180,13 @@ pub async fn act(
                 )
                 .await;
             }
-            crate::forge_api::record(
+            crate::service::commands::run_command(
                 &state,
                 &id,
                 Command::OwnerReopen {
                     reason: reason.chars().take(2_000).collect(),
                 },
                 &actor,
-                &Fetched::default(),
             )
             .await
         }

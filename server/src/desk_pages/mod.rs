@@ -18,7 +18,6 @@ pub use live::{live, LiveQuery};
 pub use owners::{invite_accept, invite_page, owners, owners_act, InviteForm};
 
 use crate::auth::{csrf_token, csrf_valid, Credential};
-use crate::github::Fetched;
 use crate::web::no_store;
 use crate::web::AppState;
 use crate::web::ClientAddr;

@@ -1,0 +1,62 @@
+//! `GET /api/v1/bugs/{id}/diff` (owners read a fix) and `POST /api/v1/deployments` (the
+//! recorder records a commit that is live). The bug commands that touch the forge (submit a
+//! fix, approve, merge) are routed with the other bug commands in [`super::bugs`].
+
+use crate::auth::Credential;
+use crate::service::forge::{self as forge_service, parse_sha};
+use crate::web::{guard, json_body, respond, AppState, LimitedBody, Refused};
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+/// `GET /api/v1/bugs/{id}/diff`.
+pub async fn diff(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getDiff")?;
+        Ok::<_, Refused>(Json(forge_service::diff(&state, &id).await?))
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize)]
+struct DeploymentBody {
+    deployment: String,
+    commit: String,
+}
+
+/// `POST /api/v1/deployments`: the recorder (after `r2r recorder verify`) records that a
+/// commit is live; every bug in review, approved or merged sees it, with ancestry from git.
+pub async fn record_deployment(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "recordDeployment")?;
+        let deployment: DeploymentBody = json_body(&body)?;
+        let commit = parse_sha(&deployment.commit)?;
+        let actor = credential.actor();
+        let bugs =
+            forge_service::record_deployment(&state, &deployment.deployment, &commit, &actor)
+                .await?;
+        let bugs: Vec<_> = bugs
+            .into_iter()
+            .map(|(bug, ok)| json!({"bug": bug, "ok": ok}))
+            .collect();
+        Ok::<_, Refused>(Json(
+            json!({"deployment": deployment.deployment.trim(), "bugs": bugs}),
+        ))
+    }
+    .await;
+    respond(result)
+}

@@ -1,0 +1,141 @@
+//! Commands through the engine: load a bug, decide with the evidence fetched beforehand
+//! (inside the store's compare-and-swap, so a concurrent change is never overwritten), or
+//! only ask whether the engine would accept a command now (the dry run before anything
+//! irreversible, such as opening a pull request or moving a branch).
+
+use crate::web::{AppState, Refused};
+use axum::http::StatusCode;
+use domain::codeowners::CodeOwners;
+use domain::workflow::{decide, Actor, Ancestry, AncestryOracle, Command, CommitSha};
+use domain::BugState;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// What the ledger says after a command: whether it changed, the bug's state and version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Recorded {
+    /// Whether this command changed the ledger (a repeat of a recorded one does not).
+    pub recorded: bool,
+    /// The bug's state now.
+    #[serde(serialize_with = "state_name")]
+    pub state: BugState,
+    /// The bug's version now.
+    pub version: u64,
+}
+
+fn state_name<S: serde::Serializer>(state: &BugState, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(state.as_str())
+}
+
+/// Relations fetched before deciding (the engine's oracle is synchronous and pure).
+#[derive(Debug, Default)]
+pub struct KnownAncestry(pub HashMap<(CommitSha, CommitSha), Ancestry>);
+
+impl AncestryOracle for KnownAncestry {
+    fn relation(&self, base: &CommitSha, candidate: &CommitSha) -> Ancestry {
+        self.0
+            .get(&(base.clone(), candidate.clone()))
+            .copied()
+            .unwrap_or(Ancestry::Unknown)
+    }
+}
+
+/// Evidence fetched before deciding (kept `Send`: the engine's `Evidence` is built inside
+/// the synchronous decision).
+#[derive(Debug, Default)]
+pub struct Fetched {
+    pub ancestry: KnownAncestry,
+    pub code_owners: Option<CodeOwners>,
+    /// The desk's own sandbox re-run of a proposed reproduction.
+    pub rerun: Option<domain::workflow::Rerun>,
+}
+
+pub async fn load(state: &AppState, id: &str) -> Result<domain::workflow::Bug, Refused> {
+    Ok(state
+        .store
+        .load_bug(id)
+        .await
+        .map_err(Refused::storage)?
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_bug",
+                format!("No bug {id}."),
+            )
+        })?
+        .bug)
+}
+
+/// Applies `command` through the engine with fetched evidence: what the ledger now says, or
+/// the engine's refusal.
+pub async fn record(
+    state: &AppState,
+    id: &str,
+    command: Command,
+    actor: &Actor,
+    fetched: &Fetched,
+) -> Result<Recorded, Refused> {
+    let now = crate::clock::now_ms();
+    let policy = &state.reporter.policy;
+    let applied = state
+        .store
+        .apply(id, now, |b| {
+            let evidence = domain::workflow::Evidence {
+                rerun: fetched.rerun,
+                ancestry: Some(&fetched.ancestry),
+                code_owners: fetched.code_owners.as_ref(),
+            };
+            decide(b, &command, actor, &evidence, policy, now)
+        })
+        .await;
+    match applied {
+        Ok(applied) => Ok(Recorded {
+            recorded: applied.changed,
+            state: applied.bug.state,
+            version: applied.bug.version,
+        }),
+        Err(store::ApplyError::Refused(refusal)) => Err(refusal.into()),
+        Err(store::ApplyError::NotFound(id)) => Err(Refused::new(
+            StatusCode::NOT_FOUND,
+            "unknown_bug",
+            format!("No bug {id}."),
+        )),
+        Err(error) => Err(Refused::storage(error)),
+    }
+}
+
+/// Whether the engine would accept `command` on `bug` now (no `Evidence` outlives this call,
+/// so the handler's future stays `Send`).
+pub fn dry_run(
+    state: &AppState,
+    bug: &domain::workflow::Bug,
+    command: &Command,
+    actor: &Actor,
+    fetched: &Fetched,
+) -> Result<(), Refused> {
+    let evidence = domain::workflow::Evidence {
+        rerun: fetched.rerun,
+        ancestry: Some(&fetched.ancestry),
+        code_owners: None,
+    };
+    decide(
+        bug,
+        command,
+        actor,
+        &evidence,
+        &state.reporter.policy,
+        crate::clock::now_ms(),
+    )
+    .map(|_| ())
+    .map_err(Refused::from)
+}
+
+/// A bug command with no evidence to fetch (notes, triage, starting work, reopening).
+pub async fn run_command(
+    state: &AppState,
+    bug: &str,
+    command: Command,
+    actor: &Actor,
+) -> Result<Recorded, Refused> {
+    record(state, bug, command, actor, &Fetched::default()).await
+}

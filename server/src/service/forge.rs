@@ -1,0 +1,306 @@
+//! The desk's side of the local forge: the fixer opens a draft pull request for a pushed
+//! branch, owners read its diff, approve its exact head (with CODEOWNERS read on the base
+//! branch, so a change cannot name its own code owners) and merge it — a real git merge,
+//! published only after the engine accepted it — and the recorder records a verified
+//! deployment, with ancestry from git.
+
+use super::commands::{dry_run, load, record, Fetched, KnownAncestry, Recorded};
+use crate::web::{AppState, Refused};
+use axum::http::StatusCode;
+use domain::codeowners::CodeOwners;
+use domain::workflow::{Actor, Command, CommitSha, DeploymentStatus};
+use domain::BugState;
+use forge::{DraftRequest, Forge, ForgeError, GitError, LocalForge};
+use serde::{Deserialize, Serialize};
+
+pub fn forge(state: &AppState) -> Result<&LocalForge, Refused> {
+    state.local_forge.as_deref().ok_or_else(|| {
+        Refused::new(
+            StatusCode::CONFLICT,
+            "no_local_forge",
+            "this desk has no local forge (set R2R_LOCAL_FORGE to a bare git repository)",
+        )
+    })
+}
+
+fn git_refused(error: GitError) -> Refused {
+    match error {
+        GitError::Conflict { .. } => {
+            Refused::new(StatusCode::CONFLICT, "merge_conflict", error.to_string())
+        }
+        other => Refused::forge(other),
+    }
+}
+
+/// A commit id from a request, or 422 `invalid_head`.
+pub fn parse_sha(text: &str) -> Result<CommitSha, Refused> {
+    CommitSha::parse(text).map_err(|e| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_head",
+            e.to_string(),
+        )
+    })
+}
+
+/// The fixer's pushed branch and the pull request's words.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixRequest {
+    /// The pushed branch.
+    pub branch: String,
+    /// One-line title (default `Fix <bug>`).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Description (the crew puts the evidence here).
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+fn forge_refused(error: ForgeError) -> Refused {
+    match error {
+        ForgeError::Git(git) => git_refused(git),
+        ForgeError::Invalid(reason) => {
+            Refused::new(StatusCode::UNPROCESSABLE_ENTITY, "forge_refused", reason)
+        }
+        other => Refused::forge(other),
+    }
+}
+
+/// The fixer's draft pull request: opened on the forge for the pushed branch (the forge
+/// numbers it), then recorded with its exact head and the paths it changes, from git.
+pub async fn submit_fix(state: &AppState, id: &str, fix: FixRequest) -> Result<Recorded, Refused> {
+    let forge = forge(state)?;
+    let branch = fix.branch.trim();
+    let head = Forge::branch_head(forge, branch)
+        .await
+        .map_err(forge_refused)?
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_branch",
+                format!("the forge has no branch {:?}; push it first", fix.branch),
+            )
+        })?;
+    let changed_paths = forge.changed_paths(&head).await.map_err(git_refused)?;
+    let fixer = Actor::Role {
+        role: domain::Role::Fixer,
+    };
+    // Dry run first: no pull request is opened for a fix the engine would refuse.
+    let bug = load(state, id).await?;
+    let probe = Command::SubmitFix {
+        number: 0,
+        head,
+        changed_paths,
+    };
+    dry_run(state, &bug, &probe, &fixer, &Fetched::default())?;
+    let draft = forge
+        .open_draft(&DraftRequest {
+            branch: branch.to_owned(),
+            title: fix
+                .title
+                .unwrap_or_else(|| format!("Fix {id}"))
+                .chars()
+                .take(200)
+                .collect(),
+            body: fix
+                .description
+                .unwrap_or_default()
+                .chars()
+                .take(24_000)
+                .collect(),
+        })
+        .await
+        .map_err(forge_refused)?;
+    // The recorded head is the one the pull request was opened at (a push in between is a
+    // new head, with its own paths).
+    let changed_paths = forge
+        .changed_paths(&draft.head)
+        .await
+        .map_err(git_refused)?;
+    let command = Command::SubmitFix {
+        number: draft.number,
+        head: draft.head,
+        changed_paths,
+    };
+    record(state, id, command, &fixer, &Fetched::default()).await
+}
+
+/// A body naming one exact head (`{"head": "<sha>"}`).
+#[derive(Debug, Deserialize)]
+pub struct HeadBody {
+    /// The commit.
+    pub head: String,
+}
+
+/// An owner's approval of one exact head, with CODEOWNERS read on the base branch (the
+/// default branch the merge goes into) — never the change's own copy, which its author
+/// could have edited to name themselves or an accomplice.
+pub async fn approve(
+    state: &AppState,
+    id: &str,
+    head: CommitSha,
+    actor: &Actor,
+) -> Result<Recorded, Refused> {
+    // A desk without a local forge (GitHub) has no base branch to read here: its code owners
+    // are GitHub's own business, and the engine's rules apply without them.
+    let code_owners = match state.local_forge.as_deref() {
+        Some(forge) => forge
+            .codeowners_at_base()
+            .await
+            .map_err(forge_refused)?
+            .map(|text| CodeOwners::parse(&text)),
+        None => None,
+    };
+    let fetched = Fetched {
+        rerun: None,
+        ancestry: KnownAncestry::default(),
+        code_owners,
+    };
+    record(state, id, Command::Approve { head }, actor, &fetched).await
+}
+
+/// An owner's merge: the engine's merge guard is checked on the prepared merge commit first;
+/// only then is the default branch moved (compare-and-swap) and the merge recorded.
+pub async fn merge(
+    state: &AppState,
+    id: &str,
+    head: CommitSha,
+    actor: &Actor,
+) -> Result<Merged, Refused> {
+    let forge = forge(state)?;
+    let bug = load(state, id).await?;
+    let number = bug.pull_request.as_ref().map_or(0, |pr| pr.number);
+    let (merge_commit, base) = forge
+        .prepare_merge(&head, &format!("Merge pull request #{number} ({id})"))
+        .await
+        .map_err(git_refused)?;
+    let mut fetched = Fetched::default();
+    for deployment in bug
+        .deployments
+        .iter()
+        .filter(|d| d.status == DeploymentStatus::Pending)
+    {
+        let relation = forge
+            .relation(&merge_commit, &deployment.commit)
+            .await
+            .map_err(git_refused)?;
+        fetched
+            .ancestry
+            .0
+            .insert((merge_commit.clone(), deployment.commit.clone()), relation);
+    }
+    let command = Command::Merge {
+        head,
+        merge_commit: merge_commit.clone(),
+    };
+    // Dry run: nothing is published unless the engine accepts the merge now.
+    dry_run(state, &bug, &command, actor, &fetched)?;
+    forge
+        .publish_merge(&merge_commit, &base)
+        .await
+        .map_err(|e| {
+            Refused::new(
+                StatusCode::CONFLICT,
+                "branch_moved",
+                format!("the default branch moved while merging; try again ({e})"),
+            )
+        })?;
+    tracing::info!(bug = %id, merge = %merge_commit, "merged on the local forge");
+    let recorded = record(state, id, command, actor, &fetched).await?;
+    Ok(Merged {
+        recorded,
+        merge_commit,
+    })
+}
+
+/// A recorded merge and the merge commit the default branch now points at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merged {
+    /// What the ledger says.
+    pub recorded: Recorded,
+    /// The merge commit.
+    pub merge_commit: CommitSha,
+}
+
+/// A fix's diff for owners to read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FixDiff {
+    /// The exact head the pull request is at.
+    pub head: String,
+    /// Its risk tier (1–3).
+    pub tier: u8,
+    /// Why it has that tier.
+    pub tier_reasons: Vec<String>,
+    /// The paths it changes.
+    pub changed_paths: Vec<String>,
+    /// The unified diff against the default branch.
+    pub diff: String,
+}
+
+/// The diff of bug `id`'s pull request.
+pub async fn diff(state: &AppState, id: &str) -> Result<FixDiff, Refused> {
+    let forge = forge(state)?;
+    let bug = load(state, id).await?;
+    let pr = bug.pull_request.ok_or_else(|| {
+        Refused::new(
+            StatusCode::CONFLICT,
+            "no_pull_request",
+            "this bug has no fix yet",
+        )
+    })?;
+    let diff = forge.diff(&pr.head).await.map_err(git_refused)?;
+    Ok(FixDiff {
+        head: pr.head.as_str().to_owned(),
+        tier: pr.tier.number(),
+        tier_reasons: pr.tier_reasons,
+        changed_paths: pr.changed_paths,
+        diff,
+    })
+}
+
+/// Records that `commit` is live as `deployment` on every bug in review, approved or merged
+/// (with ancestry from git); which bugs accepted it.
+pub async fn record_deployment(
+    state: &AppState,
+    deployment: &str,
+    commit: &CommitSha,
+    actor: &Actor,
+) -> Result<Vec<(String, bool)>, Refused> {
+    let forge = forge(state)?;
+    let id = deployment.trim().to_owned();
+    if id.is_empty() || id.len() > 200 {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_deployment",
+            "deployment: 1 to 200 characters",
+        ));
+    }
+    let mut states = Vec::new();
+    for bug_id in state
+        .store
+        .bug_ids_in_states(&[BugState::InReview, BugState::Approved, BugState::Merged])
+        .await
+        .map_err(Refused::storage)?
+    {
+        let bug = load(state, &bug_id).await?;
+        let mut fetched = Fetched::default();
+        if let Some(merge) = &bug.merge {
+            let relation = forge
+                .relation(&merge.merge_commit, commit)
+                .await
+                .map_err(git_refused)?;
+            fetched
+                .ancestry
+                .0
+                .insert((merge.merge_commit.clone(), commit.clone()), relation);
+        }
+        let command = Command::RecordDeployment {
+            deployment: id.clone(),
+            commit: commit.clone(),
+        };
+        let outcome = record(state, &bug_id, command, actor, &fetched).await;
+        states.push((bug_id, outcome.is_ok()));
+    }
+    Ok(states)
+}
