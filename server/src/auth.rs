@@ -4,9 +4,6 @@
 //! Every secret arrives in a header or cookie, is hashed with SHA-256 and compared with the
 //! stored hash in constant time. Sessions and tokens are never logged.
 
-use crate::web::AppState;
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use domain::Role;
 use hmac::{Hmac, Mac};
@@ -47,8 +44,7 @@ impl AuthDesk {
             tracing::warn!("R2R_SESSION_KEY is not set: using a random key; sessions' CSRF tokens change at restart (run r2r setup)");
             crate::secret::Secret::new(random_secret(64))
         });
-        let dummy_password_hash =
-            crate::setup::hash_password(&random_secret(16)).unwrap_or_default();
+        let dummy_password_hash = hash_password(&random_secret(16)).unwrap_or_default();
         AuthDesk {
             session_key,
             secure_cookies: config.secure_cookies,
@@ -67,6 +63,15 @@ impl AuthDesk {
 /// actor anywhere else.
 pub fn owner_actor(account: &OwnerAccount) -> domain::workflow::Actor {
     domain::workflow::Actor::owner(&account.email)
+}
+
+/// Hashes a password with argon2id and a fresh salt (a PHC string).
+pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {
+    use argon2::password_hash::{PasswordHasher, SaltString};
+    let salt = SaltString::generate(&mut rand::rngs::OsRng);
+    argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
 }
 
 /// Whether a browser sent this request from another site. Sign-in, sign-out and accepting an
@@ -218,7 +223,7 @@ fn token_role(token: &str) -> Option<Role> {
 
 /// Establishes the credential of a request (a bearer token wins over a cookie).
 pub async fn credential_of(
-    state: &AppState,
+    store: &store::Store,
     headers: &HeaderMap,
 ) -> Result<Credential, store::StoreError> {
     if let Some(value) = headers.get(header::AUTHORIZATION) {
@@ -233,7 +238,7 @@ pub async fn credential_of(
         let Some(role) = token_role(token) else {
             return Ok(Credential::Invalid);
         };
-        let stored = state.store.role_token_hash(role.as_str()).await?;
+        let stored = store.role_token_hash(role.as_str()).await?;
         let presented = hash_secret(token);
         return Ok(match stored {
             Some(stored) if same_hash(&stored, &presented) => Credential::Role(role),
@@ -244,8 +249,7 @@ pub async fn credential_of(
         if session.len() != 64 || !session.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(Credential::Invalid);
         }
-        let owner = state
-            .store
+        let owner = store
             .session_owner(&hash_secret(session), crate::clock::now_ms())
             .await?;
         return Ok(match owner {
@@ -257,18 +261,6 @@ pub async fn credential_of(
         });
     }
     Ok(Credential::None)
-}
-
-impl FromRequestParts<AppState> for Credential {
-    type Rejection = crate::web::Refused;
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        credential_of(state, &parts.headers)
-            .await
-            .map_err(crate::web::Refused::storage)
-    }
 }
 
 /// Where an operation lives: a credential from another realm is not a credential there.

@@ -50,12 +50,13 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
-        server::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false).unwrap();
+        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
+            .unwrap();
         std::fs::remove_dir_all(work.join("tests")).unwrap();
     })
     .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(
         &url,
         &[

@@ -52,7 +52,7 @@ impl Desk {
 fn tokens() -> Vec<(Role, String)> {
     Role::ALL
         .into_iter()
-        .map(|role| (role, server::setup::new_role_token(role)))
+        .map(|role| (role, server::cli::setup::new_role_token(role)))
         .collect()
 }
 
@@ -282,7 +282,8 @@ async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
-        server::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false).unwrap();
+        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
+            .unwrap();
         std::fs::remove_dir_all(work.join("tests")).unwrap();
     })
     .await;

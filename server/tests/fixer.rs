@@ -41,13 +41,14 @@ async fn docker_ready() -> bool {
 async fn confirmed_bug() -> Confirmed {
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
-        server::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false).unwrap();
+        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
+            .unwrap();
         std::fs::remove_dir_all(work.join("tests")).unwrap();
     })
     .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
-    let fixer = server::setup::new_role_token(Role::Fixer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let fixer = server::cli::setup::new_role_token(Role::Fixer);
     let server = common::start_server_with(
         &url,
         &[

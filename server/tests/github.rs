@@ -58,7 +58,7 @@ fn example(all: &[Value], event: &str, action: &str, edits: &[(&str, Value)]) ->
 }
 
 fn sign(body: &[u8]) -> String {
-    server::github::signature(SECRET.as_bytes(), body)
+    server::service::github_events::signature(SECRET.as_bytes(), body)
 }
 
 async fn deliver(
@@ -1082,7 +1082,7 @@ async fn a_captured_body_resent_under_a_fresh_delivery_id_is_not_applied_again()
         .unwrap();
     assert_eq!(
         first.body_sha256,
-        server::github::body_sha256(&serde_json::to_vec(&to_h2).unwrap()),
+        server::service::github_events::body_sha256(&serde_json::to_vec(&to_h2).unwrap()),
         "recognised by the SHA-256 of the signed body"
     );
 }

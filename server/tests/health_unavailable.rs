@@ -22,7 +22,7 @@ async fn health_is_503_with_a_reason_when_the_database_is_gone() {
         "desk-test".into(),
         &config,
     );
-    let router = server::http::router(state);
+    let router = server::router::router(state);
 
     let ok = router
         .clone()

@@ -35,10 +35,10 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
     common::git(&work, &["push", "--quiet", "origin", "main"]);
 
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let hash = server::setup::hash_password(PASSWORD).unwrap();
+    let hash = server::auth::hash_password(PASSWORD).unwrap();
     let tokens: Vec<(Role, String)> = Role::ALL
         .into_iter()
-        .map(|role| (role, server::setup::new_role_token(role)))
+        .map(|role| (role, server::cli::setup::new_role_token(role)))
         .collect();
     let mut env: Vec<(String, String)> = tokens
         .iter()

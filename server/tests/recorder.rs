@@ -17,7 +17,7 @@ async fn only_the_exact_live_commit_is_recorded() {
     let bare = dir.path().join("shop.git");
     forge::LocalForge::init(&bare, "main").await.unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let recorder = server::setup::new_role_token(Role::Recorder);
+    let recorder = server::cli::setup::new_role_token(Role::Recorder);
     let server = common::start_server_with(
         &url,
         &[

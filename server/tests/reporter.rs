@@ -411,7 +411,7 @@ async fn rate_limits_answer_429_with_retry_after(backend: &str) {
 
 /// Applies a crew or people's command directly to the ledger (what issue 5/6's services do).
 async fn drive(store: &Store, bug: &str, command: Command, actor: Actor, rerun: Option<Rerun>) {
-    let oracle = server::demo_drive::SelfOnly;
+    let oracle = server::cli::demo_drive::SelfOnly;
     let now = server::clock::now_ms();
     store
         .apply(bug, now, |b| {
@@ -670,7 +670,7 @@ async fn an_expired_question_is_asked_afresh_and_the_old_id_is_stale(backend: &s
     let policy = Policy::default();
     let now = server::clock::now_ms();
     assert_eq!(
-        server::reasker::reask_expired(&store, &policy, now)
+        server::workers::reasker::reask_expired(&store, &policy, now)
             .await
             .unwrap(),
         0,
@@ -679,7 +679,7 @@ async fn an_expired_question_is_asked_afresh_and_the_old_id_is_stale(backend: &s
     let before = store.load_bug(&bug).await.unwrap().unwrap().bug.questions;
     let later = now + domain::workflow::QUESTION_TTL_MS + 1;
     assert_eq!(
-        server::reasker::reask_expired(&store, &policy, later)
+        server::workers::reasker::reask_expired(&store, &policy, later)
             .await
             .unwrap(),
         1

@@ -57,8 +57,8 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     })
     .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
-    let fixer = server::setup::new_role_token(Role::Fixer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let fixer = server::cli::setup::new_role_token(Role::Fixer);
     let server = common::start_server_with(
         &url,
         &[
@@ -237,7 +237,7 @@ async fn a_red_baseline_sends_the_bug_to_a_person() {
     })
     .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(
         &url,
         &[

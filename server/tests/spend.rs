@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
-    let concierge = server::setup::new_role_token(Role::Concierge);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let concierge = server::cli::setup::new_role_token(Role::Concierge);
     let server = common::start_server_with(
         &url,
         &[

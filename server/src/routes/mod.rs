@@ -2,4 +2,13 @@
 //! parse the body, call a [`crate::service`] function, answer. The router
 //! ([`crate::router`]) builds every route from the operation table.
 
+pub mod bugs;
+pub mod crew;
+pub mod fix;
 pub mod forge;
+pub mod meta;
+pub mod outbox;
+pub mod owners;
+pub mod reporter;
+pub mod spend;
+pub mod webhooks;

@@ -139,3 +139,35 @@ pub async fn run_command(
 ) -> Result<Recorded, Refused> {
     record(state, bug, command, actor, &Fetched::default()).await
 }
+
+/// Longest advisory note (characters).
+pub const MAX_NOTE_CHARS: usize = 4_000;
+
+/// An advisory note as stored: model output passes the airlock's text filter like any
+/// untrusted text — hostile text is refused, secrets and personal data are redacted.
+pub fn screened_note(text: &str) -> Result<String, Refused> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars == 0 || chars > MAX_NOTE_CHARS {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_note",
+            format!("note: 1 to {MAX_NOTE_CHARS} characters (got {chars})"),
+        ));
+    }
+    match domain::airlock::screen(text) {
+        Ok((redacted, _)) => Ok(redacted),
+        Err(families) => Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "note_quarantined",
+            format!(
+                "the airlock refused this note: it reads like {} — notes are model output and pass the same filter as reports",
+                families
+                    .iter()
+                    .map(|f| format!("{f:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}

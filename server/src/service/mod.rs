@@ -4,4 +4,12 @@
 //! call one of these and answer.
 
 pub mod commands;
+pub mod crew;
+pub mod fix;
 pub mod forge;
+pub mod github_events;
+pub mod notify;
+pub mod owners;
+pub mod reporter;
+pub mod reproduction;
+pub mod snapshot;

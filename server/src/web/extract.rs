@@ -68,3 +68,15 @@ pub fn client_of(desk: &ReporterDesk, addr: ClientAddr, headers: &HeaderMap) -> 
     addr.0
         .map_or_else(|| "unknown".to_owned(), |a| client_key(a.ip()))
 }
+
+impl FromRequestParts<AppState> for crate::auth::Credential {
+    type Rejection = Refused;
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        crate::auth::credential_of(&state.store, &parts.headers)
+            .await
+            .map_err(Refused::storage)
+    }
+}

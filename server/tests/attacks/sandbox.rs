@@ -98,7 +98,7 @@ async fn a_proposed_test_under_a_symlinked_folder_of_the_target_is_refused_and_n
     })
     .await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     // No sandbox is needed: the path must be refused before any run is even asked for.
     let server = common::start_server_with(
         &url,
@@ -151,8 +151,8 @@ async fn a_proposed_test_under_a_symlinked_folder_of_the_target_is_refused_and_n
 async fn a_crew_role_cannot_settle_a_model_call_another_role_reserved() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
-    let fixer = server::setup::new_role_token(Role::Fixer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let fixer = server::cli::setup::new_role_token(Role::Fixer);
     let server = common::start_server_with(
         &url,
         &[
@@ -261,7 +261,7 @@ async fn the_sqlite_database_and_its_wal_are_not_readable_by_other_local_users()
 
 /// Applies a command directly to the ledger, as the crew's services would after their checks.
 async fn drive(store: &Store, bug: &str, command: Command, rerun: Option<Rerun>) {
-    let oracle = server::demo_drive::SelfOnly;
+    let oracle = server::cli::demo_drive::SelfOnly;
     let now = server::clock::now_ms();
     let actor = Actor::Role {
         role: Role::Reproducer,
@@ -387,7 +387,7 @@ async fn proposals_over_the_sandbox_bound_are_refused_with_retry_after_instead_o
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "cart", cart_crate).await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::setup::new_role_token(Role::Reproducer);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(
         &url,
         &[

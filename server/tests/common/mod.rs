@@ -205,11 +205,11 @@ pub struct OwnerDesk {
 pub fn owner_desk(extra: &[(&str, &str)]) -> OwnerDesk {
     let dir = tempfile::tempdir().unwrap();
     let database_url = format!("sqlite://{}/desk.db", dir.path().display());
-    let hash = server::setup::hash_password(PASSWORD).unwrap();
+    let hash = server::auth::hash_password(PASSWORD).unwrap();
     let mut tokens = std::collections::HashMap::new();
     let mut env_text = String::new();
     for role in domain::Role::ALL {
-        let token = server::setup::new_role_token(role);
+        let token = server::cli::setup::new_role_token(role);
         env_text.push_str(&format!("{}='{token}'\n", role.token_variable()));
         tokens.insert(role, token);
     }

@@ -1,0 +1,225 @@
+//! The router: the only module that names every route — the `/api` operations (built from
+//! the operation table, [`crate::web::OPERATIONS`]), the reporter's form posts, the owners'
+//! desk pages, the GitHub webhook, the Leptos pages and static files — and the headers every
+//! answer carries.
+
+use crate::routes::reporter;
+use crate::routes::{bugs, meta, owners};
+use crate::web::AppState;
+use app::dto::limits;
+use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
+use axum::extract::{Path, Request, State};
+use axum::http::Uri;
+use axum::http::{header, HeaderValue};
+use axum::routing::{get, post};
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+/// The full router.
+pub fn router(state: AppState) -> Router {
+    // The desk's pages are rendered by their own handlers (owner-only data, no hydration).
+    let routes: Vec<_> = generate_route_list(app::App)
+        .into_iter()
+        .filter(|route| !route.path().starts_with("/desk"))
+        .collect();
+    let shell_options = state.leptos_options.clone();
+    let settings = state.site_settings();
+    let page_routes = Router::new()
+        .route("/report", post(reporter::file_form))
+        .route("/track", post(reporter::track_form))
+        .route("/track/answer", post(reporter::answer_form))
+        .route("/desk", get(crate::desk::dashboard))
+        .route("/desk/crew", get(crate::desk::crew))
+        .route("/desk/live", get(crate::desk::live))
+        .route(
+            "/desk/sign-in",
+            get(crate::desk::sign_in_page).post(crate::desk::sign_in),
+        )
+        .route("/desk/sign-out", post(crate::desk::sign_out))
+        .route("/desk/bugs/{id}", get(crate::desk::bug))
+        .route("/desk/bugs/{id}/act", post(crate::desk::act))
+        .route("/desk/owners", get(crate::desk::owners))
+        .route("/desk/owners/act", post(crate::desk::owners_act))
+        .route(
+            "/desk/invite",
+            get(crate::desk::invite_page).post(crate::desk::invite_accept),
+        )
+        .route("/desk/reports/{id}/act", post(crate::desk::act_on_report))
+        .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
+    let api_routes = api_router().layer(DefaultBodyLimit::max(limits::BODY_BYTES));
+    let webhook_routes = Router::new()
+        .route("/webhooks/github", post(crate::routes::webhooks::webhook))
+        .layer(DefaultBodyLimit::max(
+            crate::routes::webhooks::MAX_WEBHOOK_BYTES,
+        ));
+    let leptos_fallback = leptos_axum::file_and_error_handler::<AppState, _>(app::shell);
+    Router::new()
+        .merge(webhook_routes)
+        .merge(page_routes)
+        .merge(api_routes)
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || leptos::prelude::provide_context(settings.clone()),
+            move || app::shell(shell_options.clone()),
+        )
+        .fallback(
+            move |uri: Uri, state: State<AppState>, request: Request<Body>| {
+                let leptos_fallback = leptos_fallback.clone();
+                async move {
+                    if uri.path().starts_with("/api/") {
+                        meta::undeclared_api_path().await
+                    } else {
+                        leptos_fallback(uri, state, request).await
+                    }
+                }
+            },
+        )
+        // Method, path and status only: no headers (a capability travels in one) and never
+        // a query string worth logging (capabilities are never put in one).
+        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            // Tracking links carry their secret in the fragment; never leak the URL onward.
+            HeaderValue::from_static("no-referrer"),
+        ))
+        // Pages set their own policy with a fresh nonce (`app::content_security_policy`);
+        // everything else (JSON, static files, plain-text refusals) may run nothing at all.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .with_state(state)
+}
+
+/// Every `/api` route, built from the operation table ([`crate::web::OPERATIONS`]): each operation's
+/// path and method come from the table, and its handler from [`api_handler`]. No `/api` route
+/// is added anywhere else, so none can exist without the table's authorisation rules (a test
+/// walks every declared operation over HTTP, and one reads this crate's sources for strays).
+pub fn api_router() -> Router<AppState> {
+    let mut router = Router::new();
+    for op in crate::web::OPERATIONS {
+        let Ok(method) = op.method.parse::<axum::http::Method>() else {
+            tracing::error!(
+                operation = op.id,
+                "operation with an unknown method: not served"
+            );
+            continue;
+        };
+        let Ok(filter) = MethodFilter::try_from(method) else {
+            tracing::error!(
+                operation = op.id,
+                "operation with an unroutable method: not served"
+            );
+            continue;
+        };
+        match api_handler(op.id, filter) {
+            Some(handler) => router = router.route(op.path, handler),
+            None => tracing::error!(operation = op.id, "declared operation without a handler"),
+        }
+    }
+    router
+}
+
+/// The handler of operation `id`, routed for `filter` (the table's method).
+pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppState>> {
+    use crate::routes::fix;
+    use crate::routes::{crew as crew_api, outbox as notify_api, spend as spend_api};
+    Some(match id {
+        "health" => on(filter, meta::health),
+        "openapi" => on(filter, meta::openapi),
+        "components" => on(filter, reporter::components),
+        "fileReport" => on(filter, reporter::file_json),
+        "track" => on(filter, reporter::track_json),
+        "answer" => on(filter, reporter::answer_json),
+        "login" => on(filter, owners::login),
+        "logout" => on(filter, owners::logout),
+        "acceptInvite" => on(filter, owners::accept_invite),
+        "me" => on(filter, owners::me),
+        "invite" => on(filter, owners::invite),
+        "listOwners" => on(filter, owners::list_owners),
+        "confirmOwner" => on(filter, owners::confirm_owner_route),
+        "listBugs" => on(filter, bugs::list_bugs),
+        "getBug" => on(filter, bugs::get_bug),
+        "triage"
+        | "startFix"
+        | "startReproduction"
+        | "proposeReproduction"
+        | "addNote"
+        | "approve"
+        | "reopen"
+        | "submitFix"
+        | "merge" => bug_command(filter, id)?,
+        "getFixContext" => on(filter, fix::get_context),
+        "submitFixCandidate" => {
+            on(filter, fix::post_candidate).layer(DefaultBodyLimit::max(fix::CANDIDATE_BYTES))
+        }
+        "getDiff" => on(filter, crate::routes::forge::diff),
+        "recordDeployment" => on(filter, crate::routes::forge::record_deployment),
+        "reserveModelCall" => on(filter, spend_api::reserve),
+        "settleModelCall" => on(filter, spend_api::settle),
+        "getSpend" => on(filter, spend_api::summary),
+        "sendTask" => on(filter, crew_api::send),
+        "openTasks" => on(filter, crew_api::open),
+        "acceptTask" => on(filter, crew_api::accept),
+        "completeTask" => on(filter, crew_api::complete),
+        "heartbeat" => on(filter, crew_api::heartbeat),
+        "crewStatus" => on(filter, crew_api::status),
+        "claimNotifications" => on(filter, notify_api::claim),
+        "recordDelivery" => on(filter, notify_api::delivered),
+        "failNotification" => on(filter, notify_api::fail),
+        "ackNotification" => on(filter, notify_api::ack),
+        "messageReporter" => on(filter, notify_api::message_reporter),
+        _ => return None,
+    })
+}
+
+/// A bug command's route: the operation id is fixed here, never taken from the path.
+fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>> {
+    let op: &'static str = crate::web::operation(id)?.id;
+    Some(on(
+        filter,
+        move |State(state): State<AppState>,
+              credential: crate::auth::Credential,
+              headers: axum::http::HeaderMap,
+              Path(bug): Path<String>,
+              crate::web::LimitedBody(body): crate::web::LimitedBody| async move {
+            bugs::bug_operation(state, credential, headers, bug, op, body).await
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_operation_has_a_handler_and_a_routable_method() {
+        for op in crate::web::OPERATIONS {
+            let method: axum::http::Method = op.method.parse().unwrap_or_default();
+            let filter = MethodFilter::try_from(method);
+            assert!(filter.is_ok(), "{} has method {}", op.id, op.method);
+            if let Ok(filter) = filter {
+                assert!(
+                    api_handler(op.id, filter).is_some(),
+                    "{} has no handler",
+                    op.id
+                );
+            }
+        }
+        assert!(api_handler("noSuchOperation", MethodFilter::POST).is_none());
+    }
+}

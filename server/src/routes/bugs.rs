@@ -1,0 +1,160 @@
+//! `/api/v1/bugs`: the engineering view of bugs and every bug command people and the crew
+//! may send (each guarded by its own operation in the table; the router fixes the operation
+//! id, never the path).
+
+use crate::auth::Credential;
+use crate::service::commands::run_command;
+use crate::service::forge::{self as forge_service, FixRequest, HeadBody};
+use crate::web::AppState;
+use crate::web::Refused;
+use crate::web::{guard, json_body, respond};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use domain::workflow::Command;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::service::commands::screened_note;
+use crate::service::reproduction::{self, Proposed};
+
+/// `GET /api/v1/bugs`.
+pub async fn list_bugs(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "listBugs")?;
+        let mut bugs = Vec::new();
+        for id in state.store.bug_ids().await.map_err(Refused::storage)? {
+            if let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? {
+                let bug = stored.bug;
+                bugs.push(json!({
+                    "id": bug.id, "component": bug.component, "state": bug.state.as_str(),
+                    "version": bug.version, "reports": bug.reports.len(),
+                }));
+            }
+        }
+        Ok::<_, Refused>(Json(json!({"bugs": bugs})))
+    }
+    .await;
+    respond(result)
+}
+
+/// `GET /api/v1/bugs/{id}`.
+pub async fn get_bug(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getBug")?;
+        let stored = state
+            .store
+            .load_bug(&id)
+            .await
+            .map_err(Refused::storage)?
+            .ok_or_else(|| Refused::new(StatusCode::NOT_FOUND, "unknown_bug", format!("No bug {id}.")))?;
+        let reports: Vec<Value> = state
+            .store
+            .reports_of_bug(&id)
+            .await
+            .map_err(Refused::storage)?
+            .into_iter()
+            .map(|r| json!({"id": r.id, "filed_at": r.created_at, "dossier": r.dossier, "repeat_of": r.repeat_of}))
+            .collect();
+        Ok::<_, Refused>(Json(json!({"bug": stored.bug, "reports": reports, "events": stored.event_count})))
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize)]
+struct NoteBody {
+    note: String,
+}
+
+#[derive(Deserialize)]
+struct ReopenBody {
+    reason: String,
+}
+
+/// A bug command (`/api/v1/bugs/{id}/…`), guarded as operation `op_id` of [`OPERATIONS`].
+pub async fn bug_operation(
+    state: AppState,
+    credential: Credential,
+    headers: HeaderMap,
+    id: String,
+    op_id: &str,
+    body: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, op_id)?;
+        let actor = credential.actor();
+        match op_id {
+            "submitFix" => {
+                let fix: FixRequest = json_body(&body)?;
+                let recorded = forge_service::submit_fix(&state, &id, fix).await?;
+                return Ok(Json(recorded).into_response());
+            }
+            "proposeReproduction" => {
+                let proposed: Proposed = json_body(&body)?;
+                let answer = reproduction::propose(&state, &id, proposed).await?;
+                return Ok(Json(answer).into_response());
+            }
+            "merge" => {
+                let merge: HeadBody = json_body(&body)?;
+                let head = forge_service::parse_sha(&merge.head)?;
+                let merged = forge_service::merge(&state, &id, head, &actor).await?;
+                let mut response = Json(merged.recorded).into_response();
+                if let Ok(value) = HeaderValue::from_str(merged.merge_commit.as_str()) {
+                    response.headers_mut().insert("x-r2r-merge-commit", value);
+                }
+                return Ok(response);
+            }
+            "approve" => {
+                let approve: HeadBody = json_body(&body)?;
+                let head = forge_service::parse_sha(&approve.head)?;
+                let recorded = forge_service::approve(&state, &id, head, &actor).await?;
+                return Ok(Json(recorded).into_response());
+            }
+            _ => {}
+        }
+        let command = match op_id {
+            "triage" => {
+                let note: NoteBody = json_body(&body)?;
+                Command::RecordTriage {
+                    note: screened_note(&note.note)?,
+                }
+            }
+            "addNote" => {
+                let note: NoteBody = json_body(&body)?;
+                Command::AddNote {
+                    note: screened_note(&note.note)?,
+                }
+            }
+            "reopen" => {
+                let reopen: ReopenBody = json_body(&body)?;
+                Command::OwnerReopen {
+                    reason: reopen.reason,
+                }
+            }
+            "startFix" => Command::StartFix,
+            "startReproduction" => Command::StartReproduction,
+            other => {
+                return Err(Refused::new(
+                    StatusCode::FORBIDDEN,
+                    "undeclared_operation",
+                    format!("{other} is not a bug command."),
+                ))
+            }
+        };
+        let recorded = run_command(&state, &id, command, &actor).await?;
+        Ok(Json(recorded).into_response())
+    }
+    .await;
+    respond(result)
+}

@@ -1,0 +1,305 @@
+//! The crew's hand-offs and heartbeats over HTTP (rules in `domain::crew`), and the crew's
+//! status for the desk: each role's last heartbeat, whether all four are connected, spend
+//! against budget, recent tasks.
+
+use crate::auth::Credential;
+use crate::service::crew::{parse_role, status_json};
+use crate::web::guard;
+use crate::web::json_body;
+use crate::web::respond;
+use crate::web::AppState;
+use crate::web::LimitedBody;
+use crate::web::Refused;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use domain::crew::{self as rules, TaskFacts, TaskRefusal};
+use domain::Role;
+use serde::Deserialize;
+use serde_json::json;
+use store::CrewTask;
+
+fn role_of(credential: &Credential) -> Result<Role, Refused> {
+    match credential {
+        Credential::Role(role) if role.is_crew() => Ok(*role),
+        _ => Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "forbidden_actor",
+            "only the crew's roles hand off tasks",
+        )),
+    }
+}
+
+fn refused(refusal: TaskRefusal) -> Refused {
+    let (status, code) = match refusal {
+        TaskRefusal::BadAddress(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_address"),
+        TaskRefusal::BadBody(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
+        TaskRefusal::NotYours(_) => (StatusCode::FORBIDDEN, "not_addressed_to_you"),
+        TaskRefusal::BodyChanged => (StatusCode::CONFLICT, "body_mismatch"),
+        TaskRefusal::AlreadyAccepted => (StatusCode::CONFLICT, "already_accepted"),
+    };
+    Refused::new(status, code, refusal.to_string())
+}
+
+fn short_text(text: &str, field: &str, max: usize) -> Result<String, Refused> {
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > max || text.chars().any(char::is_control) {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_field",
+            format!("{field}: 1 to {max} characters, no control characters"),
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+fn unknown_task(id: &str) -> Refused {
+    Refused::new(
+        StatusCode::NOT_FOUND,
+        "unknown_task",
+        format!("No task {id}."),
+    )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Send {
+    addressed_to: String,
+    kind: String,
+    #[serde(default)]
+    bug: Option<String>,
+    body: String,
+    #[serde(default)]
+    dedupe_key: Option<String>,
+}
+
+/// `POST /api/v1/crew/tasks`: a hand-off from the caller's role (201; 200 when the same
+/// dedupe key was sent before, with the first task).
+pub async fn send(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "sendTask")?;
+        let sender = role_of(&credential)?;
+        let asked: Send = json_body(&body)?;
+        let addressed_to = parse_role(&asked.addressed_to)?;
+        rules::check_new(sender, addressed_to, &asked.body).map_err(refused)?;
+        let kind = short_text(&asked.kind, "kind", 40)?;
+        let bug = asked
+            .bug
+            .as_deref()
+            .map(|b| short_text(b, "bug", 100))
+            .transpose()?;
+        let id = format!(
+            "task-{}-{:08x}",
+            crate::clock::now_ms(),
+            rand::random::<u32>()
+        );
+        let dedupe_key = match asked.dedupe_key.as_deref() {
+            Some(key) => format!(
+                "{}:{}",
+                sender.as_str(),
+                short_text(key, "dedupe_key", 200)?
+            ),
+            None => id.clone(),
+        };
+        let (task, fresh) = state
+            .store
+            .send_task(&CrewTask {
+                id,
+                dedupe_key,
+                bug_id: bug,
+                kind,
+                sender: sender.as_str().into(),
+                addressed_to: addressed_to.as_str().into(),
+                body_sha256: rules::body_hash(&asked.body),
+                body: asked.body,
+                created_at: crate::clock::now_ms(),
+                accepted_at: None,
+                completed_at: None,
+                outcome: None,
+            })
+            .await
+            .map_err(Refused::storage)?;
+        let status = if fresh {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        Ok::<_, Refused>((status, Json(json!(task))).into_response())
+    }
+    .await;
+    respond(result)
+}
+
+/// `GET /api/v1/crew/tasks`: open tasks addressed to the caller's role.
+pub async fn open(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "openTasks")?;
+        let role = role_of(&credential)?;
+        let tasks = state
+            .store
+            .open_tasks_for(role.as_str())
+            .await
+            .map_err(Refused::storage)?;
+        Ok::<_, Refused>(Json(json!({"tasks": tasks})))
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Accept {
+    addressed_to: String,
+    body_sha256: String,
+}
+
+async fn facts(state: &AppState, id: &str) -> Result<(CrewTask, TaskFacts), Refused> {
+    let task = state
+        .store
+        .crew_task(id)
+        .await
+        .map_err(Refused::storage)?
+        .ok_or_else(|| unknown_task(id))?;
+    let facts = TaskFacts {
+        sender: parse_role(&task.sender)?,
+        addressed_to: parse_role(&task.addressed_to)?,
+        body_sha256: task.body_sha256.clone(),
+        accepted: task.accepted_at.is_some(),
+    };
+    Ok((task, facts))
+}
+
+/// `POST /api/v1/crew/tasks/{id}/accept`: taken only by the addressee, naming itself and the
+/// exact body's hash.
+pub async fn accept(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "acceptTask")?;
+        let caller = role_of(&credential)?;
+        let asked: Accept = json_body(&body)?;
+        let named = parse_role(&asked.addressed_to)?;
+        let (task, facts) = facts(&state, &id).await?;
+        rules::check_accept(&facts, caller, named, asked.body_sha256.trim()).map_err(refused)?;
+        if !state
+            .store
+            .accept_task(&id, crate::clock::now_ms())
+            .await
+            .map_err(Refused::storage)?
+        {
+            return Err(refused(TaskRefusal::AlreadyAccepted));
+        }
+        Ok::<_, Refused>(Json(json!({"accepted": true, "task": task})))
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Complete {
+    outcome: String,
+}
+
+/// `POST /api/v1/crew/tasks/{id}/complete`: the addressee says how its accepted task ended.
+pub async fn complete(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "completeTask")?;
+        let caller = role_of(&credential)?;
+        let asked: Complete = json_body(&body)?;
+        let outcome = short_text(&asked.outcome, "outcome", 300)?;
+        let (_, facts) = facts(&state, &id).await?;
+        if facts.addressed_to != caller {
+            return Err(refused(TaskRefusal::NotYours(format!(
+                "this task is addressed to the {}",
+                facts.addressed_to.as_str()
+            ))));
+        }
+        if !state
+            .store
+            .complete_task(&id, &outcome, crate::clock::now_ms())
+            .await
+            .map_err(Refused::storage)?
+        {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "not_open",
+                "only an accepted task that is not completed yet can be completed",
+            ));
+        }
+        Ok::<_, Refused>(Json(json!({"completed": true})))
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct Beat {
+    #[serde(default)]
+    detail: Option<String>,
+}
+
+/// `POST /api/v1/crew/heartbeat`: the caller's role is alive (and what it is doing).
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "heartbeat")?;
+        let role = role_of(&credential)?;
+        let beat: Beat = if body.is_empty() {
+            Beat::default()
+        } else {
+            json_body(&body)?
+        };
+        let detail = match beat.detail.as_deref() {
+            Some(detail) => short_text(detail, "detail", 200)?,
+            None => "idle".into(),
+        };
+        state
+            .store
+            .heartbeat(role.as_str(), &detail, crate::clock::now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        Ok::<_, Refused>(Json(json!({"recorded": true})))
+    }
+    .await;
+    respond(result)
+}
+
+/// `GET /api/v1/crew`.
+pub async fn status(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "crewStatus")?;
+        Ok::<_, Refused>(Json(status_json(&state).await?))
+    }
+    .await;
+    respond(result)
+}

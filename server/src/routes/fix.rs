@@ -1,0 +1,50 @@
+//! `GET /api/v1/bugs/{id}/fix/context` and `POST /api/v1/bugs/{id}/fix/candidate`: what the
+//! fixer may read, and its candidate measured by the desk ([`crate::service::fix`]).
+
+use crate::auth::Credential;
+use crate::service::fix::{self, Candidate, Measured};
+use crate::web::{guard, json_body, respond, AppState};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+/// Largest candidate body: two files of 24,000 characters of up to four bytes each, and room.
+pub const CANDIDATE_BYTES: usize = 256 * 1024;
+
+/// `GET /api/v1/bugs/{id}/fix/context`.
+pub async fn get_context(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getFixContext")?;
+        fix::context(&state, &id).await.map(Json)
+    }
+    .await;
+    respond(result)
+}
+
+/// `POST /api/v1/bugs/{id}/fix/candidate`.
+pub async fn post_candidate(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "submitFixCandidate")?;
+        let candidate: Candidate = json_body(&body)?;
+        Ok(match fix::candidate(&state, &id, candidate).await? {
+            Measured::Accepted(answer) => (StatusCode::OK, Json(answer)).into_response(),
+            Measured::Failed(answer) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response()
+            }
+        })
+    }
+    .await;
+    respond(result)
+}

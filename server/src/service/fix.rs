@@ -1,0 +1,459 @@
+//! The fixer's candidate, measured by the desk.
+//!
+//! `GET /api/v1/bugs/{id}/fix/context` gives the fixer what it may read: the default branch's
+//! head, the folders a fix may change and their files, and the confirmed test. `POST
+//! /api/v1/bugs/{id}/fix/candidate` carries whole files (at most two, each ≤ 24,000
+//! characters, inside the allowed folders, never the confirmed test). The desk writes them
+//! onto a snapshot of the default branch together with the confirmed test — copied from the
+//! evidence the reporter confirmed, byte for byte — and runs in its own sandbox the whole
+//! suite (the confirmed test must pass in it) and the profile's formatter and linter. Every
+//! attempt is evidence. A failed attempt is recorded (`fail_fix_attempt`; the engine sends the
+//! bug to a person after the second); a candidate that passes everything becomes a commit by
+//! the desk on a new branch of the local forge and a draft pull request with the evidence in
+//! its description. After that the crew has nothing left to do: people approve and merge.
+
+use super::reproduction::{evidence_label, invalid, short, tail, KEPT_OUTPUT, RERUN_DEADLINE};
+use super::snapshot::Snapshot;
+use crate::service::commands::Fetched;
+use crate::service::commands::{dry_run, load, record};
+use crate::web::AppState;
+use crate::web::Refused;
+use axum::http::StatusCode;
+use domain::workflow::{Actor, Command};
+use forge::{DraftRequest, Forge};
+use sandbox::{Toolchains, Verdict};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// Most files the context hands the fixer, and characters per file.
+const CONTEXT_FILES: usize = 40;
+
+fn fixer() -> Actor {
+    Actor::Role {
+        role: domain::Role::Fixer,
+    }
+}
+
+fn local_forge(state: &AppState) -> Result<&forge::LocalForge, Refused> {
+    state.local_forge.as_deref().ok_or_else(|| {
+        Refused::new(
+            StatusCode::CONFLICT,
+            "no_local_forge",
+            "the desk measures fixes on a snapshot of the target from its forge; set R2R_LOCAL_FORGE",
+        )
+    })
+}
+
+/// The confirmed test, as the reporter confirmed it: from the desk's own evidence, checked
+/// against the hash the ledger holds.
+struct ConfirmedTest {
+    path: String,
+    name: String,
+    source: String,
+    sha256: String,
+    assertion: String,
+}
+
+async fn confirmed_test(
+    state: &AppState,
+    bug: &domain::workflow::Bug,
+) -> Result<ConfirmedTest, Refused> {
+    let reproduction = bug.reproduction.as_ref().ok_or_else(|| {
+        Refused::new(
+            StatusCode::CONFLICT,
+            "no_reproduction",
+            "this bug has no measured reproduction to fix against",
+        )
+    })?;
+    let evidence = state
+        .store
+        .evidence_for(&bug.id)
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .find(|e| e.id == reproduction.id)
+        .ok_or_else(|| {
+            Refused::internal(format!(
+                "the reproduction's evidence {} is missing",
+                reproduction.id
+            ))
+        })?;
+    let source = evidence.body["test_source"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let sha256 = hex::encode(Sha256::digest(source.as_bytes()));
+    if sha256 != reproduction.test_sha256 {
+        return Err(Refused::internal(format!(
+            "the stored test of {} does not match the confirmed hash",
+            reproduction.id
+        )));
+    }
+    Ok(ConfirmedTest {
+        path: reproduction.test_path.clone(),
+        name: evidence.body["test_name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        source,
+        sha256,
+        assertion: reproduction.assertion.clone(),
+    })
+}
+
+async fn default_head(forge: &forge::LocalForge) -> Result<domain::workflow::CommitSha, Refused> {
+    forge
+        .branch_head(forge.default_branch())
+        .await
+        .map_err(Refused::forge)?
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::CONFLICT,
+                "empty_target",
+                format!(
+                    "the target repository has no {} branch yet",
+                    forge.default_branch()
+                ),
+            )
+        })
+}
+
+/// `GET /api/v1/bugs/{id}/fix/context` (fixer): what a fix may be written from.
+pub async fn context(state: &AppState, id: &str) -> Result<Value, Refused> {
+    let bug = load(state, id).await?;
+    let test = confirmed_test(state, &bug).await?;
+    let forge = local_forge(state)?;
+    let head = default_head(forge).await?;
+    let allowed = &state.fix_allowed_paths;
+    let mut files = Vec::new();
+    for path in forge
+        .regular_files(&head, allowed)
+        .await
+        .map_err(Refused::forge)?
+        .into_iter()
+        .filter(|p| crew::schema::safe_path(p) && *p != test.path)
+        .take(CONTEXT_FILES)
+    {
+        if let Some(content) = forge.file_at(&head, &path).await.map_err(Refused::forge)? {
+            if content.chars().count() <= crew::schema::MAX_FILE_CHARS {
+                files.push(json!({"path": path, "content": content}));
+            }
+        }
+    }
+    Ok(json!({
+        "bug": bug.id,
+        "state": bug.state.as_str(),
+        "attempts": bug.fix_attempts,
+        "max_attempts": state.reporter.policy.max_fix_attempts,
+        "base": head.as_str(),
+        "profile": state.sandbox.profile,
+        "allowed_paths": allowed,
+        "confirmed_test": {
+            "path": test.path,
+            "name": test.name,
+            "source": test.source,
+            "sha256": test.sha256,
+            "assertion": test.assertion,
+        },
+        "files": files,
+    }))
+}
+
+/// The fixer's candidate: whole files and a summary.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Candidate {
+    /// The changed files, whole.
+    pub files: Vec<crew::schema::FixFile>,
+    /// What the change does, in a line or two.
+    pub summary: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
+}
+
+/// One check's result, as stored and as answered.
+fn check_json(name: &str, outcome: &sandbox::RunOutcome, passed: bool, detail: &str) -> Value {
+    json!({
+        "check": name,
+        "passed": passed,
+        "detail": detail,
+        "backend": outcome.backend,
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "oom_killed": outcome.oom_killed,
+        "duration_ms": outcome.duration_ms,
+        "stdout": tail(&outcome.stdout, KEPT_OUTPUT),
+        "stderr": tail(&outcome.stderr, KEPT_OUTPUT),
+    })
+}
+
+/// `POST /api/v1/bugs/{id}/fix/candidate` (fixer).
+pub async fn candidate(
+    state: &AppState,
+    id: &str,
+    candidate: Candidate,
+) -> Result<Measured, Refused> {
+    let bug = load(state, id).await?;
+    // Role and state first: nothing is built for a bug that is not being fixed.
+    dry_run(
+        state,
+        &bug,
+        &Command::FailFixAttempt {
+            run: "probe".into(),
+        },
+        &fixer(),
+        &Fetched::default(),
+    )?;
+    let test = confirmed_test(state, &bug).await?;
+    let allowed: Vec<&str> = state.fix_allowed_paths.iter().map(String::as_str).collect();
+    // The same strict rules the crew applies to the model's answer, enforced here again.
+    let shape = json!({"files": candidate.files, "summary": candidate.summary}).to_string();
+    let draft = crew::schema::fix(&shape, &allowed, &test.path)
+        .map_err(|e| invalid("invalid_fix", e.to_string()))?;
+    let forge = local_forge(state)?;
+    let base = default_head(forge).await?;
+    // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
+    let _slot = super::reproduction::sandbox_slot(&state.sandbox).await?;
+    let snapshot = Snapshot::new()?;
+    snapshot.export(forge, &base).await?;
+    for file in draft
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .chain([test.path.as_str()])
+    {
+        if snapshot.through_symlink(file) {
+            return Err(invalid(
+                "symlink_path",
+                format!("{file} is or passes through a symlink at {base}; a fix writes regular files only"),
+            ));
+        }
+    }
+    let mut written: Vec<(String, String)> = draft
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), f.content.clone()))
+        .collect();
+    written.push((test.path.clone(), test.source.clone()));
+    for (path, content) in &written {
+        snapshot.write(path, content)?;
+    }
+    snapshot.share_read_only()?;
+    let sandbox = state.sandbox.get().await.map_err(|reason| {
+        Refused::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "sandbox_unavailable",
+            format!("the desk cannot measure the fix now: {reason}"),
+        )
+    })?;
+    let profile = state.sandbox.profile;
+    let toolchains = Toolchains::detect();
+    let mut checks = Vec::new();
+    // The whole suite, with the confirmed test in it: it must pass, and so must everything.
+    let suite = profile
+        .job(snapshot.root(), None, &toolchains, RERUN_DEADLINE)
+        .map_err(|e| invalid("invalid_target", e.to_string()))?;
+    let outcome = sandbox.run(&suite).await.map_err(Refused::sandbox)?;
+    let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
+    let confirmed_passed = matches!(
+        profile.classify(&outcome, &test.name),
+        Verdict::Passed { .. }
+    );
+    let detail = match (green, confirmed_passed) {
+        (true, true) => format!("the whole suite passed, {} among it", test.name),
+        (_, false) => format!("{} did not pass", test.name),
+        (false, true) => "the suite failed".to_owned(),
+    };
+    checks.push(check_json(
+        "suite",
+        &outcome,
+        green && confirmed_passed,
+        &detail,
+    ));
+    let changed: Vec<&str> = draft.files.iter().map(|f| f.path.as_str()).collect();
+    let jobs = profile
+        .checks(snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
+        .map_err(|e| invalid("invalid_target", e.to_string()))?;
+    for (name, job) in jobs {
+        let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
+        let passed = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
+        let detail = if passed { "clean" } else { "reported problems" };
+        checks.push(check_json(name, &outcome, passed, detail));
+    }
+    let passed = checks.iter().all(|c| c["passed"] == json!(true));
+    let now = crate::clock::now_ms();
+    let evidence_id = format!("fix-{now}-{:08x}", rand::random::<u32>());
+    let files_json: Vec<Value> = draft
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "path": f.path,
+                "sha256": hex::encode(Sha256::digest(f.content.as_bytes())),
+                "chars": f.content.chars().count(),
+            })
+        })
+        .collect();
+    let attempt = bug.fix_attempts + 1;
+    let mut body = json!({
+        "base": base.as_str(),
+        "attempt": attempt,
+        "profile": profile,
+        "summary": draft.summary,
+        "files": files_json,
+        "confirmed_test": {"path": test.path, "sha256": test.sha256, "name": test.name},
+        "checks": checks,
+        "passed": passed,
+        "model": short(candidate.model.clone()),
+        "provider": short(candidate.provider.clone()),
+    });
+    let label = evidence_label(candidate.provider.as_deref());
+    let summary: Vec<Value> = checks
+        .iter()
+        .map(|c| {
+            json!({"check": c["check"], "passed": c["passed"], "duration_ms": c["duration_ms"], "detail": c["detail"]})
+        })
+        .collect();
+    if !passed {
+        state
+            .store
+            .add_evidence(&store::EvidenceRecord {
+                id: evidence_id.clone(),
+                bug_id: id.to_owned(),
+                kind: "fix_attempt".into(),
+                label: label.into(),
+                created_at: now,
+                body,
+            })
+            .await
+            .map_err(Refused::storage)?;
+        let recorded = record(
+            state,
+            id,
+            Command::FailFixAttempt {
+                run: evidence_id.clone(),
+            },
+            &fixer(),
+            &Fetched::default(),
+        )
+        .await?;
+        return Ok(Measured::Failed(json!({
+            "error": "fix_failed",
+            "message": format!(
+                "attempt {attempt} of {} failed the desk's checks (evidence {evidence_id}); the bug is now {}",
+                state.reporter.policy.max_fix_attempts,
+                recorded.state.as_str()
+            ),
+            "state": recorded.state.as_str(),
+            "attempt": attempt,
+            "evidence": evidence_id,
+            "checks": summary,
+        })));
+    }
+    // Everything passed: the desk commits exactly what it measured.
+    let branch = format!("r2r/fix-{id}-{attempt}-{:06x}", rand::random::<u32>() >> 8);
+    let message = format!(
+        "{}\n\nFix for {id}, measured by the desk (evidence {evidence_id}).\nConfirmed test {} (sha256 {}) included unchanged.\n",
+        draft.summary, test.path, test.sha256
+    );
+    let head = forge
+        .commit_files(&base, &written, &message, &branch)
+        .await
+        .map_err(Refused::forge)?;
+    let model_line = match (&candidate.provider, &candidate.model) {
+        (Some(provider), Some(model)) => format!("{provider} / {model}"),
+        (Some(provider), None) => provider.clone(),
+        _ => "not stated".into(),
+    };
+    let mut description = format!(
+        "{}\n\nEvidence {evidence_id} ({label}), measured by the desk in its {} sandbox at base {}:\n",
+        draft.summary,
+        checks
+            .first()
+            .and_then(|c| c["backend"].as_str())
+            .unwrap_or("unknown"),
+        base.as_str()
+    );
+    for check in &checks {
+        description.push_str(&format!(
+            "- {}: passed in {} ms ({})\n",
+            check["check"].as_str().unwrap_or_default(),
+            check["duration_ms"],
+            check["detail"].as_str().unwrap_or_default()
+        ));
+    }
+    description.push_str(&format!(
+        "\nConfirmed test: {} (sha256 {}), unchanged.\nWritten by: {model_line}.\nThe crew drafted this change; people approve its exact head and merge it.\n",
+        test.path, test.sha256
+    ));
+    let draft_pull = forge
+        .open_draft(&DraftRequest {
+            branch: branch.clone(),
+            title: format!("Fix {id}: {}", draft.summary)
+                .chars()
+                .take(200)
+                .collect(),
+            body: description,
+        })
+        .await
+        .map_err(Refused::forge)?;
+    if draft_pull.head != head {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "branch_moved",
+            format!("branch {branch} moved from {head} before its pull request was opened; push again and resubmit"),
+        ));
+    }
+    body["head"] = json!(draft_pull.head.as_str());
+    body["branch"] = json!(branch);
+    body["pull_request"] = json!(draft_pull.number);
+    state
+        .store
+        .add_evidence(&store::EvidenceRecord {
+            id: evidence_id.clone(),
+            bug_id: id.to_owned(),
+            kind: "fix_attempt".into(),
+            label: label.into(),
+            created_at: now,
+            body,
+        })
+        .await
+        .map_err(Refused::storage)?;
+    let changed_paths = forge
+        .changed_paths(&draft_pull.head)
+        .await
+        .map_err(Refused::forge)?;
+    let recorded = record(
+        state,
+        id,
+        Command::SubmitFix {
+            number: draft_pull.number,
+            head: draft_pull.head.clone(),
+            changed_paths,
+        },
+        &fixer(),
+        &Fetched::default(),
+    )
+    .await?;
+    let mut answer = json!(recorded);
+    answer["pull_request"] = json!(draft_pull.number);
+    answer["head"] = json!(draft_pull.head.as_str());
+    answer["branch"] = json!(branch);
+    answer["evidence"] = json!(evidence_id);
+    answer["checks"] = json!(summary);
+    Ok(Measured::Accepted(answer))
+}
+
+/// What the desk's measurement of a candidate decided.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Measured {
+    /// Everything passed: committed, and a draft pull request opened (its number, head,
+    /// branch, evidence and checks).
+    Accepted(Value),
+    /// A check failed: the attempt is recorded as failed evidence (and after the last
+    /// attempt the bug goes to a person).
+    Failed(Value),
+}
