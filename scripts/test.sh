@@ -19,8 +19,8 @@ step() {
   timings+=("$(printf '%-34s %4ss' "$name" $(( $(date +%s) - start )))")
 }
 
-SERVER_CRATES=(-p server -p domain -p store -p shoplite -p sandbox -p crew -p forge -p app --features app/ssr)
-WASM_CRATES=(-p frontend -p domain -p shoplite --target wasm32-unknown-unknown)
+SERVER_CRATES=(-p server -p domain -p store -p shoplite -p sandbox -p crew -p forge -p api-types -p app --features app/ssr)
+WASM_CRATES=(-p frontend -p domain -p shoplite -p api-types --target wasm32-unknown-unknown)
 
 step "build tools"          ./scripts/install-tools.sh
 eval "$(./scripts/install-test-tools.sh)"

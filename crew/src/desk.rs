@@ -19,6 +19,14 @@ pub enum DeskError {
         /// Its message.
         message: String,
     },
+    /// The desk answered something that is not the type its API promises.
+    #[error("the desk's answer to {path} is not what its API promises: {reason}")]
+    Unexpected {
+        /// The path asked.
+        path: String,
+        /// What did not fit.
+        reason: String,
+    },
 }
 
 /// A desk client acting as one role.
@@ -75,6 +83,61 @@ impl Desk {
         } else {
             Err(Self::refused(status, &body))
         }
+    }
+
+    /// `GET path` as the API's type `T`: a missing or renamed field is an error, never an
+    /// empty value.
+    pub async fn get_as<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, DeskError> {
+        let body = self.get(path).await?;
+        Self::parse(path, body)
+    }
+
+    /// `POST path` as the API's type `T`, expecting success.
+    pub async fn post_as<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<T, DeskError> {
+        let answer = self.post(path, body).await?;
+        Self::parse(path, answer)
+    }
+
+    fn parse<T: serde::de::DeserializeOwned>(path: &str, body: Value) -> Result<T, DeskError> {
+        serde_json::from_value(body).map_err(|error| DeskError::Unexpected {
+            path: path.to_owned(),
+            reason: error.to_string(),
+        })
+    }
+
+    /// `GET /api/v1/bugs`.
+    pub async fn bugs(&self) -> Result<api_types::BugList, DeskError> {
+        self.get_as("/api/v1/bugs").await
+    }
+
+    /// `GET /api/v1/bugs/{id}`.
+    pub async fn bug(&self, id: &str) -> Result<api_types::BugDetail, DeskError> {
+        self.get_as(&format!("/api/v1/bugs/{id}")).await
+    }
+
+    /// A bug command without a body (`fix/start`, `reproduction/start`).
+    pub async fn command(&self, id: &str, command: &str) -> Result<api_types::Recorded, DeskError> {
+        self.post_as(&format!("/api/v1/bugs/{id}/{command}"), &json!({}))
+            .await
+    }
+
+    /// `GET /api/v1/crew/tasks`: the open tasks addressed to this role.
+    pub async fn open_tasks(&self) -> Result<api_types::TaskList, DeskError> {
+        self.get_as("/api/v1/crew/tasks").await
+    }
+
+    /// `GET /api/v1/bugs/{id}/fix/context`.
+    pub async fn fix_context(&self, id: &str) -> Result<api_types::FixContext, DeskError> {
+        self.get_as(&format!("/api/v1/bugs/{id}/fix/context")).await
+    }
+
+    /// `GET /api/v1/bugs/{id}/diff`.
+    pub async fn diff(&self, id: &str) -> Result<api_types::FixDiff, DeskError> {
+        self.get_as(&format!("/api/v1/bugs/{id}/diff")).await
     }
 
     /// `POST path` with a JSON body; the status and answer, whatever they are.

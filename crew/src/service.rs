@@ -154,11 +154,11 @@ impl Worker {
     /// keeps what this manager already did (the desk's dedupe keys keep it idempotent across
     /// restarts too).
     async fn manage(&self, handled: &mut HashSet<String>) -> Result<(), DeskError> {
-        let list = self.desk.get("/api/v1/bugs").await?;
-        for bug in list["bugs"].as_array().into_iter().flatten() {
-            let id = bug["id"].as_str().unwrap_or_default();
-            let state = bug["state"].as_str().unwrap_or_default();
-            let version = bug["version"].as_u64().unwrap_or_default();
+        let list = self.desk.bugs().await?;
+        for bug in &list.bugs {
+            let id = bug.id.as_str();
+            let state = bug.state.as_str();
+            let version = bug.version;
             let key = format!("{state}:{id}:v{version}");
             if handled.contains(&key) {
                 continue;
@@ -198,11 +198,11 @@ impl Worker {
                         .await?;
                 }
                 "in_review" => {
-                    let view = self.desk.get(&format!("/api/v1/bugs/{id}")).await?;
-                    let head = view["bug"]["pull_request"]["head"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned();
+                    let view = self.desk.bug(id).await?;
+                    let Some(head) = view.bug.pull_request.map(|pr| pr.head.as_str().to_owned())
+                    else {
+                        continue;
+                    };
                     self.hand_off(
                         "reviewer",
                         "review",
@@ -223,12 +223,12 @@ impl Worker {
     /// One worker round: every open task addressed to this role, checked and accepted, then
     /// done.
     async fn work(&self) -> Result<(), DeskError> {
-        let open = self.desk.get("/api/v1/crew/tasks").await?;
-        for task in open["tasks"].as_array().into_iter().flatten() {
-            let id = task["id"].as_str().unwrap_or_default();
-            let body = task["body"].as_str().unwrap_or_default();
+        let open = self.desk.open_tasks().await?;
+        for task in &open.tasks {
+            let id = task.id.as_str();
+            let body = task.body.as_str();
             let hash = hex::encode(Sha256::digest(body.as_bytes()));
-            if task["body_sha256"].as_str() != Some(hash.as_str()) {
+            if task.body_sha256 != hash {
                 tracing::warn!(
                     task = id,
                     "body does not match its recorded hash; not taken"
@@ -248,13 +248,8 @@ impl Worker {
             }
             let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
             let bug = parsed["bug"].as_str().unwrap_or_default().to_owned();
-            set(
-                &self.doing,
-                format!("{} {bug}", task["kind"].as_str().unwrap_or("task")),
-            );
-            let outcome = self
-                .act(task["kind"].as_str().unwrap_or_default(), &bug)
-                .await;
+            set(&self.doing, format!("{} {bug}", task.kind));
+            let outcome = self.act(&task.kind, &bug).await;
             set(&self.doing, "idle".into());
             self.desk
                 .post(

@@ -76,7 +76,16 @@ fn checked_relative(path: &str) -> Result<&str, SandboxError> {
 }
 
 impl Profile {
-    /// `rust`, `node` or `vitest`.
+    /// Its name in the desk's JSON (as serde writes it).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Profile::Rust => "rust",
+            Profile::NodeTest => "node_test",
+            Profile::Vitest => "vitest",
+        }
+    }
+
+    /// From `R2R_TARGET_PROFILE` (`rust`, `node`, `vitest`).
     pub fn parse(text: &str) -> Option<Profile> {
         match text {
             "rust" => Some(Profile::Rust),
@@ -274,6 +283,16 @@ pub fn share_read_only(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_profile_names_itself_as_serde_does() {
+        for profile in [Profile::Rust, Profile::NodeTest, Profile::Vitest] {
+            assert_eq!(
+                serde_json::to_value(profile).ok(),
+                Some(serde_json::Value::from(profile.as_str()))
+            );
+        }
+    }
 
     #[test]
     fn each_profile_names_its_fix_checks() {

@@ -8,13 +8,13 @@ use crate::service::forge::{self as forge_service, FixRequest, HeadBody};
 use crate::web::AppState;
 use crate::web::Refused;
 use crate::web::{guard, json_body, respond};
+use api_types::{BugDetail, BugList, BugSummary, ReportEntry};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use domain::workflow::Command;
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::service::commands::screened_note;
 use crate::service::reproduction::{self, Proposed};
@@ -31,13 +31,16 @@ pub async fn list_bugs(
         for id in state.store.bug_ids().await.map_err(Refused::storage)? {
             if let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? {
                 let bug = stored.bug;
-                bugs.push(json!({
-                    "id": bug.id, "component": bug.component, "state": bug.state.as_str(),
-                    "version": bug.version, "reports": bug.reports.len(),
-                }));
+                bugs.push(BugSummary {
+                    reports: bug.reports.len(),
+                    id: bug.id,
+                    component: bug.component,
+                    state: bug.state,
+                    version: bug.version,
+                });
             }
         }
-        Ok::<_, Refused>(Json(json!({"bugs": bugs})))
+        Ok::<_, Refused>(Json(BugList { bugs }))
     }
     .await;
     respond(result)
@@ -57,16 +60,31 @@ pub async fn get_bug(
             .load_bug(&id)
             .await
             .map_err(Refused::storage)?
-            .ok_or_else(|| Refused::new(StatusCode::NOT_FOUND, "unknown_bug", format!("No bug {id}.")))?;
-        let reports: Vec<Value> = state
+            .ok_or_else(|| {
+                Refused::new(
+                    StatusCode::NOT_FOUND,
+                    "unknown_bug",
+                    format!("No bug {id}."),
+                )
+            })?;
+        let reports = state
             .store
             .reports_of_bug(&id)
             .await
             .map_err(Refused::storage)?
             .into_iter()
-            .map(|r| json!({"id": r.id, "filed_at": r.created_at, "dossier": r.dossier, "repeat_of": r.repeat_of}))
+            .map(|r| ReportEntry {
+                id: r.id,
+                filed_at: r.created_at,
+                dossier: r.dossier,
+                repeat_of: r.repeat_of,
+            })
             .collect();
-        Ok::<_, Refused>(Json(json!({"bug": stored.bug, "reports": reports, "events": stored.event_count})))
+        Ok::<_, Refused>(Json(BugDetail {
+            bug: stored.bug,
+            reports,
+            events: stored.event_count,
+        }))
     }
     .await;
     respond(result)

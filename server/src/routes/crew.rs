@@ -10,6 +10,7 @@ use crate::web::respond;
 use crate::web::AppState;
 use crate::web::LimitedBody;
 use crate::web::Refused;
+use api_types::{Accepted, Task, TaskList};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -130,7 +131,7 @@ pub async fn send(
         } else {
             StatusCode::OK
         };
-        Ok::<_, Refused>((status, Json(json!(task))).into_response())
+        Ok::<_, Refused>((status, Json(wire(task))).into_response())
     }
     .await;
     respond(result)
@@ -149,8 +150,11 @@ pub async fn open(
             .store
             .open_tasks_for(role.as_str())
             .await
-            .map_err(Refused::storage)?;
-        Ok::<_, Refused>(Json(json!({"tasks": tasks})))
+            .map_err(Refused::storage)?
+            .into_iter()
+            .map(wire)
+            .collect();
+        Ok::<_, Refused>(Json(TaskList { tasks }))
     }
     .await;
     respond(result)
@@ -203,7 +207,10 @@ pub async fn accept(
         {
             return Err(refused(TaskRefusal::AlreadyAccepted));
         }
-        Ok::<_, Refused>(Json(json!({"accepted": true, "task": task})))
+        Ok::<_, Refused>(Json(Accepted {
+            accepted: true,
+            task: wire(task),
+        }))
     }
     .await;
     respond(result)
@@ -302,4 +309,22 @@ pub async fn status(
     }
     .await;
     respond(result)
+}
+
+/// A stored task as the API sends it.
+fn wire(task: CrewTask) -> Task {
+    Task {
+        id: task.id,
+        dedupe_key: task.dedupe_key,
+        bug_id: task.bug_id,
+        kind: task.kind,
+        sender: task.sender,
+        addressed_to: task.addressed_to,
+        body: task.body,
+        body_sha256: task.body_sha256,
+        created_at: task.created_at,
+        accepted_at: task.accepted_at,
+        completed_at: task.completed_at,
+        outcome: task.outcome,
+    }
 }

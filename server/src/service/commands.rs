@@ -7,25 +7,9 @@ use crate::web::{AppState, Refused};
 use axum::http::StatusCode;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{decide, Actor, Ancestry, AncestryOracle, Command, CommitSha};
-use domain::BugState;
-use serde::Serialize;
 use std::collections::HashMap;
 
-/// What the ledger says after a command: whether it changed, the bug's state and version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Recorded {
-    /// Whether this command changed the ledger (a repeat of a recorded one does not).
-    pub recorded: bool,
-    /// The bug's state now.
-    #[serde(serialize_with = "state_name")]
-    pub state: BugState,
-    /// The bug's version now.
-    pub version: u64,
-}
-
-fn state_name<S: serde::Serializer>(state: &BugState, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(state.as_str())
-}
+pub use api_types::Recorded;
 
 /// Relations fetched before deciding (the engine's oracle is synchronous and pure).
 #[derive(Debug, Default)]

@@ -18,6 +18,7 @@ use crate::service::commands::Fetched;
 use crate::service::commands::{dry_run, load, record};
 use crate::web::AppState;
 use crate::web::Refused;
+use api_types::{ContextFile, FixContext};
 use axum::http::StatusCode;
 use domain::workflow::{Actor, Command};
 use forge::{DraftRequest, Forge};
@@ -120,7 +121,7 @@ async fn default_head(forge: &forge::LocalForge) -> Result<domain::workflow::Com
 }
 
 /// `GET /api/v1/bugs/{id}/fix/context` (fixer): what a fix may be written from.
-pub async fn context(state: &AppState, id: &str) -> Result<Value, Refused> {
+pub async fn context(state: &AppState, id: &str) -> Result<FixContext, Refused> {
     let bug = load(state, id).await?;
     let test = confirmed_test(state, &bug).await?;
     let forge = local_forge(state)?;
@@ -137,27 +138,27 @@ pub async fn context(state: &AppState, id: &str) -> Result<Value, Refused> {
     {
         if let Some(content) = forge.file_at(&head, &path).await.map_err(Refused::forge)? {
             if content.chars().count() <= crew::schema::MAX_FILE_CHARS {
-                files.push(json!({"path": path, "content": content}));
+                files.push(ContextFile { path, content });
             }
         }
     }
-    Ok(json!({
-        "bug": bug.id,
-        "state": bug.state.as_str(),
-        "attempts": bug.fix_attempts,
-        "max_attempts": state.reporter.policy.max_fix_attempts,
-        "base": head.as_str(),
-        "profile": state.sandbox.profile,
-        "allowed_paths": allowed,
-        "confirmed_test": {
-            "path": test.path,
-            "name": test.name,
-            "source": test.source,
-            "sha256": test.sha256,
-            "assertion": test.assertion,
+    Ok(FixContext {
+        bug: bug.id,
+        state: bug.state,
+        attempts: bug.fix_attempts,
+        max_attempts: state.reporter.policy.max_fix_attempts,
+        base: head.as_str().to_owned(),
+        profile: state.sandbox.profile.as_str().to_owned(),
+        allowed_paths: allowed.to_vec(),
+        confirmed_test: api_types::ConfirmedTest {
+            path: test.path,
+            name: test.name,
+            source: test.source,
+            sha256: test.sha256,
+            assertion: test.assertion,
         },
-        "files": files,
-    }))
+        files,
+    })
 }
 
 /// The fixer's candidate: whole files and a summary.

@@ -11,7 +11,7 @@ use domain::codeowners::CodeOwners;
 use domain::workflow::{Actor, Command, CommitSha, DeploymentStatus};
 use domain::BugState;
 use forge::{DraftRequest, Forge, ForgeError, GitError, LocalForge};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 pub fn forge(state: &AppState) -> Result<&LocalForge, Refused> {
     state.local_forge.as_deref().ok_or_else(|| {
@@ -223,20 +223,7 @@ pub struct Merged {
     pub merge_commit: CommitSha,
 }
 
-/// A fix's diff for owners to read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FixDiff {
-    /// The exact head the pull request is at.
-    pub head: String,
-    /// Its risk tier (1–3).
-    pub tier: u8,
-    /// Why it has that tier.
-    pub tier_reasons: Vec<String>,
-    /// The paths it changes.
-    pub changed_paths: Vec<String>,
-    /// The unified diff against the default branch.
-    pub diff: String,
-}
+pub use api_types::FixDiff;
 
 /// The diff of bug `id`'s pull request.
 pub async fn diff(state: &AppState, id: &str) -> Result<FixDiff, Refused> {

@@ -1,0 +1,206 @@
+//! The engineering API's wire types: what `/api/v1/bugs…`, `/api/v1/crew/…` and the fix
+//! endpoints answer, as the desk's handlers build them and the crew reads them. One
+//! definition on both sides, so renaming a field is a compile error on both sides instead of
+//! a client that silently reads an empty string.
+//!
+//! Field names are the JSON names; every type round-trips through serde (tested).
+
+use domain::airlock::Dossier;
+use domain::workflow::Bug;
+use domain::BugState;
+use serde::{Deserialize, Serialize};
+
+/// `GET /api/v1/bugs`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugList {
+    /// Every bug, oldest first.
+    pub bugs: Vec<BugSummary>,
+}
+
+/// One line of [`BugList`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugSummary {
+    /// The bug's id.
+    pub id: String,
+    /// Its component.
+    pub component: String,
+    /// Where it stands.
+    pub state: BugState,
+    /// Its version (every recorded change adds one).
+    pub version: u64,
+    /// How many reports it clusters.
+    pub reports: usize,
+}
+
+/// `GET /api/v1/bugs/{id}`: the bug as the engine keeps it and its reports' clean dossiers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugDetail {
+    /// The bug.
+    pub bug: Bug,
+    /// Its reports (redacted dossiers only; a quarantined report has none).
+    pub reports: Vec<ReportEntry>,
+    /// How many audit events its hash chain holds.
+    pub events: u64,
+}
+
+/// One report of [`BugDetail`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportEntry {
+    /// The report's id.
+    pub id: String,
+    /// When it was filed (ms since the epoch).
+    pub filed_at: i64,
+    /// Its redacted, structured text.
+    pub dossier: Option<Dossier>,
+    /// The report it repeats word for word, if any.
+    pub repeat_of: Option<String>,
+}
+
+/// What a bug command recorded: the answer of every `/api/v1/bugs/{id}/…` command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recorded {
+    /// Whether this command changed the ledger (a repeat of a recorded one does not).
+    pub recorded: bool,
+    /// The bug's state now.
+    pub state: BugState,
+    /// The bug's version now.
+    pub version: u64,
+}
+
+/// A hand-off between crew roles, as the desk stores it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    /// Its id.
+    pub id: String,
+    /// What makes two sends the same hand-off.
+    pub dedupe_key: String,
+    /// The bug it is about, if any.
+    pub bug_id: Option<String>,
+    /// What to do (`reproduce`, `fix`, `review`, …).
+    pub kind: String,
+    /// The sending role.
+    pub sender: String,
+    /// The addressed role.
+    pub addressed_to: String,
+    /// The exact body text.
+    pub body: String,
+    /// Its SHA-256 (hex): the addressee accepts by naming it.
+    pub body_sha256: String,
+    /// When it was sent (ms).
+    pub created_at: i64,
+    /// When it was accepted.
+    pub accepted_at: Option<i64>,
+    /// When it was completed.
+    pub completed_at: Option<i64>,
+    /// How it ended.
+    pub outcome: Option<String>,
+}
+
+/// `GET /api/v1/crew/tasks`: the open tasks addressed to the caller's role.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskList {
+    /// Oldest first.
+    pub tasks: Vec<Task>,
+}
+
+/// `POST /api/v1/crew/tasks/{id}/accept`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accepted {
+    /// Always true on success.
+    pub accepted: bool,
+    /// The task, now accepted.
+    pub task: Task,
+}
+
+/// `GET /api/v1/bugs/{id}/fix/context`: what a fix may be written from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixContext {
+    /// The bug.
+    pub bug: String,
+    /// Its state (a fix is measured only while `fixing`).
+    pub state: BugState,
+    /// Attempts so far.
+    pub attempts: u8,
+    /// Attempts allowed.
+    pub max_attempts: u8,
+    /// The default branch's head the fix is written against.
+    pub base: String,
+    /// The target's test profile.
+    pub profile: String,
+    /// Path prefixes a fix may change.
+    pub allowed_paths: Vec<String>,
+    /// The test the reporter confirmed, byte for byte.
+    pub confirmed_test: ConfirmedTest,
+    /// Files under the allowed paths (at most 40, each within the per-file limit).
+    pub files: Vec<ContextFile>,
+}
+
+/// The confirmed test in a [`FixContext`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmedTest {
+    /// Its path in the repository.
+    pub path: String,
+    /// Its name as the runner prints it.
+    pub name: String,
+    /// The whole file.
+    pub source: String,
+    /// Its SHA-256 (hex), as the ledger holds it.
+    pub sha256: String,
+    /// The assertion the desk saw fail.
+    pub assertion: String,
+}
+
+/// One file of a [`FixContext`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextFile {
+    /// Its path.
+    pub path: String,
+    /// Its whole text.
+    pub content: String,
+}
+
+/// `GET /api/v1/bugs/{id}/diff`: a fix's diff for owners and the reviewer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixDiff {
+    /// The exact head the pull request is at.
+    pub head: String,
+    /// Its risk tier (1–3).
+    pub tier: u8,
+    /// Why it has that tier.
+    pub tier_reasons: Vec<String>,
+    /// The paths it changes.
+    pub changed_paths: Vec<String>,
+    /// The unified diff against the default branch.
+    pub diff: String,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_bug_list_reads_the_names_the_desk_writes() {
+        let list: BugList = serde_json::from_str(
+            r#"{"bugs":[{"id":"bug-1","component":"shoplite","state":"in_review","version":7,"reports":2}]}"#,
+        )
+        .unwrap();
+        assert_eq!(list.bugs[0].state, BugState::InReview);
+        assert_eq!(list.bugs[0].version, 7);
+        let again: BugList = serde_json::from_str(&serde_json::to_string(&list).unwrap()).unwrap();
+        assert_eq!(again, list);
+    }
+
+    #[test]
+    fn a_renamed_or_missing_field_is_an_error_not_an_empty_value() {
+        let missing = serde_json::from_str::<Recorded>(r#"{"recorded":true,"version":3}"#);
+        assert!(missing.is_err());
+        let unknown_state =
+            serde_json::from_str::<Recorded>(r#"{"recorded":true,"state":"donе","version":3}"#);
+        assert!(unknown_state.is_err());
+        let recorded: Recorded =
+            serde_json::from_str(r#"{"recorded":false,"state":"fixing","version":3}"#).unwrap();
+        assert_eq!(recorded.state, BugState::Fixing);
+    }
+}
