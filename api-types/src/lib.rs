@@ -174,6 +174,64 @@ pub struct FixDiff {
     pub diff: String,
 }
 
+/// `POST /api/v1/outbox/concierge/claim`: the next notification jobs under one lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimedJobs {
+    /// At most one batch.
+    pub jobs: Vec<ClaimedJob>,
+}
+
+/// One leased job: its composed notice (or why it could not be composed) and the channels
+/// already delivered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimedJob {
+    /// The job's idempotency key.
+    pub key: String,
+    /// Its kind (`ask_reporter`, `notify_owners`, …).
+    pub kind: String,
+    /// Deliveries tried so far.
+    pub attempts: u32,
+    /// The lease every later call about this job must name.
+    pub lease_id: String,
+    /// When the lease ends (ms).
+    pub leased_until: i64,
+    /// Channels already delivered (`inbox`, `email`, `webhook`).
+    pub delivered: Vec<String>,
+    /// The notice, when the job could be composed.
+    #[serde(default)]
+    pub notice: Option<ClaimedNotice>,
+    /// Why it could not be composed.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// Who a notice is for: `{"reporter": "<report id>"}` or `"owners"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audience {
+    /// One report's reporter.
+    Reporter(String),
+    /// Every owner.
+    Owners,
+}
+
+/// A composed notice with the addresses it may be emailed to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimedNotice {
+    /// Who it is for.
+    pub audience: Audience,
+    /// The bug it is about.
+    pub bug: Option<String>,
+    /// One line.
+    pub subject: String,
+    /// Plain text.
+    pub body: String,
+    /// The owners' chat line.
+    pub webhook_text: String,
+    /// Where it may be emailed (the reporter's contact, or every owner).
+    pub emails: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -190,6 +248,18 @@ mod tests {
         assert_eq!(list.bugs[0].version, 7);
         let again: BugList = serde_json::from_str(&serde_json::to_string(&list).unwrap()).unwrap();
         assert_eq!(again, list);
+    }
+
+    #[test]
+    fn an_audience_is_a_reporter_object_or_the_word_owners() {
+        assert_eq!(
+            serde_json::to_string(&Audience::Reporter("r-1".into())).unwrap(),
+            r#"{"reporter":"r-1"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&Audience::Owners).unwrap(),
+            r#""owners""#
+        );
     }
 
     #[test]

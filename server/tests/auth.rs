@@ -311,22 +311,7 @@ async fn every_operation_answers_every_credential_as_its_security_declares() {
     let base = &desk.server.base;
     let client = reqwest::Client::new();
     // A report gives a bug to address and a reporter capability.
-    let filed: Value = client
-        .post(format!("{base}/api/v1/reports"))
-        .json(&json!({"component": "shoplite", "title": "Negative total", "what_happened": "−₹100", "expected": "", "steps": ""}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .strip_prefix("/track#")
-        .unwrap()
-        .to_owned();
+    let (bug, capability) = common::file_report(base, json!({"component": "shoplite", "title": "Negative total", "what_happened": "−₹100", "expected": "", "steps": ""})).await;
 
     let document: Value = client
         .get(format!("{base}/api/openapi.json"))

@@ -60,25 +60,15 @@ async fn confirmed_bug() -> Confirmed {
     );
     let base = server.base.clone();
     let client = reqwest::Client::new();
-    let filed: Value = client
-        .post(format!("{base}/api/v1/reports"))
-        .json(&json!({
+    let (bug, capability) = common::file_report(
+        &base,
+        json!({
             "component": "shoplite", "title": "SAVE300 makes the total negative",
             "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
             "steps": "Cart of ₹200, coupon SAVE300",
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
+        }),
+    )
+    .await;
     let env_file = dir.path().join("crew.env");
     std::fs::write(
         &env_file,

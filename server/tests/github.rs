@@ -332,21 +332,7 @@ async fn bug_in_review(
     paths: &[&str],
 ) -> (String, String) {
     let client = reqwest::Client::new();
-    let filed: Value = client
-        .post(format!("{base}/api/v1/reports"))
-        .json(&json!({"component": "shoplite", "title": title, "what_happened": "x", "expected": "", "steps": ""}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
+    let (bug, capability) = common::file_report(base, json!({"component": "shoplite", "title": title, "what_happened": "x", "expected": "", "steps": ""})).await;
     let reproducer = Actor::Role {
         role: Role::Reproducer,
     };

@@ -352,21 +352,7 @@ async fn a_change_that_edits_codeowners_does_not_choose_its_own_code_owner() {
         .unwrap();
 
     // A confirmed bug whose fix is being written.
-    let filed: Value = client
-        .post(format!("{base}/api/v1/reports"))
-        .json(&json!({"component": "shoplite", "title": "SAVE300 negative total", "what_happened": "-100", "expected": "0", "steps": ""}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
+    let (bug, capability) = common::file_report(&base, json!({"component": "shoplite", "title": "SAVE300 negative total", "what_happened": "-100", "expected": "0", "steps": ""})).await;
     let started = client
         .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
         .bearer_auth(token(Role::Manager))

@@ -70,21 +70,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     );
     let base = server.base.clone();
     let client = reqwest::Client::new();
-    let filed: Value = client
-        .post(format!("{base}/api/v1/reports"))
-        .json(&json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
+    let (bug, capability) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
     let post = |token: &str, path: &str, body: Value| {
         let request = client
             .post(format!("{base}/api/v1/bugs/{bug}/{path}"))

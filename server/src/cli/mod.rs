@@ -195,3 +195,34 @@ pub(crate) fn load_config(
     let env = Environment::load(env_file)?;
     Ok(Config::from_env(&env, addr)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        // clap's own consistency check: names, flags, defaults and value parsers of every
+        // subcommand.
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_parses_its_documented_form() {
+        for args in [
+            &["r2r", "serve", "--addr", "127.0.0.1:0"][..],
+            &["r2r", "setup", "--owner-email", "owner@example.org"],
+            &["r2r", "migrate"],
+            &["r2r", "ledger", "verify"],
+            &["r2r", "airlock", "scan"],
+            &["r2r", "token", "rotate", "--role", "fixer"],
+            &["r2r", "crew", "run"],
+            &["r2r", "concierge", "run", "--once"],
+            &["r2r", "quarantine", "list"],
+        ] {
+            assert!(Cli::try_parse_from(args).is_ok(), "{args:?}");
+        }
+        assert!(Cli::try_parse_from(["r2r", "token", "rotate", "--role", "nobody"]).is_err());
+        assert!(Cli::try_parse_from(["r2r", "no-such-command"]).is_err());
+    }
+}

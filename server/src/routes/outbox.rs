@@ -16,6 +16,7 @@ use crate::web::respond;
 use crate::web::AppState;
 use crate::web::LimitedBody;
 use crate::web::Refused;
+use api_types::{ClaimedJob, ClaimedJobs, ClaimedNotice};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -23,16 +24,16 @@ use axum::Json;
 use domain::notice::{compose, Audience, Channel, Notice};
 use domain::workflow::Actor;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use store::notices::{InboxNotice, StoredJob};
 
 /// How many jobs one claim leases.
 const CLAIM_BATCH: u32 = 20;
 
-fn audience_json(notice: &Notice) -> Value {
+fn audience_of(notice: &Notice) -> api_types::Audience {
     match &notice.audience {
-        Audience::Reporter(report) => json!({"reporter": report}),
-        Audience::Owners => json!("owners"),
+        Audience::Reporter(report) => api_types::Audience::Reporter(report.clone()),
+        Audience::Owners => api_types::Audience::Owners,
     }
 }
 
@@ -53,19 +54,24 @@ pub async fn claim(
             .map_err(Refused::storage)?;
         let mut out = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let delivered: Vec<&str> = state
+            let delivered = state
                 .store
                 .deliveries_of(&job.key)
                 .await
                 .map_err(Refused::storage)?
                 .into_iter()
-                .map(Channel::as_str)
+                .map(|channel| channel.as_str().to_owned())
                 .collect();
-            let mut entry = json!({
-                "key": job.key, "kind": job.kind, "attempts": job.attempts,
-                "lease_id": job.lease_id, "leased_until": job.leased_until,
-                "delivered": delivered,
-            });
+            let mut entry = ClaimedJob {
+                key: job.key.clone(),
+                kind: job.kind.clone(),
+                attempts: job.attempts,
+                lease_id: job.lease_id.clone(),
+                leased_until: job.leased_until,
+                delivered,
+                notice: None,
+                error: None,
+            };
             match compose(&job.kind, &job.payload) {
                 Ok(notice) => {
                     let emails: Vec<String> = match &notice.audience {
@@ -81,17 +87,20 @@ pub async fn claim(
                             state.store.owner_emails().await.map_err(Refused::storage)?
                         }
                     };
-                    entry["notice"] = json!({
-                        "audience": audience_json(&notice), "bug": notice.bug,
-                        "subject": notice.subject, "body": notice.body,
-                        "webhook_text": notice.webhook_text, "emails": emails,
+                    entry.notice = Some(ClaimedNotice {
+                        audience: audience_of(&notice),
+                        bug: notice.bug,
+                        subject: notice.subject,
+                        body: notice.body,
+                        webhook_text: notice.webhook_text,
+                        emails,
                     });
                 }
-                Err(error) => entry["error"] = json!(error.to_string()),
+                Err(error) => entry.error = Some(error.to_string()),
             }
             out.push(entry);
         }
-        Ok::<_, Refused>(Json(json!({"jobs": out})))
+        Ok::<_, Refused>(Json(ClaimedJobs { jobs: out }))
     }
     .await;
     respond(result)

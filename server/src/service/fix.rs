@@ -36,16 +36,6 @@ fn fixer() -> Actor {
     }
 }
 
-fn local_forge(state: &AppState) -> Result<&forge::LocalForge, Refused> {
-    state.local_forge.as_deref().ok_or_else(|| {
-        Refused::new(
-            StatusCode::CONFLICT,
-            "no_local_forge",
-            "the desk measures fixes on a snapshot of the target from its forge; set R2R_LOCAL_FORGE",
-        )
-    })
-}
-
 /// The confirmed test, as the reporter confirmed it: from the desk's own evidence, checked
 /// against the hash the ledger holds.
 struct ConfirmedTest {
@@ -103,29 +93,12 @@ async fn confirmed_test(
     })
 }
 
-async fn default_head(forge: &forge::LocalForge) -> Result<domain::workflow::CommitSha, Refused> {
-    forge
-        .branch_head(forge.default_branch())
-        .await
-        .map_err(Refused::forge)?
-        .ok_or_else(|| {
-            Refused::new(
-                StatusCode::CONFLICT,
-                "empty_target",
-                format!(
-                    "the target repository has no {} branch yet",
-                    forge.default_branch()
-                ),
-            )
-        })
-}
-
 /// `GET /api/v1/bugs/{id}/fix/context` (fixer): what a fix may be written from.
 pub async fn context(state: &AppState, id: &str) -> Result<FixContext, Refused> {
     let bug = load(state, id).await?;
     let test = confirmed_test(state, &bug).await?;
-    let forge = local_forge(state)?;
-    let head = default_head(forge).await?;
+    let forge = super::forge::forge(state)?;
+    let head = super::forge::default_head(forge).await?;
     let allowed = &state.fix_allowed_paths;
     let mut files = Vec::new();
     for path in forge
@@ -214,8 +187,8 @@ pub async fn candidate(
     let shape = json!({"files": candidate.files, "summary": candidate.summary}).to_string();
     let draft = crew::schema::fix(&shape, &allowed, &test.path)
         .map_err(|e| invalid("invalid_fix", e.to_string()))?;
-    let forge = local_forge(state)?;
-    let base = default_head(forge).await?;
+    let forge = super::forge::forge(state)?;
+    let base = super::forge::default_head(forge).await?;
     // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
     let _slot = super::reproduction::sandbox_slot(&state.sandbox).await?;
     let snapshot = Snapshot::new()?;

@@ -13,6 +13,8 @@ use domain::BugState;
 use forge::{DraftRequest, Forge, ForgeError, GitError, LocalForge};
 use serde::Deserialize;
 
+/// The desk's local forge, or 409 `no_local_forge` (reproductions, fixes, approvals with
+/// CODEOWNERS, merges and deployments all read the target from it).
 pub fn forge(state: &AppState) -> Result<&LocalForge, Refused> {
     state.local_forge.as_deref().ok_or_else(|| {
         Refused::new(
@@ -21,6 +23,24 @@ pub fn forge(state: &AppState) -> Result<&LocalForge, Refused> {
             "this desk has no local forge (set R2R_LOCAL_FORGE to a bare git repository)",
         )
     })
+}
+
+/// The head of the target's default branch, or 409 `empty_target` when it has none yet.
+pub async fn default_head(forge: &LocalForge) -> Result<CommitSha, Refused> {
+    forge
+        .branch_head(forge.default_branch())
+        .await
+        .map_err(Refused::forge)?
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::CONFLICT,
+                "empty_target",
+                format!(
+                    "the target repository has no {} branch yet",
+                    forge.default_branch()
+                ),
+            )
+        })
 }
 
 fn git_refused(error: GitError) -> Refused {

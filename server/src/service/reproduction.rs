@@ -231,27 +231,8 @@ pub async fn propose(
     };
     crate::service::commands::dry_run(state, &bug, &probe, &reproducer, &measured)?;
 
-    let forge = state.local_forge.as_deref().ok_or_else(|| {
-        Refused::new(
-            StatusCode::CONFLICT,
-            "no_local_forge",
-            "the desk re-runs tests on a snapshot of the target from its forge; set R2R_LOCAL_FORGE",
-        )
-    })?;
-    let head = forge
-        .branch_head(forge.default_branch())
-        .await
-        .map_err(Refused::forge)?
-        .ok_or_else(|| {
-            Refused::new(
-                StatusCode::CONFLICT,
-                "empty_target",
-                format!(
-                    "the target repository has no {} branch yet",
-                    forge.default_branch()
-                ),
-            )
-        })?;
+    let forge = super::forge::forge(state)?;
+    let head = super::forge::default_head(forge).await?;
     // Held until the answer: the snapshot, the baseline and the run.
     let _slot = sandbox_slot(&state.sandbox).await?;
     let profile = state.sandbox.profile;

@@ -10,12 +10,13 @@
 //! repeat, and the inbox shows a job once whatever happens.
 
 use crate::config::NotifyConfig;
+use api_types::{ClaimedJob, ClaimedJobs};
 use crew::desk::{Desk, DeskError};
 use domain::notice::{channels_due, Channel, Reach};
 use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use serde_json::{json, Value};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
@@ -122,20 +123,19 @@ impl Concierge {
 
     /// Leases the next jobs and delivers them.
     pub async fn round(&self) -> Result<Round, ConciergeError> {
-        let claimed = self
+        let claimed: ClaimedJobs = self
             .desk
-            .post("/api/v1/outbox/concierge/claim", &json!({}))
+            .post_as("/api/v1/outbox/concierge/claim", &json!({}))
             .await?;
-        let jobs = claimed["jobs"].as_array().cloned().unwrap_or_default();
+        let jobs = claimed.jobs;
         let mut round = Round {
             leased: jobs.len(),
             ..Round::default()
         };
         for job in &jobs {
-            let key = job["key"].as_str().unwrap_or_default();
-            let lease = job["lease_id"].as_str().unwrap_or_default();
-            let leased_until = job["leased_until"].as_i64().unwrap_or_default();
-            if leased_until - crate::clock::now_ms() < LEASE_NEEDED_MS {
+            let key = job.key.as_str();
+            let lease = job.lease_id.as_str();
+            if job.leased_until - crate::clock::now_ms() < LEASE_NEEDED_MS {
                 // Its lease runs out and a later claim takes it whole.
                 round.deferred += 1;
                 continue;
@@ -171,44 +171,32 @@ impl Concierge {
     }
 
     /// Delivers every channel still due for `job`, recording each; the first failure ends it.
-    async fn deliver(&self, job: &Value, round: &mut Round) -> Result<(), String> {
-        if let Some(error) = job["error"].as_str() {
-            return Err(error.to_owned());
+    async fn deliver(&self, job: &ClaimedJob, round: &mut Round) -> Result<(), String> {
+        if let Some(error) = &job.error {
+            return Err(error.clone());
         }
-        let key = job["key"].as_str().unwrap_or_default();
-        let lease = job["lease_id"].as_str().unwrap_or_default();
-        let notice = &job["notice"];
-        let emails: Vec<&str> = notice["emails"]
-            .as_array()
-            .map(|list| list.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let delivered: Vec<Channel> = job["delivered"]
-            .as_array()
-            .map(|list| {
-                list.iter()
-                    .filter_map(|c| c.as_str().and_then(Channel::parse))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let for_reporter = notice["audience"].get("reporter").is_some();
+        let Some(notice) = &job.notice else {
+            return Err("the desk sent the job without its notice".to_owned());
+        };
+        let key = job.key.as_str();
+        let lease = job.lease_id.as_str();
+        let emails: Vec<&str> = notice.emails.iter().map(String::as_str).collect();
+        let delivered: Vec<Channel> = job
+            .delivered
+            .iter()
+            .filter_map(|c| Channel::parse(c))
+            .collect();
         let parsed = domain::notice::Notice {
-            audience: if for_reporter {
-                domain::notice::Audience::Reporter(
-                    notice["audience"]["reporter"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                )
-            } else {
-                domain::notice::Audience::Owners
+            audience: match &notice.audience {
+                api_types::Audience::Reporter(report) => {
+                    domain::notice::Audience::Reporter(report.clone())
+                }
+                api_types::Audience::Owners => domain::notice::Audience::Owners,
             },
-            bug: notice["bug"].as_str().map(str::to_owned),
-            subject: notice["subject"].as_str().unwrap_or_default().to_owned(),
-            body: notice["body"].as_str().unwrap_or_default().to_owned(),
-            webhook_text: notice["webhook_text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
+            bug: notice.bug.clone(),
+            subject: notice.subject.clone(),
+            body: notice.body.clone(),
+            webhook_text: notice.webhook_text.clone(),
         };
         for channel in channels_due(&parsed, !emails.is_empty(), self.reach(), &delivered) {
             let detail = match channel {

@@ -235,3 +235,25 @@ pub fn owner_desk(extra: &[(&str, &str)]) -> OwnerDesk {
         _dir: dir,
     }
 }
+
+/// Files `report` (the JSON of `POST /api/v1/reports`) at the desk `base`: the bug it joined
+/// and the reporter's capability (the tracking link's fragment).
+pub async fn file_report(base: &str, report: serde_json::Value) -> (String, String) {
+    let filed: serde_json::Value = reqwest::Client::new()
+        .post(format!("{base}/api/v1/reports"))
+        .json(&report)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("/track#")
+        .unwrap()
+        .to_owned();
+    (bug, capability)
+}
