@@ -370,10 +370,7 @@ pub async fn command(env_file: &Path, command: BenchCommand) -> anyhow::Result<E
         }
         BenchCommand::Sandbox { runs, shoplite } => {
             let env = Environment::load(env_file)?;
-            let image = env
-                .get("R2R_SANDBOX_IMAGE")
-                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
-                .to_owned();
+            let image = env.sandbox_image();
             println!("ShopLite coupon reproduction (cargo test --test coupon_save300), {runs} runs each, first run not counted:");
             for backend in crate::cli::demo::Place::ALL {
                 let runner = match crate::cli::demo::Runner::connect(backend, &image).await {

@@ -107,10 +107,7 @@ pub async fn command(env_file: &Path, command: CrewCommand) -> anyhow::Result<Ex
             let (model, prices) =
                 crew::config::provider_from(|name| env.get(name).map(str::to_owned))
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
-            let profile = env
-                .get("R2R_TARGET_PROFILE")
-                .and_then(sandbox::Profile::parse)
-                .unwrap_or(sandbox::Profile::Rust);
+            let profile = env.target_profile()?;
             let settings = crew::service::CrewSettings {
                 desk,
                 manager: tokens[0].clone(),

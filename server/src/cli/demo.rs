@@ -328,10 +328,7 @@ pub async fn command(env_file: &Path, command: DemoCommand) -> anyhow::Result<Ex
                     crate::cli::demo::Place::Sandbox,
                 ),
             };
-            let image = env
-                .get("R2R_SANDBOX_IMAGE")
-                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
-                .to_owned();
+            let image = env.sandbox_image();
             let runner = crate::cli::demo::Runner::connect(place, &image)
                 .await
                 .context("the sandbox is not available (./scripts/sandbox-host.sh prepares this host, or pass --sandbox host)")?;
@@ -350,15 +347,9 @@ pub async fn command(env_file: &Path, command: DemoCommand) -> anyhow::Result<Ex
                     Some(backend) => backend,
                     None => configured(&env)?.unwrap_or(sandbox::Backend::Docker),
                 },
-                image: env
-                    .get("R2R_SANDBOX_IMAGE")
-                    .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
-                    .to_owned(),
+                image: env.sandbox_image(),
                 shoplite,
-                leptos_toml: env
-                    .get("R2R_LEPTOS_TOML")
-                    .unwrap_or("Leptos.toml")
-                    .to_owned(),
+                leptos_toml: env.leptos_toml(),
             };
             let timeline = crate::cli::demo_run::run(&options).await;
             print!("{}", timeline.render(options.sandbox.as_str()));

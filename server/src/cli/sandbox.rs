@@ -110,9 +110,6 @@ pub async fn command(
     command: SandboxCommand,
 ) -> anyhow::Result<ExitCode> {
     let env = crate::config::Environment::load(env_file)?;
-    let image = env
-        .get("R2R_SANDBOX_IMAGE")
-        .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
-        .to_owned();
+    let image = env.sandbox_image();
     run(command, &image).await
 }

@@ -58,6 +58,33 @@ impl Environment {
         }
     }
 
+    /// Docker's local image (`R2R_SANDBOX_IMAGE`, default the one `scripts/sandbox-host.sh`
+    /// builds).
+    pub fn sandbox_image(&self) -> String {
+        self.get("R2R_SANDBOX_IMAGE")
+            .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
+            .trim()
+            .to_owned()
+    }
+
+    /// The target's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest; default rust).
+    pub fn target_profile(&self) -> Result<sandbox::Profile, ConfigError> {
+        let profile = self.get("R2R_TARGET_PROFILE").unwrap_or("rust").trim();
+        sandbox::Profile::parse(profile).ok_or_else(|| {
+            ConfigError::new(
+                "R2R_TARGET_PROFILE",
+                format!("expected rust, node or vitest, got {profile:?}"),
+            )
+        })
+    }
+
+    /// The site options file `r2r serve` reads outside cargo-leptos (`R2R_LEPTOS_TOML`).
+    pub fn leptos_toml(&self) -> String {
+        self.get("R2R_LEPTOS_TOML")
+            .unwrap_or("Leptos.toml")
+            .to_owned()
+    }
+
     /// A variable's value; an empty value counts as unset.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values

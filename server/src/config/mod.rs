@@ -200,10 +200,7 @@ impl Config {
                 })
             }
         };
-        let leptos_toml = env
-            .get("R2R_LEPTOS_TOML")
-            .unwrap_or("Leptos.toml")
-            .to_owned();
+        let leptos_toml = env.leptos_toml();
         let intake = IntakeConfig {
             components: component_list(
                 "R2R_COMPONENTS",
@@ -352,11 +349,7 @@ impl Config {
                         )
                     })?,
             },
-            sandbox_image: env
-                .get("R2R_SANDBOX_IMAGE")
-                .unwrap_or(sandbox::docker::DEFAULT_IMAGE)
-                .trim()
-                .to_owned(),
+            sandbox_image: env.sandbox_image(),
             spend: {
                 let defaults = domain::spend::Budget::default();
                 let dollars = |name: &str, default: u64| -> Result<u64, ConfigError> {
@@ -396,15 +389,7 @@ impl Config {
                     )?,
                 }
             },
-            target_profile: {
-                let profile = env.get("R2R_TARGET_PROFILE").unwrap_or("rust").trim();
-                sandbox::Profile::parse(profile).ok_or_else(|| {
-                    ConfigError::new(
-                        "R2R_TARGET_PROFILE",
-                        format!("expected rust, node or vitest, got {profile:?}"),
-                    )
-                })?
-            },
+            target_profile: env.target_profile()?,
             crew: crew_mode(env)?,
             notify: NotifyConfig::from_env(env)?,
             fix_allowed_paths: fix_allowed_paths(env.get("R2R_FIX_ALLOWED_PATHS"))
