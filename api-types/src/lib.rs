@@ -170,8 +170,12 @@ pub struct FixDiff {
     pub tier_reasons: Vec<String>,
     /// The paths it changes.
     pub changed_paths: Vec<String>,
-    /// The unified diff against the default branch.
+    /// The approved change's unified diff: against the default branch while open, against
+    /// the branch as it was before the merge once merged.
     pub diff: String,
+    /// Once merged, what the merge commit changed on the default branch.
+    #[serde(default)]
+    pub merge_diff: Option<String>,
 }
 
 /// `POST /api/v1/outbox/concierge/claim`: the next notification jobs under one lease.

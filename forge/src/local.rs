@@ -208,8 +208,34 @@ impl LocalForge {
 
     /// The change as a unified diff against where it left the default branch.
     pub async fn diff(&self, head: &CommitSha) -> Result<String, GitError> {
-        let range = format!("refs/heads/{}...{}", self.default_branch, head.as_str());
-        let output = self.git(&["diff", "--no-color", &range]).await?;
+        self.change_diff(head, None).await
+    }
+
+    /// The diff `head` brings: against the default branch while open, or — once merged by
+    /// `merge` — against the branch as it was before the merge (its first parent), so the
+    /// approved change stays readable after it landed.
+    pub async fn change_diff(
+        &self,
+        head: &CommitSha,
+        merge: Option<&CommitSha>,
+    ) -> Result<String, GitError> {
+        let base = match merge {
+            Some(merge) => format!("{}^1", merge.as_str()),
+            None => format!("refs/heads/{}", self.default_branch),
+        };
+        self.diff_range(&format!("{base}...{}", head.as_str()))
+            .await
+    }
+
+    /// What the merge commit `merge` changed on the default branch (against its first
+    /// parent).
+    pub async fn merge_diff(&self, merge: &CommitSha) -> Result<String, GitError> {
+        self.diff_range(&format!("{0}^1..{0}", merge.as_str()))
+            .await
+    }
+
+    async fn diff_range(&self, range: &str) -> Result<String, GitError> {
+        let output = self.git(&["diff", "--no-color", range]).await?;
         check("diff", &output)?;
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
@@ -712,6 +738,20 @@ mod tests {
         );
         // Publishing again from a stale base is refused: nothing is overwritten.
         assert!(forge.publish_merge(&merge, &base).await.is_err());
+        // After the merge the change is still readable: against the branch before it (the
+        // open diff against main is empty now), and as what the merge changed on main.
+        assert_eq!(forge.diff(&head).await.unwrap(), "");
+        let approved = forge.change_diff(&head, Some(&merge)).await.unwrap();
+        assert!(
+            approved.contains("+pub fn total() -> i64 { 0 }"),
+            "{approved}"
+        );
+        let merged = forge.merge_diff(&merge).await.unwrap();
+        assert!(merged.contains("+pub fn total() -> i64 { 0 }"), "{merged}");
+        assert!(
+            merged.contains("-pub fn total() -> i64 { -100 }"),
+            "{merged}"
+        );
     }
 
     #[tokio::test]

@@ -143,6 +143,13 @@ impl BwrapSandbox {
                 mount.target.to_string_lossy().into_owned(),
             ]);
         }
+        if let Some(output) = &job.output {
+            args.extend([
+                "--bind".into(),
+                output.to_string_lossy().into_owned(),
+                crate::isolated::OUTPUT_DIR.into(),
+            ]);
+        }
         for (dir, size) in [
             (WORK_DIR, job.limits.work_bytes),
             ("/tmp", job.limits.tmp_bytes),

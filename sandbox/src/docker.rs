@@ -74,6 +74,13 @@ impl DockerSandbox {
                 .iter()
                 .map(|m| format!("{}:{}:ro", m.host.display(), m.target.display())),
         );
+        if let Some(output) = &job.output {
+            binds.push(format!(
+                "{}:{}:rw",
+                output.display(),
+                crate::isolated::OUTPUT_DIR
+            ));
+        }
         let tmpfs = HashMap::from([
             (
                 WORK_DIR.to_owned(),

@@ -51,6 +51,9 @@ impl Default for Limits {
     }
 }
 
+/// Where a job's writable output directory appears, when it has one.
+pub const OUTPUT_DIR: &str = "/out";
+
 /// A host directory shown read-only inside (a toolchain, say).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadOnlyMount {
@@ -71,6 +74,10 @@ pub struct SandboxJob {
     pub env: Vec<(String, String)>,
     /// Extra read-only mounts.
     pub mounts: Vec<ReadOnlyMount>,
+    /// A host directory shown writable at `/out`, for a build's artifact (nothing else of
+    /// the host is ever writable). The caller makes it writable for uid 10001 inside a
+    /// parent only it can enter, so nobody else can swap the artifact.
+    pub output: Option<PathBuf>,
     /// Wall-clock limit for the whole run.
     pub deadline: Duration,
     /// Resource limits.
@@ -91,6 +98,7 @@ impl SandboxJob {
                 ("LANG".into(), "C.UTF-8".into()),
             ],
             mounts: Vec::new(),
+            output: None,
             deadline,
             limits: Limits::default(),
         }

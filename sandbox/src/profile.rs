@@ -140,6 +140,44 @@ impl Profile {
         Ok(job)
     }
 
+    /// The job building the release binary `binary` of a Rust target and copying it to
+    /// `/out/<binary>` (`output` on the host): the build's output is the artifact. Only Rust
+    /// targets are built for release here.
+    pub fn release_job(
+        &self,
+        snapshot: &Path,
+        binary: &str,
+        output: &Path,
+        toolchains: &Toolchains,
+        deadline: Duration,
+    ) -> Result<SandboxJob, SandboxError> {
+        if *self != Profile::Rust {
+            return Err(invalid(format!(
+                "only Rust targets are built for release, not {}",
+                self.as_str()
+            )));
+        }
+        let safe = !binary.is_empty()
+            && binary.len() <= 64
+            && binary
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !safe {
+            return Err(invalid(format!("{binary:?} is not a binary name")));
+        }
+        let mut job = self.empty_job(snapshot, toolchains, deadline)?;
+        job.command = vec![
+            "/bin/sh".into(),
+            "-c".into(),
+            format!(
+                "cd {SNAPSHOT_DIR} && cargo build --release --frozen --offline --bin {binary} && cp {WORK_DIR}/target/release/{binary} {}/{binary}",
+                crate::isolated::OUTPUT_DIR
+            ),
+        ];
+        job.output = Some(output.to_path_buf());
+        Ok(job)
+    }
+
     /// A job with this profile's mounts and environment and no command yet.
     fn empty_job(
         &self,
@@ -283,6 +321,32 @@ pub fn share_read_only(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_is_built_for_rust_binaries_with_plain_names_only() {
+        let toolchains = Toolchains {
+            rust_sysroot: Some(std::env::temp_dir()),
+        };
+        let dir = std::env::temp_dir();
+        let deadline = Duration::from_secs(60);
+        let job = Profile::Rust
+            .release_job(&dir, "shoplite", &dir, &toolchains, deadline)
+            .unwrap();
+        assert_eq!(job.output.as_deref(), Some(dir.as_path()));
+        assert!(
+            job.command[2].contains("--bin shoplite"),
+            "{:?}",
+            job.command
+        );
+        for bad in ["", "shop lite", "shop;rm", "../x"] {
+            assert!(Profile::Rust
+                .release_job(&dir, bad, &dir, &toolchains, deadline)
+                .is_err());
+        }
+        assert!(Profile::NodeTest
+            .release_job(&dir, "shoplite", &dir, &toolchains, deadline)
+            .is_err());
+    }
 
     #[test]
     fn a_profile_names_itself_as_serde_does() {

@@ -419,3 +419,66 @@ async fn docker_contains_every_attack() {
 async fn bwrap_contains_every_attack() {
     suite(sandbox::Backend::Bwrap).await;
 }
+
+/// A job given an output directory writes there, and only there: the snapshot, the root and
+/// the parent of the output directory stay untouchable, and the host sees the file.
+async fn output_only(backend: sandbox::Backend) {
+    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
+    let image = std::env::var("R2R_SANDBOX_IMAGE")
+        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
+    let sandbox = match sandbox::connect(backend, &image).await {
+        Ok(sandbox) => sandbox,
+        Err(error) if !required => {
+            eprintln!("SKIPPED the {backend} output check: {error}");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let host = prepare();
+    // A parent only the caller may enter, and inside it the directory the job may write.
+    let private = tempfile::Builder::new()
+        .prefix("r2r-out-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    let out = private.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut job = SandboxJob::new(
+        host.snapshot.clone(),
+        vec![
+            "/bin/bash".into(),
+            "-c".into(),
+            "echo artifact > /out/built && \
+             (echo x > /snapshot/planted && echo WROTE-SNAPSHOT || true) && \
+             (echo x > /out/../planted && echo WROTE-PARENT || true) && \
+             (echo x > /planted && echo WROTE-ROOT || true)"
+                .into(),
+        ],
+        Duration::from_secs(30),
+    );
+    job.output = Some(out.clone());
+    let outcome = sandbox.run(&job).await.unwrap();
+    assert_eq!(outcome.exit_code, Some(0), "{backend}: {outcome:?}");
+    assert!(
+        !outcome.stdout.contains("WROTE"),
+        "{backend}: {}",
+        outcome.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("built")).unwrap(),
+        "artifact\n"
+    );
+    assert!(!host.snapshot.join("planted").exists());
+    assert!(!private.path().join("planted").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_jobs_write_only_into_their_output_directory() {
+    output_only(sandbox::Backend::Docker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_jobs_write_only_into_their_output_directory() {
+    output_only(sandbox::Backend::Bwrap).await;
+}

@@ -31,6 +31,8 @@ pub fn router(state: AppState) -> Router {
         .route("/report", post(reporter::file_form))
         .route("/track", post(reporter::track_form))
         .route("/track/answer", post(reporter::answer_form))
+        .route("/live/{service}", get(crate::routes::live::root))
+        .route("/live/{service}/{*rest}", get(crate::routes::live::path))
         .route("/desk", get(crate::desk::dashboard))
         .route("/desk/crew", get(crate::desk::crew))
         .route("/desk/live", get(crate::desk::live))

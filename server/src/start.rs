@@ -184,6 +184,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let bound = listener.local_addr()?;
     let state = AppState::new(leptos_options, store.clone(), instance, config);
+    let state_for_workers = state.clone();
     let (stop_serving, mut stopped) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(async move {
         let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -209,6 +210,23 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         )),
     ];
     workers.extend(start_concierge(config, bound));
+    if let Some(deploy) = &config.deploy {
+        let recorder = config
+            .auth
+            .role_tokens
+            .iter()
+            .find(|(role, _)| *role == domain::Role::Recorder)
+            .map(|(_, token)| crate::workers::deployer::RecorderSeat {
+                desk: format!("http://{}", loopback(bound)),
+                token: token.expose().to_owned(),
+            });
+        tracing::info!(service = %deploy.service, "the deployer releases what lands on the default branch");
+        workers.push(tokio::spawn(crate::workers::deployer::run(
+            state_for_workers.clone(),
+            deploy.clone(),
+            recorder,
+        )));
+    }
     let crew = start_crew(config, bound);
     Ok(Desk {
         bound,

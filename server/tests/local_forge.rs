@@ -286,6 +286,46 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
         &work,
         &["merge-base", "--is-ancestor", &head, "origin/main"],
     );
+    // What was merged stays readable: the approved change and what the merge did to main.
+    let merged: Value = client
+        .get(format!("{base}/api/v1/bugs/{bug}/diff"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        merged["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+pub fn payable() -> i64 { 0 }"),
+        "{merged}"
+    );
+    assert!(
+        merged["merge_diff"]
+            .as_str()
+            .unwrap()
+            .contains("+pub fn payable() -> i64 { 0 }"),
+        "{merged}"
+    );
+
+    // The merged bug says what it waits for, and what proves it.
+    let page = client
+        .get(format!("{base}/desk/bugs/{bug}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!("Waiting for: the release of {}", &merge[..12])),
+        "{page}"
+    );
+    assert!(page.contains("r2r recorder verify --sha"), "{page}");
 
     // The recorder records the verified deployment; the reporter confirms the live fix.
     let (status, _) = post(

@@ -217,8 +217,15 @@ fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
     let files = String::from_utf8_lossy(&listing.stdout);
     assert_eq!(
         files.lines().collect::<Vec<_>>(),
-        ["Cargo.lock", "Cargo.toml", "src/lib.rs"],
-        "ShopLite without the test the crew has to write"
+        [
+            ".gitattributes",
+            "COMMIT",
+            "Cargo.lock",
+            "Cargo.toml",
+            "src/lib.rs",
+            "src/main.rs"
+        ],
+        "ShopLite and its service, without the test the crew has to write"
     );
     let again = common::r2r_with_env_file(&env_file)
         .arg("setup")

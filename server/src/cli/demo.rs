@@ -152,6 +152,10 @@ pub fn prepare_scratch(shoplite: &Path, scratch: &Path, fixed: bool) -> Result<(
         "version = 4\n\n[[package]]\nname = \"shoplite\"\nversion = \"0.1.0\"\n",
     )?;
     write("src/lib.rs", &lib)?;
+    // The shop as a service, and the file `git archive` fills in with the commit it builds.
+    write("src/main.rs", &read(&shoplite.join("src/main.rs"))?)?;
+    write("COMMIT", &read(&shoplite.join("COMMIT"))?)?;
+    write(".gitattributes", &read(&shoplite.join(".gitattributes"))?)?;
     write("tests/coupon_save300.rs", &test)?;
     Ok(())
 }

@@ -661,15 +661,15 @@ async fn the_loop(
     let (live, deployment) = serve_deployment(&merge).await?;
     let recorded = run
         .step(MERGE_TO_VERIFIED[1], async {
-            let expected = crate::cli::recorder::Expected {
+            let expected = crate::service::recorder::Expected {
                 sha: merge.clone(),
                 service: "shoplite".into(),
             };
-            let id = crate::cli::recorder::verify_and_record(
+            let id = crate::service::recorder::verify_and_record(
                 &live,
                 &live,
                 &expected,
-                crate::cli::recorder::Publish::Desk {
+                crate::service::recorder::Publish::Desk {
                     url: &base,
                     token: &token(Role::Recorder),
                     deployment: "shoplite-demo-1",

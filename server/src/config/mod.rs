@@ -2,11 +2,13 @@
 //! at start-up. A malformed variable stops start-up with its name and the expected form.
 
 mod crew_run;
+mod deploy;
 mod env;
 mod github;
 mod notify;
 
 pub use crew_run::CrewMode;
+pub use deploy::DeployConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
 pub use notify::NotifyConfig;
@@ -50,6 +52,8 @@ pub struct Config {
     pub github: GitHubConfig,
     /// A bare git repository serving as the local forge (`R2R_LOCAL_FORGE`).
     pub local_forge: Option<std::path::PathBuf>,
+    /// The deployer, when on (`R2R_DEPLOY`).
+    pub deploy: Option<DeployConfig>,
     /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
     pub local_forge_branch: String,
     /// The sandbox the desk re-runs proposed tests in (`R2R_SANDBOX_BACKEND`: docker, bwrap
@@ -308,6 +312,11 @@ impl Config {
             local_forge: env
                 .get("R2R_LOCAL_FORGE")
                 .map(|p| std::path::PathBuf::from(p.trim())),
+            deploy: DeployConfig::from_env(
+                env,
+                env.get("R2R_LOCAL_FORGE").is_some(),
+                env.target_profile()?,
+            )?,
             local_forge_branch: {
                 let branch = env.get("R2R_LOCAL_FORGE_BRANCH").unwrap_or("main").trim();
                 if branch.is_empty()

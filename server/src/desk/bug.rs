@@ -197,7 +197,10 @@ async fn bug_page(
         })
         .collect();
     let diff = match (&bug.pull_request, state.local_forge.as_deref()) {
-        (Some(pr), Some(forge)) => forge.diff(&pr.head).await.ok(),
+        (Some(pr), Some(forge)) => forge
+            .change_diff(&pr.head, bug.merge.as_ref().map(|m| &m.merge_commit))
+            .await
+            .ok(),
         _ => None,
     };
     let me = crate::auth::owner_actor(account).human();
@@ -234,7 +237,7 @@ async fn bug_page(
         tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
         reports: bug.reports.len(),
         opened_at,
-        waiting_for: waiting_for(&bug),
+        waiting_for: waiting_for(&bug, &state.releases),
     };
     Ok(Some(DeskPage::Bug(Box::new(BugDesk {
         owner: account.email.clone(),

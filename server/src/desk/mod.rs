@@ -215,16 +215,51 @@ pub async fn sign_out(
 // Dashboard
 
 /// What a person has to do for a bug, if anything.
-pub fn waiting_for(bug: &Bug) -> Option<String> {
+pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String> {
+    let short =
+        |sha: &domain::workflow::CommitSha| sha.as_str().chars().take(12).collect::<String>();
     match bug.state {
         BugState::NeedsHuman => Some(match bug.needs_human {
             Some(reason) => format!("a person ({})", format!("{reason:?}").to_lowercase()),
             None => "a person".to_owned(),
         }),
+        BugState::New => Some("the crew's triage".to_owned()),
+        BugState::Triaged | BugState::Reopened | BugState::Reproducing => {
+            Some("the crew's failing test, re-run by the desk in its sandbox".to_owned())
+        }
+        BugState::AwaitingReporter => Some("the reporter's answer: is this the bug you saw?".to_owned()),
+        BugState::Confirmed | BugState::Fixing => Some(format!(
+            "the crew's fix (attempt {}), measured by the desk",
+            bug.fix_attempts.saturating_add(1)
+        )),
         BugState::InReview => Some("review: approve the exact head".to_owned()),
         BugState::Approved => Some("merge".to_owned()),
-        BugState::AwaitingReporter => Some("the reporter's answer".to_owned()),
-        _ => None,
+        BugState::Merged => Some(match &bug.merge {
+            Some(merge) if releases.service.is_some() => {
+                let sha = merge.merge_commit.as_str();
+                match releases.progress().filter(|p| p.commit == sha) {
+                    Some(progress) => format!(
+                        "the release of {}: {} — {}",
+                        short(&merge.merge_commit),
+                        progress.step.as_str(),
+                        progress.detail
+                    ),
+                    None => format!(
+                        "the release of {}: the deployer picks up the new head within seconds",
+                        short(&merge.merge_commit)
+                    ),
+                }
+            }
+            // No deployer on this desk: say what proves the release.
+            Some(merge) => format!(
+                "the release of {}: a deployment the recorder proves live (r2r recorder verify --sha {} --url <instance> --public-url <public>); no deployer runs on this desk yet",
+                short(&merge.merge_commit),
+                merge.merge_commit.as_str()
+            ),
+            None => "the release of the merge".to_owned(),
+        }),
+        BugState::Deployed => Some("the reporter's answer: does the live fix work for you?".to_owned()),
+        BugState::Verified => None,
     }
 }
 
@@ -273,7 +308,7 @@ async fn rows(state: &AppState) -> Result<Vec<(Bug, BugRow)>, Refused> {
             tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
             reports: bug.reports.len(),
             opened_at: first.map(|r| r.created_at).unwrap_or_default(),
-            waiting_for: waiting_for(&bug),
+            waiting_for: waiting_for(&bug, &state.releases),
         };
         out.push((bug, row));
     }

@@ -6,6 +6,7 @@ pub mod bugs;
 pub mod crew;
 pub mod fix;
 pub mod forge;
+pub mod live;
 pub mod meta;
 pub mod outbox;
 pub mod owners;

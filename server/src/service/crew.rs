@@ -51,7 +51,17 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
             })
         })
         .collect();
+    let release = state.releases.progress().map(|p| {
+        json!({
+            "service": state.releases.service,
+            "commit": p.commit,
+            "step": p.step.as_str(),
+            "detail": p.detail,
+            "live": state.releases.live().map(|l| l.commit),
+        })
+    });
     Ok(json!({
+        "release": release,
         "connected": rules::connected(&connections),
         "fresh_within_ms": rules::HEARTBEAT_FRESH_MS,
         "roles": roles,

@@ -12,7 +12,7 @@
 //! the desk on a new branch of the local forge and a draft pull request with the evidence in
 //! its description. After that the crew has nothing left to do: people approve and merge.
 
-use super::reproduction::{evidence_label, invalid, short, tail, KEPT_OUTPUT, RERUN_DEADLINE};
+use super::reproduction::{evidence_label, invalid, short, RERUN_DEADLINE};
 use super::snapshot::Snapshot;
 use crate::service::commands::Fetched;
 use crate::service::commands::{dry_run, load, record};
@@ -148,20 +148,35 @@ pub struct Candidate {
     provider: Option<String>,
 }
 
+/// Stores one fix attempt's evidence (passed or failed).
+async fn store_attempt(
+    state: &AppState,
+    bug: &str,
+    evidence_id: &str,
+    label: &str,
+    now: i64,
+    body: Value,
+) -> Result<(), Refused> {
+    state
+        .store
+        .add_evidence(&store::EvidenceRecord {
+            id: evidence_id.to_owned(),
+            bug_id: bug.to_owned(),
+            kind: "fix_attempt".into(),
+            label: label.into(),
+            created_at: now,
+            body,
+        })
+        .await
+        .map_err(Refused::storage)
+}
+
 /// One check's result, as stored and as answered.
 fn check_json(name: &str, outcome: &sandbox::RunOutcome, passed: bool, detail: &str) -> Value {
-    json!({
-        "check": name,
-        "passed": passed,
-        "detail": detail,
-        "backend": outcome.backend,
-        "exit_code": outcome.exit_code,
-        "timed_out": outcome.timed_out,
-        "oom_killed": outcome.oom_killed,
-        "duration_ms": outcome.duration_ms,
-        "stdout": tail(&outcome.stdout, KEPT_OUTPUT),
-        "stderr": tail(&outcome.stderr, KEPT_OUTPUT),
-    })
+    super::reproduction::run_evidence(
+        json!({"check": name, "passed": passed, "detail": detail}),
+        outcome,
+    )
 }
 
 /// `POST /api/v1/bugs/{id}/fix/candidate` (fixer).
@@ -292,18 +307,7 @@ pub async fn candidate(
         })
         .collect();
     if !passed {
-        state
-            .store
-            .add_evidence(&store::EvidenceRecord {
-                id: evidence_id.clone(),
-                bug_id: id.to_owned(),
-                kind: "fix_attempt".into(),
-                label: label.into(),
-                created_at: now,
-                body,
-            })
-            .await
-            .map_err(Refused::storage)?;
+        store_attempt(state, id, &evidence_id, label, now, body).await?;
         let recorded = record(
             state,
             id,
@@ -384,18 +388,7 @@ pub async fn candidate(
     body["head"] = json!(draft_pull.head.as_str());
     body["branch"] = json!(branch);
     body["pull_request"] = json!(draft_pull.number);
-    state
-        .store
-        .add_evidence(&store::EvidenceRecord {
-            id: evidence_id.clone(),
-            bug_id: id.to_owned(),
-            kind: "fix_attempt".into(),
-            label: label.into(),
-            created_at: now,
-            body,
-        })
-        .await
-        .map_err(Refused::storage)?;
+    store_attempt(state, id, &evidence_id, label, now, body).await?;
     let changed_paths = forge
         .changed_paths(&draft_pull.head)
         .await

@@ -256,13 +256,22 @@ pub async fn diff(state: &AppState, id: &str) -> Result<FixDiff, Refused> {
             "this bug has no fix yet",
         )
     })?;
-    let diff = forge.diff(&pr.head).await.map_err(git_refused)?;
+    let merged = bug.merge.as_ref().map(|m| &m.merge_commit);
+    let diff = forge
+        .change_diff(&pr.head, merged)
+        .await
+        .map_err(git_refused)?;
+    let merge_diff = match merged {
+        Some(merge) => Some(forge.merge_diff(merge).await.map_err(git_refused)?),
+        None => None,
+    };
     Ok(FixDiff {
         head: pr.head.as_str().to_owned(),
         tier: pr.tier.number(),
         tier_reasons: pr.tier_reasons,
         changed_paths: pr.changed_paths,
         diff,
+        merge_diff,
     })
 }
 

@@ -10,6 +10,8 @@ pub mod forge;
 pub mod github_events;
 pub mod notify;
 pub mod owners;
+pub mod recorder;
+pub mod release;
 pub mod reporter;
 pub mod reproduction;
 pub mod snapshot;

@@ -79,6 +79,30 @@ pub(crate) fn invalid(code: &str, message: impl Into<String>) -> Refused {
     Refused::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
 }
 
+/// The evidence of one sandbox run (backend, exit, limits hit, duration and the tail of each
+/// stream), with `extra` fields before it: one shape for baselines, proposals and fix checks.
+pub(crate) fn run_evidence(
+    extra: serde_json::Value,
+    outcome: &sandbox::RunOutcome,
+) -> serde_json::Value {
+    let mut evidence = match extra {
+        serde_json::Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    for (key, value) in [
+        ("backend", json!(outcome.backend)),
+        ("exit_code", json!(outcome.exit_code)),
+        ("timed_out", json!(outcome.timed_out)),
+        ("oom_killed", json!(outcome.oom_killed)),
+        ("duration_ms", json!(outcome.duration_ms)),
+        ("stdout", json!(tail(&outcome.stdout, KEPT_OUTPUT))),
+        ("stderr", json!(tail(&outcome.stderr, KEPT_OUTPUT))),
+    ] {
+        evidence.insert(key.to_owned(), value);
+    }
+    serde_json::Value::Object(evidence)
+}
+
 pub(crate) fn tail(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_owned();
@@ -156,17 +180,10 @@ async fn baseline(
             kind: "baseline_run".into(),
             label: "isolated test".into(),
             created_at: now,
-            body: json!({
-                "commit": head.as_str(),
-                "profile": profile,
-                "backend": outcome.backend,
-                "exit_code": outcome.exit_code,
-                "timed_out": outcome.timed_out,
-                "oom_killed": outcome.oom_killed,
-                "duration_ms": outcome.duration_ms,
-                "stdout": tail(&outcome.stdout, KEPT_OUTPUT),
-                "stderr": tail(&outcome.stderr, KEPT_OUTPUT),
-            }),
+            body: run_evidence(
+                json!({"commit": head.as_str(), "profile": profile}),
+                &outcome,
+            ),
         })
         .await
         .map_err(Refused::storage)?;
@@ -291,25 +308,21 @@ pub async fn propose(
         kind: "reproduction_rerun".into(),
         label: evidence_label(proposed.provider.as_deref()).into(),
         created_at: now,
-        body: json!({
-            "commit": head.as_str(),
-            "profile": profile,
-            "test_path": proposed.test_path.trim(),
-            "test_name": name,
-            "test_sha256": test_sha256,
-            "test_source": proposed.test_source,
-            "backend": outcome.backend,
-            "exit_code": outcome.exit_code,
-            "timed_out": outcome.timed_out,
-            "oom_killed": outcome.oom_killed,
-            "duration_ms": outcome.duration_ms,
-            "stdout": tail(&outcome.stdout, KEPT_OUTPUT),
-            "stderr": tail(&outcome.stderr, KEPT_OUTPUT),
-            "verdict": verdict,
-            "model": short(proposed.model),
-            "provider": short(proposed.provider),
-            "claimed": proposed.claimed,
-        }),
+        body: run_evidence(
+            json!({
+                "commit": head.as_str(),
+                "profile": profile,
+                "test_path": proposed.test_path.trim(),
+                "test_name": name,
+                "test_sha256": test_sha256,
+                "test_source": proposed.test_source,
+                "verdict": verdict,
+                "model": short(proposed.model),
+                "provider": short(proposed.provider),
+                "claimed": proposed.claimed,
+            }),
+            &outcome,
+        ),
     };
     state
         .store

@@ -33,6 +33,8 @@ pub struct AppState {
     pub fix_allowed_paths: Arc<Vec<String>>,
     /// The model budget.
     pub spend: domain::spend::Budget,
+    /// What the deployer has live and what it is doing (`R2R_DEPLOY`).
+    pub releases: Arc<Releases>,
 }
 
 impl AppState {
@@ -57,6 +59,10 @@ impl AppState {
             sandbox: Arc::new(desk_sandbox(config)),
             fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
             spend: config.spend,
+            releases: Arc::new(Releases {
+                service: config.deploy.as_ref().map(|d| d.service.clone()),
+                ..Releases::default()
+            }),
         }
     }
 
@@ -105,4 +111,92 @@ pub fn desk_sandbox(config: &crate::config::Config) -> sandbox::Pool {
         config.target_profile,
         config.sandbox_concurrency,
     )
+}
+
+/// The deployer's board: the live instance of the service (if any) and the release in
+/// progress. The deployer worker writes it; the `/live/<service>` proxy and the pages read it.
+#[derive(Debug, Default)]
+pub struct Releases {
+    /// The deployed service's name (`None`: no deployer on this desk).
+    pub service: Option<String>,
+    live: std::sync::RwLock<Option<LiveInstance>>,
+    progress: std::sync::Mutex<Option<ReleaseProgress>>,
+}
+
+/// A running, healthy instance of one commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveInstance {
+    /// The commit it was built from.
+    pub commit: String,
+    /// Its loopback port.
+    pub port: u16,
+}
+
+/// Where the latest release stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReleaseProgress {
+    /// The commit being released.
+    pub commit: String,
+    /// Its step.
+    pub step: ReleaseStep,
+    /// What happened, in words (a failure carries its log tail).
+    pub detail: String,
+}
+
+/// A release's steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseStep {
+    /// Building the commit in the sandbox.
+    Building,
+    /// Starting the new instance and waiting for its health.
+    Starting,
+    /// The recorder is checking both addresses.
+    Checking,
+    /// Live and recorded.
+    Live,
+    /// The build or the new instance failed; the previous instance stays live.
+    Failed,
+}
+
+impl ReleaseStep {
+    /// In words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseStep::Building => "building",
+            ReleaseStep::Starting => "starting",
+            ReleaseStep::Checking => "checking",
+            ReleaseStep::Live => "live",
+            ReleaseStep::Failed => "failed",
+        }
+    }
+}
+
+impl Releases {
+    /// The live instance.
+    pub fn live(&self) -> Option<LiveInstance> {
+        self.live.read().ok().and_then(|live| live.clone())
+    }
+
+    /// Makes `instance` the live one.
+    pub fn set_live(&self, instance: LiveInstance) {
+        if let Ok(mut live) = self.live.write() {
+            *live = Some(instance);
+        }
+    }
+
+    /// The release in progress, or the last one.
+    pub fn progress(&self) -> Option<ReleaseProgress> {
+        self.progress.lock().ok().and_then(|p| p.clone())
+    }
+
+    /// Records where the release of `commit` stands.
+    pub fn report(&self, commit: &str, step: ReleaseStep, detail: impl Into<String>) {
+        if let Ok(mut progress) = self.progress.lock() {
+            *progress = Some(ReleaseProgress {
+                commit: commit.to_owned(),
+                step,
+                detail: detail.into(),
+            });
+        }
+    }
 }

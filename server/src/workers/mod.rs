@@ -3,5 +3,6 @@
 //! reporters and owners, over the desk's own API with its own token).
 
 pub mod concierge;
+pub mod deployer;
 pub mod github;
 pub mod reasker;

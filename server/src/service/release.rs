@@ -1,0 +1,99 @@
+//! Building a release: one commit of the target, exported from the local forge (`git
+//! archive`, which also writes the commit into the tree for the binary to embed), built in
+//! the desk's sandbox under the same limits as every measurement, its binary copied out as
+//! the artifact. Starting and switching instances is the deployer's part
+//! ([`crate::workers::deployer`]).
+
+use super::snapshot::Snapshot;
+use crate::config::DeployConfig;
+use crate::web::AppState;
+use domain::workflow::CommitSha;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long one release build may take.
+pub const BUILD_DEADLINE: Duration = Duration::from_secs(300);
+/// How much of a failed build's output the owners are shown.
+const LOG_TAIL: usize = 2_000;
+
+/// Where `commit`'s artifact lives.
+pub fn artifact_path(deploy: &DeployConfig, commit: &CommitSha) -> PathBuf {
+    deploy.dir.join(commit.as_str()).join(&deploy.service)
+}
+
+/// Builds `commit` and returns its artifact (already built: the one on disk). A failure is
+/// said in words with the build's last lines.
+pub async fn build(
+    state: &AppState,
+    deploy: &DeployConfig,
+    commit: &CommitSha,
+) -> Result<PathBuf, String> {
+    let artifact = artifact_path(deploy, commit);
+    if artifact.is_file() {
+        return Ok(artifact);
+    }
+    let forge = super::forge::forge(state).map_err(|r| r.error.message)?;
+    let snapshot = Snapshot::new().map_err(|r| r.error.message)?;
+    snapshot
+        .export(forge, commit)
+        .await
+        .map_err(|r| r.error.message)?;
+    snapshot.share_read_only().map_err(|r| r.error.message)?;
+    // The artifact's folder: only the desk may enter it; inside it, the one folder the
+    // sandbox's user may write.
+    let folder = artifact
+        .parent()
+        .ok_or_else(|| "the release folder has no parent".to_owned())?
+        .to_path_buf();
+    let scratch = folder.join("out");
+    let prepare = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&scratch)?;
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o711))?;
+        std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o777))
+    };
+    prepare().map_err(|e| format!("cannot prepare {}: {e}", folder.display()))?;
+    let toolchains = sandbox::Toolchains::detect();
+    let job = state
+        .sandbox
+        .profile
+        .release_job(
+            snapshot.root(),
+            &deploy.service,
+            &scratch,
+            &toolchains,
+            BUILD_DEADLINE,
+        )
+        .map_err(|e| e.to_string())?;
+    let _slot = super::reproduction::sandbox_slot(&state.sandbox)
+        .await
+        .map_err(|r| r.error.message)?;
+    let sandbox = state.sandbox.get().await?;
+    let outcome = sandbox.run(&job).await.map_err(|e| e.to_string())?;
+    let built = scratch.join(&deploy.service);
+    if outcome.exit_code != Some(0) || outcome.timed_out || !built.is_file() {
+        let log = format!("{}{}", outcome.stdout, outcome.stderr);
+        let start = log
+            .char_indices()
+            .rev()
+            .nth(LOG_TAIL)
+            .map_or(0, |(at, _)| at);
+        return Err(format!(
+            "the build of {} failed (exit {}{}): {}",
+            commit.as_str(),
+            outcome
+                .exit_code
+                .map_or("none".to_owned(), |c| c.to_string()),
+            if outcome.timed_out { ", timed out" } else { "" },
+            log[start..].trim()
+        ));
+    }
+    // The artifact becomes the desk's own file: nothing the sandbox can still write.
+    let finish = || -> std::io::Result<()> {
+        std::fs::copy(&built, &artifact)?;
+        std::fs::set_permissions(&artifact, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::remove_dir_all(&scratch)
+    };
+    finish().map_err(|e| format!("cannot keep the artifact {}: {e}", artifact.display()))?;
+    Ok(artifact)
+}

@@ -1,0 +1,249 @@
+//! The deployer: watches the local forge's default branch, and for every new head builds it
+//! in the sandbox ([`crate::service::release::build`]), starts the artifact as a new
+//! instance on a loopback port of its own, waits for its health to name that exact commit,
+//! then moves `/live/<service>` to it and stops the previous instance. A failed build or an
+//! unhealthy instance leaves the previous one live and is said on the desk with its log
+//! tail. The recorder then checks both addresses twice and records the deployment with the
+//! desk (its own token, over HTTP, like any recorder).
+//!
+//! The live commit is written to `<dir>/live`; after a restart its artifact is started again.
+
+use crate::config::DeployConfig;
+use crate::service::recorder::{verify_and_record, Expected, Publish};
+use crate::service::release;
+use crate::web::{AppState, LiveInstance, ReleaseStep};
+use domain::workflow::CommitSha;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+/// How often the default branch is looked at.
+const POLL: Duration = Duration::from_secs(2);
+/// How long a new instance may take to print its address and answer its health.
+const START_DEADLINE: Duration = Duration::from_secs(20);
+
+/// A running instance and its process.
+struct Running {
+    live: LiveInstance,
+    child: tokio::process::Child,
+}
+
+/// Where the recorder reaches the desk, and with which token.
+#[derive(Clone, Debug)]
+pub struct RecorderSeat {
+    /// The desk's base URL (loopback).
+    pub desk: String,
+    /// The recorder role's token.
+    pub token: String,
+}
+
+/// Runs until aborted.
+pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<RecorderSeat>) {
+    let mut running: Option<Running> = None;
+    let mut tried: Option<String> = None;
+    if let Some(commit) = recorded_live(&deploy) {
+        match start(&deploy, &commit).await {
+            Ok(instance) => {
+                tracing::info!(commit = %commit.as_str(), "restarted the live release");
+                state.releases.set_live(instance.live.clone());
+                state.releases.report(
+                    commit.as_str(),
+                    ReleaseStep::Live,
+                    "restarted after the desk restarted",
+                );
+                tried = Some(commit.as_str().to_owned());
+                running = Some(instance);
+            }
+            Err(error) => tracing::warn!(%error, "the recorded live release did not start again"),
+        }
+    }
+    loop {
+        if let Some(head) = default_head(&state).await {
+            if tried.as_deref() != Some(head.as_str()) {
+                tried = Some(head.as_str().to_owned());
+                if let Some(next) = release(&state, &deploy, recorder.as_ref(), &head).await {
+                    if let Some(mut previous) = running.replace(next) {
+                        let _ = previous.child.kill().await;
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn default_head(state: &AppState) -> Option<CommitSha> {
+    let forge = state.local_forge.as_deref()?;
+    forge
+        .branch_head(forge.default_branch())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Builds, starts and switches to `commit`; the new instance, or `None` (the old one stays).
+async fn release(
+    state: &AppState,
+    deploy: &DeployConfig,
+    recorder: Option<&RecorderSeat>,
+    commit: &CommitSha,
+) -> Option<Running> {
+    let sha = commit.as_str();
+    let releases = &state.releases;
+    releases.report(sha, ReleaseStep::Building, "building in the sandbox");
+    let started = std::time::Instant::now();
+    if let Err(error) = release::build(state, deploy, commit).await {
+        tracing::warn!(commit = sha, %error, "release build failed; the previous instance stays live");
+        releases.report(sha, ReleaseStep::Failed, error);
+        return None;
+    }
+    let built_ms = started.elapsed().as_millis();
+    releases.report(sha, ReleaseStep::Starting, "starting the new instance");
+    let instance = match start(deploy, commit).await {
+        Ok(instance) => instance,
+        Err(error) => {
+            tracing::warn!(commit = sha, %error, "the new instance is not healthy; the previous one stays live");
+            releases.report(sha, ReleaseStep::Failed, error);
+            return None;
+        }
+    };
+    releases.set_live(instance.live.clone());
+    if let Err(error) = std::fs::write(deploy.dir.join("live"), sha) {
+        tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
+    }
+    let started_ms = started.elapsed().as_millis() - built_ms;
+    let Some(recorder) = recorder else {
+        releases.report(
+            sha,
+            ReleaseStep::Live,
+            "live; no recorder token here, so nothing recorded it (r2r recorder verify)",
+        );
+        return Some(instance);
+    };
+    releases.report(
+        sha,
+        ReleaseStep::Checking,
+        "the recorder checks both addresses",
+    );
+    let immutable = format!("http://127.0.0.1:{}", instance.live.port);
+    let public = format!("{}/live/{}", recorder.desk, deploy.service);
+    let deployment = format!("{}-{}", deploy.service, &sha[..12]);
+    let expected = Expected {
+        sha: commit.clone(),
+        service: deploy.service.clone(),
+    };
+    let publish = Publish::Desk {
+        url: &recorder.desk,
+        token: &recorder.token,
+        deployment: &deployment,
+    };
+    match verify_and_record(&immutable, &public, &expected, publish).await {
+        Ok(id) => {
+            tracing::info!(commit = sha, deployment = %id, built_ms, started_ms, "released and recorded");
+            releases.report(
+                sha,
+                ReleaseStep::Live,
+                format!("live and recorded as {id} (built in {built_ms} ms, started in {started_ms} ms)"),
+            );
+        }
+        Err(error) => {
+            tracing::warn!(commit = sha, %error, "the recorder did not record the release");
+            releases.report(
+                sha,
+                ReleaseStep::Failed,
+                format!("live but not recorded: {error}"),
+            );
+        }
+    }
+    Some(instance)
+}
+
+/// The commit `<dir>/live` names, if its artifact is still there.
+fn recorded_live(deploy: &DeployConfig) -> Option<CommitSha> {
+    let text = std::fs::read_to_string(deploy.dir.join("live")).ok()?;
+    let commit = CommitSha::parse(text.trim()).ok()?;
+    release::artifact_path(deploy, &commit)
+        .is_file()
+        .then_some(commit)
+}
+
+/// Starts `commit`'s artifact on a loopback port and waits until its health names exactly
+/// that commit.
+async fn start(deploy: &DeployConfig, commit: &CommitSha) -> Result<Running, String> {
+    let artifact = release::artifact_path(deploy, commit);
+    let mut child = tokio::process::Command::new(&artifact)
+        .args(["--addr", "127.0.0.1:0", "--exit-with-parent"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", artifact.display()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| "the new instance has no output".to_owned())?;
+    let waited = tokio::time::timeout(START_DEADLINE, async {
+        let mut line = String::new();
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .map_err(|e| e.to_string())?;
+        let port = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("http://127.0.0.1:"))
+            .and_then(|p| p.parse::<u16>().ok())
+            .ok_or_else(|| format!("the new instance printed no address: {line:?}"))?;
+        healthy(port, commit).await?;
+        Ok::<u16, String>(port)
+    })
+    .await;
+    match waited {
+        Ok(Ok(port)) => Ok(Running {
+            live: LiveInstance {
+                commit: commit.as_str().to_owned(),
+                port,
+            },
+            child,
+        }),
+        Ok(Err(error)) => {
+            let _ = child.kill().await;
+            Err(error)
+        }
+        Err(_) => {
+            let _ = child.kill().await;
+            Err(format!(
+                "the new instance did not answer its health within {} s",
+                START_DEADLINE.as_secs()
+            ))
+        }
+    }
+}
+
+/// Waits until `port`'s health answers `ok` with exactly `commit`.
+async fn healthy(port: u16, commit: &CommitSha) -> Result<(), String> {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut last = String::new();
+    for _ in 0..40 {
+        match client
+            .get(format!("http://127.0.0.1:{port}/api/health"))
+            .send()
+            .await
+        {
+            Ok(response) => {
+                let health: serde_json::Value = response.json().await.unwrap_or_default();
+                if health["commit"] == commit.as_str() && health["status"] == "ok" {
+                    return Ok(());
+                }
+                last = format!("its health says {health}");
+            }
+            Err(error) => last = error.to_string(),
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    Err(format!(
+        "the new instance is not healthy for {}: {last}",
+        commit.as_str()
+    ))
+}
