@@ -138,11 +138,13 @@ async fn release(
     };
     match verify_and_record(&immutable, &public, &expected, publish).await {
         Ok(id) => {
-            tracing::info!(commit = sha, deployment = %id, built_ms, started_ms, "released and recorded");
+            let total_ms = started.elapsed().as_millis();
+            let checked_ms = total_ms - built_ms - started_ms;
+            tracing::info!(commit = sha, deployment = %id, built_ms, started_ms, checked_ms, total_ms, "released and recorded");
             releases.report(
                 sha,
                 ReleaseStep::Live,
-                format!("live and recorded as {id} (built in {built_ms} ms, started in {started_ms} ms)"),
+                format!("live and recorded as {id} (built in {built_ms} ms, started in {started_ms} ms, checked and recorded in {checked_ms} ms)"),
             );
         }
         Err(error) => {
