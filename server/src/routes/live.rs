@@ -1,13 +1,19 @@
 //! `GET /live/<service>[/…]`: the public address of the deployed service, passed to the
 //! instance the deployer made live (the same instance the recorder checked). Nothing is
 //! forwarded but the method, the path and the query; only the answer's status, type and
-//! security headers come back.
+//! caching come back. The target's pages are served from the desk's origin, so they get the
+//! desk's own policy, whatever the target sends: no script at all, and a sandboxed document
+//! (an opaque origin: the owners' session cookie and the desk's pages are out of its reach).
 
 use crate::web::AppState;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::time::Duration;
+
+/// The policy of everything served from a live release.
+pub const LIVE_POLICY: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; frame-ancestors 'none'; sandbox allow-forms";
 
 /// `GET /live/{service}`.
 pub async fn root(
@@ -75,19 +81,16 @@ async fn forward(
         }
     };
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-    let kept: Vec<(header::HeaderName, HeaderValue)> = [
-        header::CONTENT_TYPE,
-        header::CACHE_CONTROL,
-        header::CONTENT_SECURITY_POLICY,
-    ]
-    .into_iter()
-    .filter_map(|name| {
-        let value = answer.headers().get(name.as_str())?;
-        HeaderValue::from_bytes(value.as_bytes())
-            .ok()
-            .map(|v| (name, v))
-    })
-    .collect();
+    let kept: Vec<(header::HeaderName, HeaderValue)> =
+        [header::CONTENT_TYPE, header::CACHE_CONTROL]
+            .into_iter()
+            .filter_map(|name| {
+                let value = answer.headers().get(name.as_str())?;
+                HeaderValue::from_bytes(value.as_bytes())
+                    .ok()
+                    .map(|v| (name, v))
+            })
+            .collect();
     let body = match answer.bytes().await {
         Ok(body) => body,
         Err(error) => {
@@ -98,5 +101,9 @@ async fn forward(
     for (name, value) in kept {
         response.headers_mut().insert(name, value);
     }
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(LIVE_POLICY),
+    );
     response
 }
