@@ -199,6 +199,7 @@ fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
     );
     let text = std::fs::read_to_string(&env_file).unwrap();
     assert!(text.contains("R2R_MODEL_PROVIDER='scripted'"), "{text}");
+    assert!(text.contains("R2R_DEPLOY='on'"), "{text}");
     let bare = scratch
         .path()
         .canonicalize()

@@ -270,6 +270,21 @@ pub async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> 
     }
     crate::cli::setup::set_variable(env_file, "R2R_LOCAL_FORGE", &bare.display().to_string())?;
     println!("set       R2R_LOCAL_FORGE={}", bare.display());
+    // The embedded setup releases what it merges: the deployer builds every new head of the
+    // forge's main in the sandbox and the recorder proves it live (unless already chosen).
+    if env.get("R2R_DEPLOY").is_none() {
+        let releases = home.join("data/releases");
+        crate::cli::setup::set_variable(env_file, "R2R_DEPLOY", "on")?;
+        crate::cli::setup::set_variable(
+            env_file,
+            "R2R_DEPLOY_DIR",
+            &releases.display().to_string(),
+        )?;
+        println!(
+            "set       R2R_DEPLOY=on (releases in {}, live at /live/shoplite)",
+            releases.display()
+        );
+    }
     Ok(())
 }
 
