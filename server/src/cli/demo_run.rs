@@ -52,6 +52,8 @@ pub struct Timeline {
 
 /// Goal: from the reporter's confirmation to a tested draft pull request and its merge.
 pub const GOAL_CONFIRM_TO_MERGE: Duration = Duration::from_secs(15);
+/// How long the run waits for the deployer's release of the merge.
+const RELEASE_DEADLINE: Duration = Duration::from_secs(180);
 /// Goal: from the merge to `verified`.
 pub const GOAL_MERGE_TO_VERIFIED: Duration = Duration::from_secs(10);
 
@@ -62,7 +64,7 @@ const CONFIRM_TO_MERGE: &[&str] = &[
     "owner merges (real git merge)",
 ];
 const MERGE_TO_VERIFIED: &[&str] = &[
-    "release check: whole suite at the merge commit",
+    "release: the deployer builds the merge in the sandbox and starts it",
     "recorder verifies the live commit",
     "reporter confirms the fix",
 ];
@@ -305,35 +307,6 @@ fn capability(filed: &Value) -> anyhow::Result<String> {
         .ok_or_else(|| anyhow!("no tracking link in {filed}"))
 }
 
-/// The deployed ShopLite's health: what the recorder checks.
-async fn serve_deployment(
-    commit: &CommitSha,
-) -> anyhow::Result<(String, tokio::task::JoinHandle<()>)> {
-    let health = app::dto::Health {
-        service: "shoplite".into(),
-        version: "0.1.0".into(),
-        commit: commit.as_str().to_owned(),
-        storage: "none".into(),
-        status: "ok".into(),
-        database_reachable: false,
-        schema_version: None,
-        instance: Some(format!("shoplite-demo-{}", random_hex(6))),
-    };
-    let app = axum::Router::new().route(
-        "/api/health",
-        axum::routing::get(move || {
-            let health = health.clone();
-            async move { axum::Json(health) }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url = format!("http://{}", listener.local_addr()?);
-    let handle = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    Ok((url, handle))
-}
-
 /// Runs the loop; the timeline is returned even when a step failed.
 pub async fn run(options: &RunOptions) -> Timeline {
     let mut run = Run {
@@ -412,6 +385,13 @@ async fn the_loop(
                     // The run plays the crew and the concierge itself, step by step.
                     ("R2R_CREW".to_owned(), "off".to_owned()),
                     ("R2R_CONCIERGE".to_owned(), "off".to_owned()),
+                    // The real release: every head of the forge's main is built, started and
+                    // recorded by the desk's deployer and recorder.
+                    ("R2R_DEPLOY".to_owned(), "on".to_owned()),
+                    (
+                        "R2R_DEPLOY_DIR".to_owned(),
+                        dir.join("releases").display().to_string(),
+                    ),
                 ]);
                 let env =
                     Environment::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -629,61 +609,71 @@ async fn the_loop(
             Ok((merge, detail))
         })
         .await?;
-    let forge = forge::LocalForge::new(dir.join("shoplite.git"), "main");
-    run.step(MERGE_TO_VERIFIED[0], async {
-        let snapshot = dir.join("release");
-        std::fs::create_dir_all(&snapshot)?;
-        forge.export(&merge, &snapshot).await?;
-        sandbox::share_read_only(&snapshot)?;
-        let backend = sandbox::connect(options.sandbox, &options.image).await?;
-        let job = sandbox::Profile::Rust.job(
-            &snapshot,
-            None,
-            &sandbox::Toolchains::detect(),
-            crate::service::reproduction::RERUN_DEADLINE,
-        )?;
-        let outcome = backend.run(&job).await?;
-        if outcome.exit_code != Some(0) || outcome.timed_out {
-            bail!(
-                "the suite at {merge} failed: {}",
-                crate::service::reproduction::tail(&outcome.stdout, 2_000)
-            );
+    // The deployer picks up the merge on its own; the run only watches the desk's report.
+    let release = |wanted: &'static [&'static str]| {
+        let http = &http;
+        let merge = merge.clone();
+        let manager = token(Role::Manager);
+        async move {
+            let until = std::time::Instant::now() + RELEASE_DEADLINE;
+            loop {
+                let (_, status) = http
+                    .send(
+                        http.client
+                            .get(format!("{}/api/v1/crew", http.base))
+                            .bearer_auth(&manager),
+                    )
+                    .await?;
+                let release = &status["release"];
+                if release["commit"] == json!(merge.as_str()) {
+                    let step = release["step"].as_str().unwrap_or_default();
+                    if wanted.contains(&step) {
+                        return Ok::<Value, anyhow::Error>(release.clone());
+                    }
+                    if step == "failed" {
+                        bail!("the release of {merge} failed: {}", release["detail"]);
+                    }
+                }
+                if std::time::Instant::now() > until {
+                    bail!(
+                        "the release of {merge} was not {} within {} s: {release}",
+                        wanted.join(" or "),
+                        RELEASE_DEADLINE.as_secs()
+                    );
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
         }
+    };
+    run.step(MERGE_TO_VERIFIED[0], async {
+        let started = release(&["checking", "live"]).await?;
         Ok((
             (),
-            format!(
-                "{} sandbox, {} ms, green",
-                outcome.backend, outcome.duration_ms
-            ),
+            format!("{} sandbox: {}", options.sandbox, started["detail"]),
         ))
     })
     .await?;
-    let (live, deployment) = serve_deployment(&merge).await?;
-    let recorded = run
-        .step(MERGE_TO_VERIFIED[1], async {
-            let expected = crate::service::recorder::Expected {
-                sha: merge.clone(),
-                service: "shoplite".into(),
-            };
-            let id = crate::service::recorder::verify_and_record(
-                &live,
-                &live,
-                &expected,
-                crate::service::recorder::Publish::Desk {
-                    url: &base,
-                    token: &token(Role::Recorder),
-                    deployment: "shoplite-demo-1",
-                },
+    run.step(MERGE_TO_VERIFIED[1], async {
+        let live = release(&["live"]).await?;
+        let detail = live["detail"].as_str().unwrap_or_default().to_owned();
+        if !detail.contains("recorded as ") {
+            bail!("the release is live but not recorded: {detail}");
+        }
+        let (_, health) = http
+            .send(
+                http.client
+                    .get(format!("{}/live/shoplite/api/health", http.base)),
             )
             .await?;
-            Ok((
-                (),
-                format!("deployment {id}: {live} serves exactly {merge}"),
-            ))
-        })
-        .await;
-    deployment.abort();
-    recorded?;
+        if health["commit"] != json!(merge.as_str()) {
+            bail!("/live/shoplite does not serve {merge}: {health}");
+        }
+        Ok((
+            (),
+            format!("{detail}; /live/shoplite serves exactly {merge}"),
+        ))
+    })
+    .await?;
     run.step(MERGE_TO_VERIFIED[2], async {
         let answer = http.answer(&first, "fix").await?;
         expect_state(&answer, "verified")?;
