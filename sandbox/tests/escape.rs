@@ -383,17 +383,24 @@ async fn attacks(sandbox: &dyn Sandbox) -> Vec<(&'static str, Check)> {
     results
 }
 
-async fn suite(backend: sandbox::Backend) {
+/// The backend, or `None` (said) when it is missing and the test command did not require it.
+async fn connect_or_skip(backend: sandbox::Backend, what: &str) -> Option<Box<dyn Sandbox>> {
     let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
     let image = std::env::var("R2R_SANDBOX_IMAGE")
         .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
-    let sandbox = match sandbox::connect(backend, &image).await {
-        Ok(sandbox) => sandbox,
+    match sandbox::connect(backend, &image).await {
+        Ok(sandbox) => Some(sandbox),
         Err(error) if !required => {
-            eprintln!("SKIPPED the {backend} escape suite: {error} (./scripts/sandbox-host.sh prepares this host)");
-            return;
+            eprintln!("SKIPPED the {backend} {what}: {error} (./scripts/sandbox-host.sh prepares this host)");
+            None
         }
         Err(error) => panic!("{error}"),
+    }
+}
+
+async fn suite(backend: sandbox::Backend) {
+    let Some(sandbox) = connect_or_skip(backend, "escape suite").await else {
+        return;
     };
     let results = attacks(sandbox.as_ref()).await;
     let mut escaped = Vec::new();
@@ -423,16 +430,8 @@ async fn bwrap_contains_every_attack() {
 /// A job given an output directory writes there, and only there: the snapshot, the root and
 /// the parent of the output directory stay untouchable, and the host sees the file.
 async fn output_only(backend: sandbox::Backend) {
-    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
-    let image = std::env::var("R2R_SANDBOX_IMAGE")
-        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
-    let sandbox = match sandbox::connect(backend, &image).await {
-        Ok(sandbox) => sandbox,
-        Err(error) if !required => {
-            eprintln!("SKIPPED the {backend} output check: {error}");
-            return;
-        }
-        Err(error) => panic!("{error}"),
+    let Some(sandbox) = connect_or_skip(backend, "output check").await else {
+        return;
     };
     let host = prepare();
     // A parent only the caller may enter, and inside it the directory the job may write.
