@@ -318,3 +318,41 @@ fn the_shipped_classifier_is_a_trained_model_and_is_explained_by_its_family() {
     // An ordinary report scores low.
     assert!(!model.flags("After applying SAVE300 to a 200 rupee cart the total shows -100 rupees."));
 }
+
+/// A title carrying identifiers the model never saw (order numbers, hashes, random tokens) is
+/// no evidence of anything: before the intercept had a ceiling, 5.6 % of such reports were
+/// quarantined and the browser suite's own random titles tripped it.
+#[test]
+fn identifiers_the_model_never_saw_do_not_make_a_report_hostile() {
+    let model = &*domain::airlock::classifier::MODEL;
+    assert!(model.bias <= 0.0, "intercept {}", model.bias);
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut flagged = Vec::new();
+    for alphabet in [
+        &b"0123456789abcdefghijklmnopqrstuvwxyz"[..],
+        b"abcdefghijklmnopqrstuvwxyz",
+        b"0123456789abcdef",
+    ] {
+        for _ in 0..700 {
+            let tokens: Vec<String> = (0..4)
+                .map(|_| {
+                    (0..6)
+                        .map(|_| char::from(alphabet[(next() % alphabet.len() as u64) as usize]))
+                        .collect()
+                })
+                .collect();
+            let mut filed = report("With SAVE300 on the ₹200 tea set I was asked to pay −₹100.");
+            filed.title = format!("Negative total {}", tokens.join(" "));
+            if quarantined(&filed).is_some() {
+                flagged.push(filed.title);
+            }
+        }
+    }
+    assert!(flagged.is_empty(), "{} of 2,100 quarantined: {flagged:?}", flagged.len());
+}
