@@ -91,6 +91,9 @@ export default defineConfig({
       // it (in the sandbox: R2R_SANDBOX_IMAGE and DOCKER_HOST come from the environment),
       // opens draft pull requests there and merges them.
       ...(localForge ? { R2R_LOCAL_FORGE: localForge } : {}),
+      // …and releases every new head of its main branch: built in the sandbox, started on a
+      // loopback port, served at /live/shoplite and recorded by the in-process recorder.
+      ...(localForge ? { R2R_DEPLOY: 'on', R2R_DEPLOY_DIR: `${dataDir}/releases` } : {}),
       RUST_LOG: 'warn',
     },
     stdout: 'ignore',

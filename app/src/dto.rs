@@ -160,6 +160,10 @@ pub struct ReleaseView {
     pub deployment: String,
     /// When recorded.
     pub at: i64,
+    /// Where the reporter can try the live release themselves (the desk's `/live/<service>`
+    /// address), when this desk deploys the component.
+    #[serde(default)]
+    pub try_at: Option<String>,
 }
 
 /// The bug a report belongs to, as its reporter may see it.

@@ -261,6 +261,25 @@ impl Worker {
         Ok(())
     }
 
+    /// Hands `bug` to a person for `reason` (nothing when `None`); what to add to the task's
+    /// outcome.
+    async fn hand_over(&self, bug: &str, reason: Option<&str>) -> String {
+        let Some(reason) = reason else {
+            return String::new();
+        };
+        match self
+            .desk
+            .post(
+                &format!("/api/v1/bugs/{bug}/hand-to-human"),
+                &json!({ "reason": reason }),
+            )
+            .await
+        {
+            Ok(_) => format!("; handed to a person ({reason})"),
+            Err(error) => format!("; could not hand it to a person: {error}"),
+        }
+    }
+
     async fn act(&self, kind: &str, bug: &str) -> String {
         let model = self.model.as_ref();
         match (self.role, kind) {
@@ -277,7 +296,10 @@ impl Worker {
                     "proposed; bug is {}",
                     answer["state"].as_str().unwrap_or("?")
                 ),
-                Err(error) => format!("no reproduction: {error}"),
+                Err(error) => {
+                    let handed = self.hand_over(bug, error.hand_over_reason()).await;
+                    format!("no reproduction: {error}{handed}")
+                }
             },
             ("fixer", "fix") => {
                 match crate::fixer::fix(&self.desk, model, &self.prices, bug).await {
@@ -290,7 +312,13 @@ impl Worker {
                         "attempts used up: {}",
                         answer["message"].as_str().unwrap_or_default()
                     ),
-                    Err(error) => format!("no fix: {error}"),
+                    Err(error) => {
+                        // A test that does not reproduce is the reproducer's finding, not the
+                        // fixer's.
+                        let reason = error.hand_over_reason().filter(|r| *r != "not_reproduced");
+                        let handed = self.hand_over(bug, reason).await;
+                        format!("no fix: {error}{handed}")
+                    }
                 }
             }
             ("reviewer", "review") => {

@@ -132,21 +132,24 @@ pub struct RoleConnection {
 pub fn connections(heartbeats: &[(Role, Millis)], now: Millis) -> Vec<RoleConnection> {
     CREW_ROLES
         .iter()
-        .map(|role| {
-            let last_seen = heartbeats
-                .iter()
-                .filter(|(r, _)| r == role)
-                .map(|(_, at)| *at)
-                .max();
-            let age_ms = last_seen.map(|at| now.saturating_sub(at).max(0));
-            RoleConnection {
-                role: *role,
-                last_seen,
-                age_ms,
-                fresh: age_ms.is_some_and(|age| age < HEARTBEAT_FRESH_MS),
-            }
-        })
+        .map(|role| connection(heartbeats, *role, now))
         .collect()
+}
+
+/// One role's connection at `now` (the crew's four, or the recorder beside them).
+pub fn connection(heartbeats: &[(Role, Millis)], role: Role, now: Millis) -> RoleConnection {
+    let last_seen = heartbeats
+        .iter()
+        .filter(|(r, _)| *r == role)
+        .map(|(_, at)| *at)
+        .max();
+    let age_ms = last_seen.map(|at| now.saturating_sub(at).max(0));
+    RoleConnection {
+        role,
+        last_seen,
+        age_ms,
+        fresh: age_ms.is_some_and(|age| age < HEARTBEAT_FRESH_MS),
+    }
 }
 
 /// Connected only when all four roles are fresh.

@@ -149,7 +149,9 @@ pub fn compose(kind: &str, payload: &BTreeMap<String, String>) -> Result<Notice,
         }
         "notify_owners" => {
             let reason = need(kind, payload, "reason")?;
-            let text = format!("{bug_name} needs a person: {}.", reason.replace('_', " "));
+            let plain = crate::workflow::NeedsHumanReason::parse(reason)
+                .map_or_else(|| reason.replace('_', " "), |r| r.plain().to_owned());
+            let text = format!("{bug_name} needs a person: {plain}.");
             Ok(Notice {
                 audience: Audience::Owners,
                 subject: format!("{bug_name} needs a person"),
@@ -169,6 +171,25 @@ pub fn compose(kind: &str, payload: &BTreeMap<String, String>) -> Result<Notice,
                 subject: format!("Report {report} quarantined"),
                 body: text.clone(),
                 webhook_text: text,
+                bug,
+            })
+        }
+        "notify_owners_release_failed" => {
+            let commit = need(kind, payload, "commit")?;
+            let service = need(kind, payload, "service")?;
+            let reason = need(kind, payload, "reason")?;
+            let short = commit.get(..12).unwrap_or(commit);
+            let text = format!(
+                "The release of {service} at {commit} did not go live; the previous release \
+                 stays live and the bugs merged in it wait. Why: {reason}"
+            );
+            Ok(Notice {
+                audience: Audience::Owners,
+                subject: format!("Release of {service} {short} failed"),
+                body: text.clone(),
+                webhook_text: format!(
+                    "The release of {service} at {short} did not go live (see the desk's crew page)."
+                ),
                 bug,
             })
         }
@@ -269,6 +290,25 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_release_tells_the_owners_why_and_keeps_the_log_off_the_webhook() {
+        let notice = compose(
+            "notify_owners_release_failed",
+            &payload(&[
+                ("commit", &"c".repeat(40)),
+                ("service", "shoplite"),
+                ("reason", "the build of cccc failed: error[E0425]"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(notice.audience, Audience::Owners);
+        assert_eq!(notice.subject, "Release of shoplite cccccccccccc failed");
+        assert!(notice.body.contains("error[E0425]"), "{}", notice.body);
+        assert!(notice.body.contains("previous release stays live"));
+        assert!(!notice.webhook_text.contains("E0425"));
+        assert!(compose("notify_owners_release_failed", &payload(&[("commit", "c")])).is_err());
+    }
+
+    #[test]
     fn owners_notices_skip_the_inbox() {
         let notice = compose(
             "notify_owners",
@@ -278,7 +318,7 @@ mod tests {
         assert_eq!(notice.audience, Audience::Owners);
         assert_eq!(
             notice.webhook_text,
-            "B-2 needs a person: fix attempts exhausted."
+            "B-2 needs a person: both of the crew's fix attempts failed the checks."
         );
         let everything = Reach {
             smtp: true,

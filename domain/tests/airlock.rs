@@ -354,5 +354,9 @@ fn identifiers_the_model_never_saw_do_not_make_a_report_hostile() {
             }
         }
     }
-    assert!(flagged.is_empty(), "{} of 2,100 quarantined: {flagged:?}", flagged.len());
+    assert!(
+        flagged.is_empty(),
+        "{} of 2,100 quarantined: {flagged:?}",
+        flagged.len()
+    );
 }

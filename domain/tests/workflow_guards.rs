@@ -356,3 +356,169 @@ fn a_component_outside_the_crews_paths_needs_a_human() {
     assert_eq!(d.bug.state, BugState::NeedsHuman);
     assert_eq!(d.bug.needs_human, Some(NeedsHumanReason::OutOfScope));
 }
+
+// ── the crew hands over; an owner gives back or takes over ─────────────────────────────────
+
+fn confirmed_and_fixing(d: &mut Driver) {
+    d.walk_to_awaiting_reporter();
+    let request = d.question(QuestionKind::Reproduction, "report-a");
+    d.ok(
+        &reporter("report-a"),
+        Command::AnswerReproduction {
+            request_id: request,
+            confirmed: true,
+            reason: None,
+        },
+    );
+    d.ok(&role(Role::Fixer), Command::StartFix);
+}
+
+#[test]
+fn the_crew_hands_a_bug_it_cannot_go_on_with_to_a_person_and_says_why() {
+    for reason in [
+        NeedsHumanReason::NotReproduced,
+        NeedsHumanReason::ModelNoAnswer,
+        NeedsHumanReason::SpendLimit,
+    ] {
+        let mut d = Driver::new();
+        d.ok(&role(Role::Reproducer), Command::StartReproduction);
+        d.ok(&role(Role::Reproducer), Command::HandToHuman { reason });
+        assert_eq!(d.bug.state, BugState::NeedsHuman);
+        assert_eq!(d.bug.needs_human, Some(reason));
+        let notify = d.jobs.iter().find(|j| j.kind == "notify_owners").unwrap();
+        assert_eq!(notify.payload["reason"], reason.as_str());
+    }
+    // Only the crew's own reasons, only from the stage the crew holds, only by the crew.
+    let mut d = Driver::new();
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    for reason in [
+        NeedsHumanReason::TakenOver,
+        NeedsHumanReason::FixAttemptsExhausted,
+        NeedsHumanReason::RedBaseline,
+    ] {
+        let refused = d.try_(&role(Role::Reproducer), Command::HandToHuman { reason });
+        assert_eq!(kind(refused), RefusalKind::Invalid);
+    }
+    let give = Command::HandToHuman {
+        reason: NeedsHumanReason::ModelNoAnswer,
+    };
+    assert_eq!(
+        kind(d.try_(&role(Role::Fixer), give.clone())),
+        RefusalKind::Conflict
+    );
+    assert_eq!(
+        kind(d.try_(&role(Role::Reviewer), give.clone())),
+        RefusalKind::Forbidden
+    );
+    assert_eq!(
+        kind(d.try_(&owner("ana@desk.test"), give.clone())),
+        RefusalKind::Forbidden
+    );
+    assert_eq!(
+        kind(d.try_(&Actor::Anonymous, give.clone())),
+        RefusalKind::Unauthenticated
+    );
+    let mut fixing = Driver::new();
+    confirmed_and_fixing(&mut fixing);
+    let not_reproduced = Command::HandToHuman {
+        reason: NeedsHumanReason::NotReproduced,
+    };
+    assert_eq!(
+        kind(fixing.try_(&role(Role::Fixer), not_reproduced)),
+        RefusalKind::Conflict
+    );
+    fixing.ok(
+        &role(Role::Fixer),
+        Command::HandToHuman {
+            reason: NeedsHumanReason::SpendLimit,
+        },
+    );
+    assert_eq!(fixing.bug.state, BugState::NeedsHuman);
+}
+
+#[test]
+fn try_again_returns_the_bug_to_the_stage_it_reached() {
+    // Before a confirmed reproduction: back to the reproducer, nothing of the old test kept.
+    let mut d = Driver::new();
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    d.ok(
+        &role(Role::Reproducer),
+        Command::HandToHuman {
+            reason: NeedsHumanReason::NotReproduced,
+        },
+    );
+    assert_eq!(
+        kind(d.try_(&role(Role::Manager), Command::OwnerRetry)),
+        RefusalKind::Forbidden
+    );
+    d.ok(&owner("ana@desk.test"), Command::OwnerRetry);
+    assert_eq!(d.bug.state, BugState::Triaged);
+    assert_eq!(d.bug.needs_human, None);
+    assert_eq!(d.events.last().unwrap().kind, "retried_by_owner");
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    assert_eq!(d.bug.state, BugState::Reproducing);
+    // After both fix attempts failed: back to the fixer, with two fresh attempts.
+    let mut f = Driver::new();
+    confirmed_and_fixing(&mut f);
+    for run in ["fix-1", "fix-2"] {
+        f.ok(
+            &role(Role::Fixer),
+            Command::FailFixAttempt { run: run.into() },
+        );
+    }
+    assert_eq!(f.bug.state, BugState::NeedsHuman);
+    f.ok(&owner("ana@desk.test"), Command::OwnerRetry);
+    assert_eq!(f.bug.state, BugState::Confirmed);
+    assert_eq!(f.bug.fix_attempts, 0);
+    assert!(f.jobs.iter().any(|j| j.kind == "start_fix"));
+    f.ok(&role(Role::Fixer), Command::StartFix);
+    assert_eq!(f.bug.state, BugState::Fixing);
+    // Nothing to retry outside needs_human.
+    assert_eq!(
+        kind(f.try_(&owner("ana@desk.test"), Command::OwnerRetry)),
+        RefusalKind::Conflict
+    );
+}
+
+#[test]
+fn an_owner_takes_a_bug_from_the_crew_and_the_crew_can_do_nothing_more_with_it() {
+    let mut d = Driver::new();
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    assert_eq!(
+        kind(d.try_(&role(Role::Manager), Command::OwnerTakeOver)),
+        RefusalKind::Forbidden
+    );
+    d.ok(&owner("ana@desk.test"), Command::OwnerTakeOver);
+    assert_eq!(d.bug.state, BugState::NeedsHuman);
+    assert_eq!(d.bug.needs_human, Some(NeedsHumanReason::TakenOver));
+    assert!(
+        !d.jobs.iter().any(|j| j.kind == "notify_owners"),
+        "an owner's own act needs no alarm"
+    );
+    assert_eq!(
+        kind(d.try_(
+            &role(Role::Reproducer),
+            Command::HandToHuman {
+                reason: NeedsHumanReason::ModelNoAnswer
+            }
+        )),
+        RefusalKind::Conflict
+    );
+    assert_eq!(
+        kind(d.try_(&role(Role::Reproducer), Command::StartReproduction)),
+        RefusalKind::Conflict
+    );
+    assert_eq!(
+        kind(d.try_(&owner("ana@desk.test"), Command::OwnerTakeOver)),
+        RefusalKind::Conflict
+    );
+    d.ok(&owner("bo@desk.test"), Command::OwnerRetry);
+    assert_eq!(d.bug.state, BugState::Triaged);
+    // Not from review on: people already hold it.
+    let mut r = Driver::new();
+    r.walk_to_in_review(&["src/lib.rs"]);
+    assert_eq!(
+        kind(r.try_(&owner("ana@desk.test"), Command::OwnerTakeOver)),
+        RefusalKind::Conflict
+    );
+}

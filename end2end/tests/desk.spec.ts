@@ -171,6 +171,36 @@ test('reopening asks first, says what will happen, and then reopens', async ({ p
   await expect(page.getByTestId('bug-state')).toHaveText('reopened');
 });
 
+test('a bug the crew hands over says why; an owner takes it over and gives it back, asked first each time', async ({ page, request }) => {
+  const tokens = secrets();
+  const as = (role: string) => ({ authorization: `Bearer ${tokens[`R2R_${role}_TOKEN`]}` });
+  const filed = await file(request, `A huge price shows an infinite total ${token()}`, 'A price of 1e308 with quantity 2 shows a total of inf');
+  const bug = filed.bug_id!;
+  expect((await request.post(`/api/v1/bugs/${bug}/reproduction/start`, { headers: as('REPRODUCER') })).status()).toBe(200);
+  // The crew's model had no answer: the crew says so instead of sitting in "reproducing".
+  expect((await request.post(`/api/v1/bugs/${bug}/hand-to-human`, { headers: as('REPRODUCER'), data: { reason: 'model_no_answer' } })).status()).toBe(200);
+  await signIn(page, `/desk/bugs/${bug}`);
+  await expect(page.getByTestId('bug-state')).toHaveText('needs human');
+  await expect(page.getByTestId('waiting-for')).toContainText("the crew's model gave no usable answer");
+  await axe(page);
+
+  await page.getByTestId('action-take_over').click();
+  await expect(page.getByRole('alertdialog', { name: 'Take this bug over from the crew?' })).toBeVisible();
+  await expect(page.getByTestId('consequences')).toContainText('The crew stops');
+  await page.getByTestId('confirm').click();
+  await expect(page.getByTestId('desk-notice')).toContainText('Taken over');
+  await expect(page.getByTestId('waiting-for')).toContainText('the owner who took it over');
+  // From now on the crew can do nothing with it; a role cannot give it back either.
+  expect((await request.post(`/api/v1/bugs/${bug}/hand-to-human`, { headers: as('REPRODUCER'), data: { reason: 'spend_limit' } })).status()).toBe(409);
+  expect((await request.post(`/api/v1/bugs/${bug}/retry`, { headers: as('MANAGER') })).status()).toBe(403);
+
+  await page.getByTestId('action-retry').click();
+  await expect(page.getByRole('alertdialog', { name: 'Give this bug back to the crew?' })).toBeVisible();
+  await page.getByTestId('confirm').click();
+  await expect(page.getByTestId('desk-notice')).toContainText('Given back to the crew');
+  await expect(page.getByTestId('bug-state')).toHaveText('triaged');
+});
+
 test('an open bug view updates by itself when the ledger changes', async ({ page, request }, info) => {
   test.skip(jsOff(info.project.name), 'live updates need JavaScript (the page itself does not)');
   const filed = await file(request, `Coupon below zero ${token()}`, 'The SAVE300 total shows -₹100');

@@ -11,8 +11,9 @@ import { test, expect, signIn, waitForHydration } from './fixtures';
 // The whole loop with nothing played by `r2r demo drive`: the crew's roles are the real CLI
 // (`r2r crew reproduce`, `r2r crew fix`) with their own tokens and the scripted model, the desk
 // re-runs their work in its Docker sandbox on snapshots of ShopLite's local forge, the owner
-// approves and merges with a real git merge, and `r2r recorder verify` proves the merge is
-// live before anyone is asked. The people — two reporters and the owner — act in the browser.
+// approves and merges with a real git merge, and the desk's deployer builds, starts and serves
+// the merge while its recorder proves that exact commit is live before anyone is asked; the
+// reporter then tries the live shop themselves. The people — two reporters and the owner — act in the browser.
 
 const root = path.resolve(__dirname, '..', '..');
 const execFileAsync = promisify(execFile);
@@ -205,31 +206,42 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
   expect(await git('rev-parse', 'refs/heads/main')).toBe(merged);
   await git('merge-base', '--is-ancestor', head, merged);
 
-  // A deployment still serving the old main proves nothing: the recorder refuses it and
-  // nobody is asked.
+  // A deployment still serving the old main proves nothing: the recorder refuses it.
   const stale = await deployment(before);
   try {
     await expect(r2r(['recorder', 'verify', '--sha', merged, '--url', stale.url, '--public-url', stale.url, '--project', 'shoplite', '--desk', baseURL!])).rejects.toThrow(/expected exactly/);
   } finally {
     await stale.close();
   }
+
+  // The real release: the desk's deployer builds the merge in the sandbox, starts it, moves
+  // /live/shoplite to it, and its recorder checks both addresses twice before recording it.
+  // Until then the reporter is not asked, and the page says what it waits for.
   await page.reload();
   await waitForHydration(page);
-  await expect(page.getByTestId('bug-state')).toHaveAttribute('data-state', 'merged');
-  await expect(page.getByTestId('question')).toHaveCount(0);
-
-  const live = await deployment(merged);
-  try {
-    await r2r(['recorder', 'verify', '--sha', merged, '--url', live.url, '--public-url', live.url, '--project', 'shoplite', '--desk', baseURL!, '--deployment', `shoplite-e2e-${bug}`]);
-  } finally {
-    await live.close();
+  if ((await page.getByTestId('bug-state').getAttribute('data-state')) === 'merged') {
+    await expect(page.getByTestId('next-step')).toContainText(/live/i);
+    await expect(page.getByTestId('question')).toHaveCount(0);
   }
-
+  await expect(async () => {
+    await page.reload();
+    await waitForHydration(page);
+    await expect(page.getByTestId('question').getByRole('heading')).toHaveText('Does the live fix work for you?', { timeout: 1_000 });
+  }).toPass({ timeout: 180_000 });
   // Both reporters are asked; the first says the live fix works.
-  await page.reload();
-  await waitForHydration(page);
-  await expect(question.getByRole('heading')).toHaveText('Does the live fix work for you?');
   await expect(page.getByTestId('release-commit')).toHaveText(merged);
+  // The reporter tries the real thing: the live shop, built from the merge, with their steps.
+  await expect(page.getByTestId('try-live-steps')).toContainText('Apply coupon SAVE300');
+  const [shop] = await Promise.all([page.context().waitForEvent('page'), page.getByTestId('try-live-link').click()]);
+  await shop.waitForLoadState();
+  expect(new URL(shop.url()).pathname).toBe('/live/shoplite');
+  await expect(shop.getByText(`Built from commit ${merged}`)).toBeVisible();
+  await shop.getByLabel('Price (₹)').fill('200');
+  await shop.getByLabel('Quantity').fill('1');
+  await shop.getByLabel('Coupon').fill('SAVE300');
+  await shop.getByRole('button', { name: 'Total' }).click();
+  await expect(shop.locator('#payable')).toContainText(/Payable: ₹0(\.00)? /);
+  await shop.close();
   await question.getByRole('button', { name: 'Yes' }).click();
   await expect(page.getByTestId('answer-notice')).toContainText('closed as fixed');
   await expect(page.getByTestId('bug-state')).toHaveAttribute('data-state', 'verified');
@@ -252,7 +264,7 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
 
   await owner.goto(`/desk/bugs/${bug}`);
   await expect(owner.getByTestId('bug-state')).toHaveText('reopened');
-  await expect(owner.getByTestId('deployments')).toContainText(`shoplite-e2e-${bug}`);
+  await expect(owner.getByTestId('deployments')).toContainText(`shoplite-${merged.slice(0, 12)}`);
   await owner.getByRole('navigation', { name: 'Bug sections' }).getByRole('link', { name: 'Ledger' }).click();
   const ledger = owner.locator('#ledger');
   for (const event of ['reproduction proposed', 'reproduction confirmed', 'fix submitted', 'approval recorded', 'merged', 'deployment contains fix', 'fix confirmed', 'reopened by reporter']) {

@@ -454,7 +454,9 @@ async fn output_only(backend: sandbox::Backend) {
              (echo x > /planted && echo WROTE-ROOT || true)"
                 .into(),
         ],
-        Duration::from_secs(30),
+        // Generous: what is tested is where it may write. Beside the attack suite's own
+        // containers a 30 s limit once ran out (40 s) after every write had been tried.
+        Duration::from_secs(120),
     );
     job.output = Some(out.clone());
     let outcome = sandbox.run(&job).await.unwrap();

@@ -163,6 +163,9 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         | "addNote"
         | "approve"
         | "reopen"
+        | "retry"
+        | "takeOver"
+        | "handToHuman"
         | "submitFix"
         | "merge" => bug_command(filter, id)?,
         "getFixContext" => on(filter, fix::get_context),

@@ -215,19 +215,34 @@ async fn hand_offs_are_taken_only_by_their_addressee_with_the_exact_body() {
         .await;
     assert_eq!(status, 404);
 
-    // Connected only with four fresh heartbeats; the recorder's does not count.
+    // Connected only with the crew's four fresh heartbeats; the recorder beats beside them
+    // (shown on its own) and does not count; the concierge may not beat at all.
     let (_, status_now) = desk.call("GET", "/api/v1/crew", Role::Manager, None).await;
     assert_eq!(status_now["connected"], false);
     assert_eq!(status_now["tasks"][0]["outcome"], "draft pull request #1");
+    assert_eq!(status_now["recorder"]["fresh"], false);
     let (status, _) = desk
         .call(
             "POST",
             "/api/v1/crew/heartbeat",
             Role::Recorder,
+            Some(json!({"detail": "shoplite: live"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = desk
+        .call(
+            "POST",
+            "/api/v1/crew/heartbeat",
+            Role::Concierge,
             Some(json!({})),
         )
         .await;
-    assert_eq!(status, 403);
+    assert!(matches!(status, 401 | 403), "the concierge beat: {status}");
+    let (_, with_recorder) = desk.call("GET", "/api/v1/crew", Role::Manager, None).await;
+    assert_eq!(with_recorder["recorder"]["fresh"], true, "{with_recorder}");
+    assert_eq!(with_recorder["recorder"]["doing"], "shoplite: live");
+    assert_eq!(with_recorder["roles"].as_array().unwrap().len(), 4);
     for role in [Role::Manager, Role::Reproducer, Role::Fixer] {
         let (status, _) = desk
             .call(
@@ -447,5 +462,191 @@ async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
     assert!(
         reviewed["spend"]["book"]["calls"].as_u64().unwrap() >= 4,
         "triage, test, test review, fix, code review: {reviewed}"
+    );
+}
+
+/// A crew that cannot go on says so: a bug the (scripted) model has no answer for goes to
+/// `needs_human` with that reason instead of sitting in `reproducing`; the tracking page stops
+/// saying the crew works on it; an owner takes it over (the crew can then do nothing with it)
+/// and gives it back (the crew tries again and hands it back again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or_gives_it_back() {
+    let desk = common::owner_desk(&[("R2R_MODEL_PROVIDER", "scripted")]);
+    let base = desk.server.base.clone();
+    let (bug, capability) = common::file_report(
+        &base,
+        json!({"component": "shoplite", "title": "A huge price shows an infinite total",
+               "what_happened": "A price of 1e308 with quantity 2 shows a total of inf.",
+               "expected": "A clear error", "steps": "Enter price 1e308\nSet quantity 2"}),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let (detail_base, detail_cookie) = (base.clone(), cookie.clone());
+    let detail = move |bug: String| {
+        let (base, cookie) = (detail_base.clone(), detail_cookie.clone());
+        Box::pin(async move {
+            let answer: Value = reqwest::Client::new()
+                .get(format!("{base}/api/v1/bugs/{bug}"))
+                .header("cookie", cookie)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            Some(answer["bug"].clone())
+        })
+    };
+    let handed = |bug: String| {
+        let detail = detail.clone();
+        move || {
+            let detail = detail.clone();
+            let bug = bug.clone();
+            Box::pin(async move {
+                let b = detail(bug).await?;
+                (b["state"] == "needs_human").then_some(b)
+            })
+                as std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send>>
+        }
+    };
+    let stopped = wait_for(
+        "the crew to hand the bug over",
+        Duration::from_secs(60),
+        handed(bug.clone()),
+    )
+    .await;
+    assert_eq!(stopped["needs_human"], "model_no_answer", "{stopped}");
+
+    // The reporter is told a person has it, not that the crew works on it.
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tracking["bug"]["state"], "needs_human");
+    let told = format!(
+        "{} {}",
+        tracking["bug"]["state_label"], tracking["bug"]["next"]
+    );
+    assert!(!told.contains("The crew"), "{told}");
+    // The owner's page says why and offers both ways on.
+    let page = client
+        .get(format!("{base}/desk/bugs/{bug}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("the crew’s model gave no usable answer")
+            || page.contains("the crew&#x27;s model gave no usable answer")
+            || page.contains("the crew's model gave no usable answer"),
+        "{page}"
+    );
+    assert!(
+        page.contains("Try again…") && page.contains("Take it over…"),
+        "{page}"
+    );
+
+    let owner_post = |path: String| {
+        client
+            .post(format!("{base}{path}"))
+            .header("cookie", &cookie)
+            .header("x-csrf-token", &csrf)
+            .json(&json!({}))
+            .send()
+    };
+    // Taken over through the desk's form (asked first, then done): the crew's hand-over (and
+    // any other crew command) is refused from now on.
+    let form = |step: &str| {
+        let body = format!("csrf={csrf}&action=take_over&step={step}");
+        reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+            .post(format!("{base}/desk/bugs/{bug}/act"))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    let asked = form("confirm").await.unwrap();
+    assert_eq!(asked.status(), 200);
+    let asked = asked.text().await.unwrap();
+    assert!(
+        asked.contains("Take this bug over from the crew?"),
+        "{asked}"
+    );
+    assert_eq!(detail(bug.clone()).await.unwrap()["state"], "needs_human");
+    assert_eq!(
+        detail(bug.clone()).await.unwrap()["needs_human"],
+        "model_no_answer",
+        "asking changed nothing"
+    );
+    let taken = form("do").await.unwrap();
+    assert_eq!(taken.status(), 303, "{:?}", taken.headers());
+    assert!(taken.headers()["location"]
+        .to_str()
+        .unwrap()
+        .ends_with("?done=take_over"));
+    let crew = Desk {
+        base: base.clone(),
+        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
+    };
+    let (status, _) = crew
+        .call(
+            "POST",
+            &format!("/api/v1/bugs/{bug}/hand-to-human"),
+            Role::Reproducer,
+            Some(json!({"reason": "model_no_answer"})),
+        )
+        .await;
+    assert_eq!(status, 409);
+    let (status, _) = crew
+        .call(
+            "POST",
+            &format!("/api/v1/bugs/{bug}/reproduction/start"),
+            Role::Reproducer,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409);
+    // A role cannot take over or give back, and the crew cannot claim an owner's reason.
+    let (status, _) = crew
+        .call(
+            "POST",
+            &format!("/api/v1/bugs/{bug}/retry"),
+            Role::Manager,
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        detail(bug.clone()).await.unwrap()["needs_human"],
+        "taken_over"
+    );
+
+    // Given back: the crew tries again, and hands it back again for the same reason.
+    let retried = owner_post(format!("/api/v1/bugs/{bug}/retry"))
+        .await
+        .unwrap();
+    assert_eq!(retried.status(), 200);
+    let again = wait_for(
+        "the crew to try again and hand it back",
+        Duration::from_secs(60),
+        handed(bug.clone()),
+    )
+    .await;
+    assert_eq!(again["needs_human"], "model_no_answer", "{again}");
+    assert!(
+        again["version"].as_u64().unwrap() > stopped["version"].as_u64().unwrap(),
+        "{again}"
     );
 }

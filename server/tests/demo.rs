@@ -367,5 +367,22 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
         shipped.as_str(),
         "the last good release stays live"
     );
+    // The owners are told, with the build's reason.
+    let store = store::Store::connect(
+        &store::DatabaseUrl::parse(&format!("sqlite://{}/desk.db", dir.path().display())).unwrap(),
+    )
+    .await
+    .unwrap();
+    let told = store
+        .outbox_job(&format!("release_failed:{broken}"))
+        .await
+        .unwrap()
+        .expect("no owners' notice of the failed release");
+    assert_eq!(told.kind, "notify_owners_release_failed");
+    assert!(
+        told.payload["reason"].contains("the build of"),
+        "{:?}",
+        told.payload
+    );
     drop(server);
 }

@@ -192,4 +192,169 @@ async fn only_the_exact_live_commit_is_recorded() {
         .unwrap();
     assert_ne!(bad_flag.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&bad_flag.stderr).contains("--sha is invalid"));
+
+    // `r2r recorder run`: the recorder as a role beside a deployment it watches. One round
+    // against a public URL that does not answer records nothing and exits 1; against the
+    // deployment itself it records what is served, under `<project>-<first 12>`, and beats.
+    let run = |public: &str| {
+        common::r2r_with_env_file(&env_file)
+            .args([
+                "recorder",
+                "run",
+                "--once",
+                "--url",
+                &base,
+                "--public-url",
+                public,
+                "--desk",
+                &base,
+                "--project",
+                "reporter-to-release",
+            ])
+            .output()
+            .unwrap()
+    };
+    let refused = run("http://127.0.0.1:9");
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not recorded"));
+    assert_eq!(
+        deployments().await.len(),
+        1,
+        "a failed round records nothing"
+    );
+    let watched = run(&base);
+    assert!(
+        watched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&watched.stderr)
+    );
+    assert!(String::from_utf8_lossy(&watched.stdout)
+        .contains(&format!("recorded: reporter-to-release at {live}")));
+    let recorded = deployments().await;
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(
+        recorded[1].id,
+        format!("reporter-to-release-{}", &live.as_str()[..12])
+    );
+    let crew: Value = client
+        .get(format!("{base}/api/v1/crew"))
+        .bearer_auth(&recorder)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(crew["recorder"]["fresh"], true, "{crew}");
+    assert!(
+        crew["recorder"]["doing"]
+            .as_str()
+            .unwrap()
+            .contains("recorded"),
+        "{crew}"
+    );
+    let bad_poll = common::r2r_with_env_file(&env_file)
+        .args([
+            "recorder",
+            "run",
+            "--url",
+            &base,
+            "--public-url",
+            &base,
+            "--poll-ms",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        bad_poll.status.code(),
+        Some(2),
+        "a poll below 200 ms is refused by the parser"
+    );
+}
+
+/// An instance that answers `/api/health` for `answers` requests and is then gone (its socket
+/// closed, as when the process is killed); counts what it was asked.
+async fn instance(
+    commit: &str,
+    answers: usize,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = asked.clone();
+    let body =
+        json!({"service": "shoplite", "version": "0.1.0", "commit": commit, "storage": "none",
+        "status": "ok", "database_reachable": true, "schema_version": null, "instance": "shop-1"})
+        .to_string();
+    tokio::spawn(async move {
+        while counter.load(Ordering::SeqCst) < answers {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut request = [0u8; 2048];
+            let _ = socket.read(&mut request).await;
+            counter.fetch_add(1, Ordering::SeqCst);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+        // Dropping the listener: the next connection is refused.
+    });
+    (url, asked)
+}
+
+/// The recorder checks both addresses, then every check again just before it records: an
+/// instance killed between the two rounds records nothing, and the same instance left
+/// running is recorded (the desk's side is a double that counts the record calls).
+#[tokio::test]
+async fn an_instance_killed_before_the_second_check_is_not_recorded() {
+    use server::service::recorder::{verify_and_record, Expected, Publish, VerifyError};
+    use std::sync::atomic::Ordering;
+    let commit = "a".repeat(40);
+    let expected = Expected {
+        sha: CommitSha::parse(&commit).unwrap(),
+        service: "shoplite".into(),
+    };
+    // The desk double: answers 201 to every record call, counting them.
+    let (desk, records) = instance(&commit, usize::MAX).await;
+
+    // Killed after the first round (immutable + public address: two answers).
+    let (killed, asked) = instance(&commit, 2).await;
+    let publish = Publish::Desk {
+        url: &desk,
+        token: "recorder-token",
+        deployment: "shoplite-aaaa",
+    };
+    let refused = verify_and_record(&killed, &killed, &expected, publish).await;
+    assert!(
+        matches!(refused, Err(VerifyError::Unreachable { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "the first round ran in full"
+    );
+    assert_eq!(
+        records.load(Ordering::SeqCst),
+        0,
+        "a dead instance was recorded"
+    );
+
+    // The same instance, not killed: both rounds pass and the desk is asked to record it once.
+    let (alive, asked) = instance(&commit, usize::MAX).await;
+    let publish = Publish::Desk {
+        url: &desk,
+        token: "recorder-token",
+        deployment: "shoplite-aaaa",
+    };
+    let recorded = verify_and_record(&alive, &alive, &expected, publish).await;
+    assert_eq!(recorded.unwrap(), "shoplite-aaaa");
+    assert_eq!(asked.load(Ordering::SeqCst), 4);
+    assert_eq!(records.load(Ordering::SeqCst), 1);
 }

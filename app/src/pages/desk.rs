@@ -373,6 +373,7 @@ fn BugView(bug: BugDesk) -> impl IntoView {
     let csrf = bug.csrf.clone();
     let action = |name: &str| bug.actions.iter().any(|a| a == name);
     let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
+    let (retry, take_over) = (action("retry"), action("take_over"));
     let act = format!("/desk/bugs/{id}/act");
     view! {
         <PageTitle text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
@@ -395,6 +396,8 @@ fn BugView(bug: BugDesk) -> impl IntoView {
             <div class="actions">
                 {approve.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
                 {merge.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="merge" label="Merge…".to_owned()/> })}
+                {retry.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="retry" label="Try again…".to_owned()/> })}
+                {take_over.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="take_over" label="Take it over…".to_owned()/> })}
                 {reopen.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="reopen" label="Reopen…".to_owned()/> })}
             </div>
             <nav class="tabs" aria-label="Bug sections">
@@ -557,6 +560,8 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
         "contact" => "Write to this reporter?",
         "invite" => "Invite another owner?",
         "confirm_owner" => "Confirm this owner?",
+        "retry" => "Give this bug back to the crew?",
+        "take_over" => "Take this bug over from the crew?",
         _ => "Reopen this bug?",
     };
     let back = if matches!(confirm.action.as_str(), "invite" | "confirm_owner") {
@@ -595,7 +600,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                     </div>
                 })}
                 <div class="actions">
-                    <button type="submit" class="button" data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), "confirm_owner" => "Yes, confirm".to_owned(), other => format!("Yes, {other}") }}</button>
+                    <button type="submit" class="button" data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), "confirm_owner" => "Yes, confirm".to_owned(), "retry" => "Yes, give it back to the crew".to_owned(), "take_over" => "Yes, take it over".to_owned(), other => format!("Yes, {other}") }}</button>
                     <a class="button secondary" href=back>"Cancel"</a>
                 </div>
             </form>

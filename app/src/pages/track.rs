@@ -318,12 +318,29 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                 <dt>"Failure"</dt><dd><pre class="output" data-testid="test-failure">{r.failure}</pre></dd>
             </dl>
         }.into_any()),
-        _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| view! {
-            <p><span class="label">"live run"</span>" A fix is live. The desk checked that this exact commit is deployed:"</p>
-            <dl class="facts">
-                <dt>"Commit"</dt><dd><code data-testid="release-commit">{r.commit}</code></dd>
-                <dt>"Live since"</dt><dd>{format_time(r.at)}</dd>
-            </dl>
+        _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| {
+            let steps = tracking.report.steps.clone();
+            view! {
+                <p><span class="label">"live run"</span>" A fix is live. The desk checked that this exact commit is deployed:"</p>
+                <dl class="facts">
+                    <dt>"Commit"</dt><dd><code data-testid="release-commit">{r.commit}</code></dd>
+                    <dt>"Live since"</dt><dd>{format_time(r.at)}</dd>
+                </dl>
+                {r.try_at.map(|address| view! {
+                    <p data-testid="try-live">
+                        "Try it yourself: "
+                        <a href=address.clone() target="_blank" rel="noopener noreferrer" data-testid="try-live-link">
+                            {format!("open the live {} ({address})", tracking.report.component)}
+                        </a>
+                        {(!steps.is_empty()).then_some(" and repeat the steps you gave:")}
+                    </p>
+                    {(!steps.is_empty()).then(|| view! {
+                        <ol class="steps" data-testid="try-live-steps">
+                            {steps.iter().map(|s| view! { <li>{s.clone()}</li> }).collect_view()}
+                        </ol>
+                    })}
+                })}
+            }
         }.into_any()),
     };
     let reason_label = if question.kind == "reproduction" {

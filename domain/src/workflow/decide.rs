@@ -491,17 +491,7 @@ pub fn decide(
             out.event("advisory_note", &[note], &[]);
         }
         Command::OwnerReopen { reason } => {
-            match actor {
-                Actor::Anonymous => return Err(unauthenticated()),
-                Actor::Owner { .. } => {}
-                _ => {
-                    return Err(refusal(
-                        RefusalKind::Forbidden,
-                        "forbidden_actor",
-                        "only an owner may reopen a bug",
-                    ))
-                }
-            }
+            require_owner(actor, "reopen a bug")?;
             if matches!(bug.state, S::New | S::Reopened) {
                 return Err(conflict(bug, command));
             }
@@ -526,6 +516,76 @@ pub fn decide(
                 Consumer::Manager,
                 &[("reason", reason.trim().to_owned())],
             );
+        }
+        Command::HandToHuman { reason } => {
+            let role = require_role(actor, &[Role::Manager, Role::Reproducer, Role::Fixer])?;
+            if !reason.crew_may_give() {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "not_a_crew_reason",
+                    format!("the crew cannot hand a bug over for {}", reason.as_str()),
+                ));
+            }
+            let stage_fits = match bug.state {
+                S::Reproducing => role != Role::Fixer,
+                S::Fixing => role != Role::Reproducer && *reason != NeedsHumanReason::NotReproduced,
+                _ => false,
+            };
+            if !stage_fits {
+                return Err(conflict(bug, command));
+            }
+            out.escalate_to_human(*reason, &[]);
+        }
+        Command::OwnerRetry => {
+            require_owner(actor, "give a bug back to the crew")?;
+            if bug.state != S::NeedsHuman {
+                return Err(conflict(bug, command));
+            }
+            let confirmed = bug.reproduction.is_some()
+                && bug
+                    .confirmations
+                    .iter()
+                    .any(|c| c.kind == QuestionKind::Reproduction);
+            let from = bug.needs_human.map(serde_plain).unwrap_or_default();
+            out.bug.needs_human = None;
+            out.bug.pull_request = None;
+            out.bug.approvals.clear();
+            out.bug.fix_attempts = 0;
+            if confirmed {
+                out.bug.state = S::Confirmed;
+                out.event(
+                    "retried_by_owner",
+                    &[],
+                    &[("from", from), ("stage", "fix".into())],
+                );
+                let key = format!("fix:{}:v{}", bug.id, out.next_version());
+                out.job(key, "start_fix", Consumer::Manager, &[]);
+            } else {
+                out.bug.reproduction = None;
+                out.bug.state = S::Triaged;
+                out.event(
+                    "retried_by_owner",
+                    &[],
+                    &[("from", from), ("stage", "reproduction".into())],
+                );
+                let key = format!("reproduce:{}:v{}", bug.id, out.next_version());
+                out.job(key, "reproduce_again", Consumer::Manager, &[]);
+            }
+        }
+        Command::OwnerTakeOver => {
+            require_owner(actor, "take a bug over")?;
+            let crew_holds = matches!(
+                bug.state,
+                S::New | S::Triaged | S::Reproducing | S::Confirmed | S::Fixing | S::Reopened
+            ) || (bug.state == S::NeedsHuman
+                && bug.needs_human != Some(NeedsHumanReason::TakenOver));
+            if !crew_holds {
+                return Err(conflict(bug, command));
+            }
+            let from = bug.state.as_str().to_owned();
+            out.bug.state = S::NeedsHuman;
+            out.bug.needs_human = Some(NeedsHumanReason::TakenOver);
+            out.event("taken_over", &[], &[("from", from)]);
         }
     }
     Ok(out.finish())

@@ -51,6 +51,19 @@ pub(super) fn require_role(actor: &Actor, roles: &[Role]) -> Result<Role, Refusa
     }
 }
 
+/// Only an owner (a person signed in to the desk).
+pub(super) fn require_owner(actor: &Actor, what: &str) -> Result<(), Refusal> {
+    match actor {
+        Actor::Anonymous => Err(unauthenticated()),
+        Actor::Owner { .. } => Ok(()),
+        _ => Err(refusal(
+            RefusalKind::Forbidden,
+            "forbidden_actor",
+            format!("only an owner may {what}"),
+        )),
+    }
+}
+
 /// Only a reporter of a report in this cluster.
 pub(super) fn require_reporter<'a>(bug: &Bug, actor: &'a Actor) -> Result<&'a str, Refusal> {
     match actor {

@@ -144,12 +144,7 @@ impl<'a> Outcome<'a> {
 }
 
 pub(super) fn serde_plain(reason: NeedsHumanReason) -> String {
-    match reason {
-        NeedsHumanReason::RedBaseline => "red_baseline",
-        NeedsHumanReason::FixAttemptsExhausted => "fix_attempts_exhausted",
-        NeedsHumanReason::OutOfScope => "out_of_scope",
-    }
-    .to_owned()
+    reason.as_str().to_owned()
 }
 
 /// Acknowledged, nothing recorded.

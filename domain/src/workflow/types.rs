@@ -299,6 +299,75 @@ pub enum NeedsHumanReason {
     FixAttemptsExhausted,
     /// The component is outside the crew's allowed paths.
     OutOfScope,
+    /// The crew's test did not fail for the reported reason in the desk's own run (it passed,
+    /// did not compile, or was not a new test).
+    NotReproduced,
+    /// The model gave no usable answer (it failed, timed out, or broke the answer's schema).
+    ModelNoAnswer,
+    /// The spend guard refused the model call (the budget is used up).
+    SpendLimit,
+    /// An owner took the bug over from the crew.
+    TakenOver,
+}
+
+impl NeedsHumanReason {
+    /// The reason's name in events and notices.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NeedsHumanReason::RedBaseline => "red_baseline",
+            NeedsHumanReason::FixAttemptsExhausted => "fix_attempts_exhausted",
+            NeedsHumanReason::OutOfScope => "out_of_scope",
+            NeedsHumanReason::NotReproduced => "not_reproduced",
+            NeedsHumanReason::ModelNoAnswer => "model_no_answer",
+            NeedsHumanReason::SpendLimit => "spend_limit",
+            NeedsHumanReason::TakenOver => "taken_over",
+        }
+    }
+
+    /// Reads [`NeedsHumanReason::as_str`]'s names.
+    pub fn parse(name: &str) -> Option<NeedsHumanReason> {
+        [
+            NeedsHumanReason::RedBaseline,
+            NeedsHumanReason::FixAttemptsExhausted,
+            NeedsHumanReason::OutOfScope,
+            NeedsHumanReason::NotReproduced,
+            NeedsHumanReason::ModelNoAnswer,
+            NeedsHumanReason::SpendLimit,
+            NeedsHumanReason::TakenOver,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == name)
+    }
+
+    /// Why, in plain words, for owners and reporters alike.
+    pub fn plain(self) -> &'static str {
+        match self {
+            NeedsHumanReason::RedBaseline => {
+                "the project's tests already failed before the crew added one"
+            }
+            NeedsHumanReason::FixAttemptsExhausted => {
+                "both of the crew's fix attempts failed the checks"
+            }
+            NeedsHumanReason::OutOfScope => "this component is outside what the crew may change",
+            NeedsHumanReason::NotReproduced => {
+                "the crew's test did not fail for the reported reason when the desk ran it"
+            }
+            NeedsHumanReason::ModelNoAnswer => "the crew's model gave no usable answer",
+            NeedsHumanReason::SpendLimit => "the spending limit for model calls is reached",
+            NeedsHumanReason::TakenOver => "an owner took it over from the crew",
+        }
+    }
+
+    /// Whether the crew may hand a bug over for this reason (the others are the desk's or an
+    /// owner's findings).
+    pub fn crew_may_give(self) -> bool {
+        matches!(
+            self,
+            NeedsHumanReason::NotReproduced
+                | NeedsHumanReason::ModelNoAnswer
+                | NeedsHumanReason::SpendLimit
+        )
+    }
 }
 
 /// A bug: a cluster of reports and everything proven about it.
@@ -498,6 +567,17 @@ pub enum Command {
         /// Why.
         reason: String,
     },
+    /// The crew cannot go on with the bug (reproducing or fixing) and hands it to a person.
+    HandToHuman {
+        /// Why (only [`NeedsHumanReason::crew_may_give`] reasons).
+        reason: NeedsHumanReason,
+    },
+    /// An owner gives a bug that needs a person back to the crew, at the stage it reached:
+    /// the fixer when a reporter confirmed its reproduction, the reproducer otherwise.
+    OwnerRetry,
+    /// An owner takes a bug away from the crew; it waits for a person until an owner gives it
+    /// back ([`Command::OwnerRetry`]) or reopens it.
+    OwnerTakeOver,
 }
 
 impl Command {
@@ -521,6 +601,9 @@ impl Command {
             Command::ReaskExpired => "reask_expired",
             Command::AddNote { .. } => "add_note",
             Command::OwnerReopen { .. } => "owner_reopen",
+            Command::HandToHuman { .. } => "hand_to_human",
+            Command::OwnerRetry => "owner_retry",
+            Command::OwnerTakeOver => "owner_take_over",
         }
     }
 }

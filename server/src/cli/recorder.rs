@@ -1,4 +1,6 @@
-//! `r2r recorder verify`: the recorder ([`crate::service::recorder`]) as a command.
+//! `r2r recorder verify` and `r2r recorder run`: the recorder ([`crate::service::recorder`])
+//! as a command — one check, or a role that watches a deployment and records every new commit
+//! it serves, with a heartbeat the crew page shows.
 
 use crate::config::Environment;
 use crate::service::recorder::{verify_and_record, Expected, Publish};
@@ -42,11 +44,147 @@ pub enum RecorderCommand {
         #[arg(long)]
         environment: Option<String>,
     },
+    /// Run as the recorder role (R2R_RECORDER_TOKEN) beside a deployment the desk does not
+    /// start itself: watch what the immutable URL serves, and for every commit not recorded
+    /// yet check both URLs twice and record it with the desk as `<project>-<first 12>`.
+    /// Beats every 15 s (the crew page shows it). The desk's own deployer needs none of this:
+    /// its recorder runs in-process.
+    Run {
+        /// The deployment's immutable URL, watched.
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// The public URL that must resolve to the same deployment.
+        #[arg(long, value_name = "URL")]
+        public_url: String,
+        /// The service name the health answers must carry.
+        #[arg(long, default_value = app::dto::SERVICE_NAME)]
+        project: String,
+        /// The desk that records it.
+        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+        desk: String,
+        /// How often to look, in milliseconds (at least 200).
+        #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(200..))]
+        poll_ms: u64,
+        /// One round: exit 0 when what is served is recorded (now or before), 1 otherwise.
+        #[arg(long)]
+        once: bool,
+    },
+}
+
+fn http_url(flag: &str, value: &str) -> anyhow::Result<()> {
+    if value.starts_with("http://") || value.starts_with("https://") {
+        Ok(())
+    } else {
+        anyhow::bail!("{flag} is invalid: expected an http(s) URL, got {value:?}")
+    }
+}
+
+/// One round of `r2r recorder run`: `Ok(Some(commit))` when what `url` serves is now
+/// recorded, `Ok(None)` when it was already, `Err` with why it was not.
+async fn watch_once(
+    client: &reqwest::Client,
+    url: &str,
+    public_url: &str,
+    project: &str,
+    desk: &str,
+    token: &str,
+    recorded: Option<&str>,
+) -> Result<Option<String>, crate::service::recorder::VerifyError> {
+    let serving = crate::service::recorder::health(client, url).await?;
+    if recorded == Some(serving.commit.as_str()) {
+        return Ok(None);
+    }
+    let sha = domain::workflow::CommitSha::parse(&serving.commit).map_err(|e| {
+        crate::service::recorder::VerifyError::Mismatch {
+            url: url.to_owned(),
+            reason: format!("serves no commit id: {e}"),
+        }
+    })?;
+    let expected = Expected {
+        sha,
+        service: project.to_owned(),
+    };
+    let deployment = format!("{project}-{}", &expected.sha.as_str()[..12]);
+    let publish = Publish::Desk {
+        url: desk,
+        token,
+        deployment: &deployment,
+    };
+    verify_and_record(url, public_url, &expected, publish).await?;
+    Ok(Some(serving.commit))
 }
 
 /// Runs `r2r recorder …`.
 pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Result<ExitCode> {
     match command {
+        RecorderCommand::Run {
+            url,
+            public_url,
+            project,
+            desk,
+            poll_ms,
+            once,
+        } => {
+            http_url("--url", &url)?;
+            http_url("--public-url", &public_url)?;
+            http_url("--desk", &desk)?;
+            let env = Environment::load(env_file)?;
+            let Some(token) = env.get("R2R_RECORDER_TOKEN").map(str::to_owned) else {
+                anyhow::bail!("R2R_RECORDER_TOKEN is not set (r2r setup writes it to .env.local)");
+            };
+            let client = reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(10))
+                .build()?;
+            let mut recorded: Option<String> = None;
+            let mut last_beat: Option<std::time::Instant> = None;
+            loop {
+                let round = watch_once(
+                    &client,
+                    &url,
+                    &public_url,
+                    &project,
+                    &desk,
+                    &token,
+                    recorded.as_deref(),
+                )
+                .await;
+                let doing = match &round {
+                    Ok(Some(commit)) => {
+                        println!(
+                            "recorded: {project} at {commit} is live at {url} and {public_url}"
+                        );
+                        recorded = Some(commit.clone());
+                        format!("{project}: recorded {}", &commit[..12.min(commit.len())])
+                    }
+                    Ok(None) => format!(
+                        "{project}: {} live and recorded",
+                        recorded.as_deref().map_or("", |c| &c[..12.min(c.len())])
+                    ),
+                    Err(error) => {
+                        eprintln!("not recorded: {error}");
+                        format!("{project}: not recorded: {error}")
+                    }
+                };
+                if last_beat
+                    .is_none_or(|at| at.elapsed() >= crate::service::recorder::HEARTBEAT_EVERY)
+                {
+                    if let Err(error) =
+                        crate::service::recorder::heartbeat(&client, &desk, &token, &doing).await
+                    {
+                        eprintln!("heartbeat: {error}");
+                    }
+                    last_beat = Some(std::time::Instant::now());
+                }
+                if once {
+                    return Ok(if round.is_ok() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(1)
+                    });
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(poll_ms)).await;
+            }
+        }
         RecorderCommand::Verify {
             sha,
             url,

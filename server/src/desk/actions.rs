@@ -104,7 +104,10 @@ pub async fn act(
         )
         .await;
     }
-    if !matches!(action, "approve" | "merge" | "reopen") {
+    if !matches!(
+        action,
+        "approve" | "merge" | "reopen" | "retry" | "take_over"
+    ) {
         return problem(
             &state,
             email,
@@ -126,6 +129,15 @@ pub async fn act(
                 "The merge happens only if the approvals still hold for this head and it merges cleanly.".to_owned(),
                 "The reporters are asked whether it is fixed only after the recorder proves the merge is live.".to_owned(),
             ],
+            "retry" => vec![
+                "The crew picks the bug up again: the fixer, with two fresh attempts, when a reporter confirmed its test; the reproducer otherwise.".to_owned(),
+                "Why it stopped stays in the ledger.".to_owned(),
+            ],
+            "take_over" => vec![
+                "The crew stops: nothing it does on this bug is accepted from now on.".to_owned(),
+                "The bug waits for a person until an owner gives it back (Try again) or reopens it.".to_owned(),
+                "Reporters see that a person is working on it.".to_owned(),
+            ],
             _ => vec![
                 "The bug goes back to the start of the loop: the crew must prove it again.".to_owned(),
                 "Approvals and the current fix stop counting.".to_owned(),
@@ -137,7 +149,9 @@ pub async fn act(
             csrf: form.csrf.clone(),
             bug: id.clone(),
             action: action.to_owned(),
-            head: head.clone().filter(|_| action != "reopen"),
+            head: head
+                .clone()
+                .filter(|_| matches!(action, "approve" | "merge")),
             consequences,
             target: format!("{back}/act"),
             report: None,
@@ -167,6 +181,14 @@ pub async fn act(
                     .await
                     .map(|merged| merged.recorded),
             }
+        }
+        "retry" | "take_over" => {
+            let command = if action == "retry" {
+                Command::OwnerRetry
+            } else {
+                Command::OwnerTakeOver
+            };
+            crate::service::commands::run_command(&state, &id, command, &actor).await
         }
         _ => {
             let reason = form.reason.clone().unwrap_or_default();

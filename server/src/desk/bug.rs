@@ -223,6 +223,22 @@ async fn bug_page(
     if bug.state == BugState::Approved && state.local_forge.is_some() {
         actions.push("merge".to_owned());
     }
+    if bug.state == BugState::NeedsHuman {
+        actions.push("retry".to_owned());
+    }
+    let crew_holds = matches!(
+        bug.state,
+        BugState::New
+            | BugState::Triaged
+            | BugState::Reproducing
+            | BugState::Confirmed
+            | BugState::Fixing
+            | BugState::Reopened
+    ) || (bug.state == BugState::NeedsHuman
+        && bug.needs_human != Some(domain::workflow::NeedsHumanReason::TakenOver));
+    if crew_holds {
+        actions.push("take_over".to_owned());
+    }
     if !matches!(bug.state, BugState::New | BugState::Reopened) {
         actions.push("reopen".to_owned());
     }
@@ -313,6 +329,8 @@ pub async fn bug(
         "approve" => Some("Approved. The approval is for this exact head only: a new push clears it.".to_owned()),
         "merge" => Some("Merged into the default branch. The recorder proves the merge commit is live before reporters are asked.".to_owned()),
         "reopen" => Some("Reopened: the bug goes back to the start of the loop.".to_owned()),
+        "retry" => Some("Given back to the crew: it picks the bug up at the stage it reached.".to_owned()),
+        "take_over" => Some("Taken over: the crew does nothing more with this bug until an owner gives it back.".to_owned()),
         "contact" => Some("Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.".to_owned()),
         _ => None,
     });

@@ -220,7 +220,13 @@ pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String>
         |sha: &domain::workflow::CommitSha| sha.as_str().chars().take(12).collect::<String>();
     match bug.state {
         BugState::NeedsHuman => Some(match bug.needs_human {
-            Some(reason) => format!("a person ({})", format!("{reason:?}").to_lowercase()),
+            Some(domain::workflow::NeedsHumanReason::TakenOver) => {
+                "the owner who took it over (Try again gives it back to the crew)".to_owned()
+            }
+            Some(reason) => format!(
+                "a person: {} (Try again gives it back to the crew; Take it over keeps it with you)",
+                reason.plain()
+            ),
             None => "a person".to_owned(),
         }),
         BugState::New => Some("the crew's triage".to_owned()),
@@ -453,6 +459,7 @@ pub async fn crew(State(state): State<AppState>, credential: Credential) -> Resp
         .as_array()
         .into_iter()
         .flatten()
+        .chain(std::iter::once(&status["recorder"]))
         .map(|r| {
             (
                 r["role"].as_str().unwrap_or_default().to_owned(),

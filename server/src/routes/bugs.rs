@@ -96,6 +96,11 @@ struct NoteBody {
 }
 
 #[derive(Deserialize)]
+struct HandBody {
+    reason: domain::workflow::NeedsHumanReason,
+}
+
+#[derive(Deserialize)]
 struct ReopenBody {
     reason: String,
 }
@@ -158,6 +163,14 @@ pub async fn bug_operation(
                 let reopen: ReopenBody = json_body(&body)?;
                 Command::OwnerReopen {
                     reason: reopen.reason,
+                }
+            }
+            "retry" => Command::OwnerRetry,
+            "takeOver" => Command::OwnerTakeOver,
+            "handToHuman" => {
+                let handed: HandBody = json_body(&body)?;
+                Command::HandToHuman {
+                    reason: handed.reason,
                 }
             }
             "startFix" => Command::StartFix,

@@ -60,8 +60,17 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
             "live": state.releases.live().map(|l| l.commit),
         })
     });
+    let recorder = rules::connection(&pairs, Role::Recorder, now);
+    let recorder_doing = beats
+        .iter()
+        .find(|(role, _, _)| role == Role::Recorder.as_str())
+        .map(|(_, _, d)| d.clone());
     Ok(json!({
         "release": release,
+        "recorder": {
+            "role": recorder.role, "last_seen": recorder.last_seen, "age_ms": recorder.age_ms,
+            "fresh": recorder.fresh, "doing": recorder_doing,
+        },
         "connected": rules::connected(&connections),
         "fresh_within_ms": rules::HEARTBEAT_FRESH_MS,
         "roles": roles,

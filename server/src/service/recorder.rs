@@ -80,7 +80,38 @@ impl Host for HealthHost {
     }
 }
 
-async fn health(client: &reqwest::Client, url: &str) -> Result<Health, VerifyError> {
+/// How often a running recorder says it is alive (the crew page counts 90 s as fresh).
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(15);
+
+/// The recorder's heartbeat with the desk (`POST /api/v1/crew/heartbeat`, recorder token).
+pub async fn heartbeat(
+    client: &reqwest::Client,
+    desk: &str,
+    token: &str,
+    detail: &str,
+) -> Result<(), VerifyError> {
+    let detail: String = detail.chars().take(200).collect();
+    let response = client
+        .post(format!(
+            "{}/api/v1/crew/heartbeat",
+            desk.trim_end_matches('/')
+        ))
+        .bearer_auth(token)
+        .json(&serde_json::json!({ "detail": detail }))
+        .send()
+        .await
+        .map_err(|e| VerifyError::Record(format!("heartbeat: {e}")))?;
+    if !response.status().is_success() {
+        return Err(VerifyError::Record(format!(
+            "heartbeat: HTTP {}",
+            response.status()
+        )));
+    }
+    Ok(())
+}
+
+/// What `url` says it serves (`/api/health`).
+pub async fn health(client: &reqwest::Client, url: &str) -> Result<Health, VerifyError> {
     let endpoint = format!("{}/api/health", url.trim_end_matches('/'));
     let unreachable = |reason: String| VerifyError::Unreachable {
         url: url.to_owned(),

@@ -291,6 +291,37 @@ pub fn state_label(state: BugState) -> &'static str {
     }
 }
 
+/// For a merged bug whose merge the desk's deployer is releasing: where that release is, in
+/// words a reporter can read (never the build's log).
+fn release_step(state: &AppState, bug: &domain::workflow::Bug) -> Option<String> {
+    use crate::web::ReleaseStep;
+    let merge = bug
+        .merge
+        .as_ref()
+        .filter(|_| bug.state == BugState::Merged)?;
+    let progress = state
+        .releases
+        .progress()
+        .filter(|p| p.commit == merge.merge_commit.as_str())?;
+    let short: String = progress.commit.chars().take(12).collect();
+    let doing = match progress.step {
+        ReleaseStep::Building => "is being built",
+        ReleaseStep::Starting => "is starting",
+        ReleaseStep::Checking => {
+            "is being checked: is this exact commit what the live site serves?"
+        }
+        ReleaseStep::Live => "is live and being recorded",
+        ReleaseStep::Failed => {
+            "did not go live (the people who run this desk were told, and the previous version \
+             stays up); you will be asked once a release with the fix is live"
+        }
+    };
+    Some(format!(
+        "The fix is merged. The release that carries it ({short}) {doing}. Once it is proven \
+         live, you are asked here whether it works for you."
+    ))
+}
+
 /// What happens next for a bug in `state`, told to its reporters.
 pub fn next_step(state: BugState) -> &'static str {
     match state {
@@ -340,6 +371,8 @@ pub fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Opti
         "triaged" => "Triaged",
         "reproduction_started" => "The crew started writing a failing test",
         "needs_human" => "Handed to a person",
+        "taken_over" => "A person took it over from the crew",
+        "retried_by_owner" => "A person gave it back to the crew to try again",
         "reproduction_proposed" => "A failing test reproduces the bug; reporters were asked",
         "reproduction_confirmed" => "A reporter confirmed the failing test is their bug",
         "reproduction_rejected" => {
@@ -436,12 +469,21 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
                 commit: d.commit.to_string(),
                 deployment: d.id.clone(),
                 at: d.at,
+                // The desk's own deployer serves this component: the reporter tries the real
+                // thing, at the address the recorder checked.
+                try_at: state
+                    .releases
+                    .service
+                    .as_deref()
+                    .filter(|service| *service == report.component)
+                    .filter(|_| state.releases.live().is_some())
+                    .map(|service| format!("/live/{service}")),
             });
         bug_view = Some(BugView {
             id: bug.id.clone(),
             state: bug.state.as_str().to_owned(),
             state_label: state_label(bug.state).to_owned(),
-            next: next_step(bug.state).to_owned(),
+            next: release_step(state, &bug).unwrap_or_else(|| next_step(bug.state).to_owned()),
             reports: bug.reports.len(),
             timeline,
             // Model-written text: screened where the desk accepts it, and again here for

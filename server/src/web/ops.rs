@@ -48,6 +48,15 @@ const CREW: &[Principal] = &[
     R(Role::Reviewer),
 ];
 
+/// The roles whose heartbeats the crew page shows: the crew's four and the recorder.
+const BEATING: &[Principal] = &[
+    R(Role::Manager),
+    R(Role::Reproducer),
+    R(Role::Fixer),
+    R(Role::Reviewer),
+    R(Role::Recorder),
+];
+
 /// Every operation under `/api`.
 pub const OPERATIONS: &[Operation] = &[
     Operation {
@@ -279,9 +288,9 @@ pub const OPERATIONS: &[Operation] = &[
         id: "heartbeat",
         method: "POST",
         path: "/api/v1/crew/heartbeat",
-        summary: "The caller's crew role is alive (the crew is connected when all four are younger than 90 s)",
+        summary: "The caller's role is alive (the crew is connected when its four are younger than 90 s; the recorder's is shown beside them)",
         realm: Realm::Engineering,
-        accepts: CREW,
+        accepts: BEATING,
         reporter: false,
     },
     Operation {
@@ -332,6 +341,33 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Send the bug back to the start of the loop",
         realm: Realm::Engineering,
         accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "retry",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/retry",
+        summary: "Give a bug that needs a person back to the crew, at the stage it reached",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "takeOver",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/take-over",
+        summary: "Take a bug away from the crew: it waits for a person",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
+        id: "handToHuman",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/hand-to-human",
+        summary: "The crew cannot go on with the bug: hand it to a person, with the reason",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Manager), R(Role::Reproducer), R(Role::Fixer)],
         reporter: false,
     },
     Operation {

@@ -38,6 +38,9 @@ pub struct RecorderSeat {
 
 /// Runs until aborted.
 pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<RecorderSeat>) {
+    if let Some(seat) = recorder.clone() {
+        tokio::spawn(beat(state.clone(), deploy.service.clone(), seat));
+    }
     let mut running: Option<Running> = None;
     let mut tried: Option<String> = None;
     if let Some(commit) = recorded_live(&deploy) {
@@ -71,6 +74,29 @@ pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<Recorde
     }
 }
 
+/// The in-process recorder's heartbeat, so the crew page shows it beside the crew.
+async fn beat(state: AppState, service: String, seat: RecorderSeat) {
+    let client = reqwest::Client::new();
+    loop {
+        let detail = match (state.releases.progress(), state.releases.live()) {
+            (Some(p), _) => format!(
+                "{service}: {} {} — {}",
+                p.step.as_str(),
+                p.commit.chars().take(12).collect::<String>(),
+                p.detail
+            ),
+            (None, Some(live)) => format!("{service}: {} live", live.commit),
+            (None, None) => format!("{service}: waiting for the first release"),
+        };
+        if let Err(error) =
+            crate::service::recorder::heartbeat(&client, &seat.desk, &seat.token, &detail).await
+        {
+            tracing::debug!(%error, "the recorder's heartbeat did not reach the desk");
+        }
+        tokio::time::sleep(crate::service::recorder::HEARTBEAT_EVERY).await;
+    }
+}
+
 async fn default_head(state: &AppState) -> Option<CommitSha> {
     let forge = state.local_forge.as_deref()?;
     forge
@@ -93,6 +119,7 @@ async fn release(
     let started = std::time::Instant::now();
     if let Err(error) = release::build(state, deploy, commit).await {
         tracing::warn!(commit = sha, %error, "release build failed; the previous instance stays live");
+        tell_owners(state, deploy, sha, &error).await;
         releases.report(sha, ReleaseStep::Failed, error);
         return None;
     }
@@ -102,6 +129,7 @@ async fn release(
         Ok(instance) => instance,
         Err(error) => {
             tracing::warn!(commit = sha, %error, "the new instance is not healthy; the previous one stays live");
+            tell_owners(state, deploy, sha, &error).await;
             releases.report(sha, ReleaseStep::Failed, error);
             return None;
         }
@@ -157,6 +185,31 @@ async fn release(
         }
     }
     Some(instance)
+}
+
+/// The longest reason (the log's tail) an owners' notice carries.
+const REASON_CHARS: usize = 1_500;
+
+/// Queues the owners' notice of a release that did not go live (once per commit: the key is
+/// the commit, so a restart that retries the same head does not repeat it).
+async fn tell_owners(state: &AppState, deploy: &DeployConfig, sha: &str, error: &str) {
+    let skip = error.chars().count().saturating_sub(REASON_CHARS);
+    let reason: String = error.chars().skip(skip).collect();
+    let job = domain::workflow::JobDraft {
+        idempotency_key: format!("release_failed:{sha}"),
+        kind: "notify_owners_release_failed".to_owned(),
+        consumer: domain::workflow::Consumer::Concierge,
+        available_at: crate::clock::now_ms(),
+        payload: [
+            ("commit".to_owned(), sha.to_owned()),
+            ("service".to_owned(), deploy.service.clone()),
+            ("reason".to_owned(), reason),
+        ]
+        .into(),
+    };
+    if let Err(error) = state.store.enqueue_job(&job, None, job.available_at).await {
+        tracing::warn!(%error, commit = sha, "cannot queue the owners' notice of a failed release");
+    }
 }
 
 /// The commit `<dir>/live` names, if its artifact is still there.
