@@ -577,6 +577,13 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
             .body(body)
             .send()
     };
+    // A step that is neither "confirm" nor "do" is refused and does nothing.
+    let misspelt = form("CONFIRM_PLEASE").await.unwrap();
+    assert_eq!(misspelt.status(), 422);
+    assert_eq!(
+        detail(bug.clone()).await.unwrap()["needs_human"],
+        "model_no_answer"
+    );
     let asked = form("confirm").await.unwrap();
     assert_eq!(asked.status(), 200);
     let asked = asked.text().await.unwrap();

@@ -253,6 +253,34 @@ async fn only_the_exact_live_commit_is_recorded() {
             .contains("recorded"),
         "{crew}"
     );
+    // A token that is not the recorder's is refused before anything is asked or recorded.
+    let stranger = dir.path().join("stranger.env");
+    std::fs::write(
+        &stranger,
+        "R2R_RECORDER_TOKEN=r2r_recorder_not-a-real-token\n",
+    )
+    .unwrap();
+    let impostor = common::r2r_with_env_file(&stranger)
+        .args([
+            "recorder",
+            "run",
+            "--once",
+            "--url",
+            &base,
+            "--public-url",
+            &base,
+            "--desk",
+            &base,
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(impostor.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&impostor.stderr).contains("is not the recorder's token"),
+        "{}",
+        String::from_utf8_lossy(&impostor.stderr)
+    );
+    assert_eq!(deployments().await.len(), 2);
     let bad_poll = common::r2r_with_env_file(&env_file)
         .args([
             "recorder",
@@ -357,4 +385,54 @@ async fn an_instance_killed_before_the_second_check_is_not_recorded() {
     assert_eq!(recorded.unwrap(), "shoplite-aaaa");
     assert_eq!(asked.load(Ordering::SeqCst), 4);
     assert_eq!(records.load(Ordering::SeqCst), 1);
+}
+
+/// A server that answers every request with a redirect to `target`.
+async fn redirector(target: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let location = format!("{target}/api/health");
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut request = [0u8; 2048];
+            let _ = socket.read(&mut request).await;
+            let response = format!(
+                "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    });
+    url
+}
+
+/// One address that redirects to the other would make the two-address check ask one server
+/// twice: the recorder follows no redirect, and records nothing.
+#[tokio::test]
+async fn an_address_that_redirects_to_the_other_is_not_a_deployment() {
+    use server::service::recorder::{verify_and_record, Expected, Publish, VerifyError};
+    use std::sync::atomic::Ordering;
+    let commit = "b".repeat(40);
+    let expected = Expected {
+        sha: CommitSha::parse(&commit).unwrap(),
+        service: "shoplite".into(),
+    };
+    let (desk, records) = instance(&commit, usize::MAX).await;
+    let (real, _) = instance(&commit, usize::MAX).await;
+    let pointer = redirector(&real).await;
+    for (immutable, public) in [(&pointer, &real), (&real, &pointer)] {
+        let publish = Publish::Desk {
+            url: &desk,
+            token: "t",
+            deployment: "shoplite-bbbb",
+        };
+        let refused = verify_and_record(immutable, public, &expected, publish).await;
+        match refused {
+            Err(VerifyError::Unreachable { reason, .. }) => {
+                assert!(reason.contains("no redirects"), "{reason}")
+            }
+            other => panic!("a redirect was followed: {other:?}"),
+        }
+    }
+    assert_eq!(records.load(Ordering::SeqCst), 0);
 }

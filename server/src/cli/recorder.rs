@@ -8,6 +8,45 @@ use clap::Subcommand;
 use std::path::Path;
 use std::process::ExitCode;
 
+/// Where a deployment answers and which desk records it (both subcommands).
+#[derive(clap::Args, Debug)]
+pub struct Addresses {
+    /// The deployment's immutable URL.
+    #[arg(long, value_name = "URL")]
+    url: String,
+    /// The public URL that must resolve to the same deployment.
+    #[arg(long, value_name = "URL")]
+    public_url: String,
+    /// The service name the health answers must carry.
+    #[arg(long, default_value = app::dto::SERVICE_NAME)]
+    project: String,
+    /// The desk that records it.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+    desk: String,
+}
+
+impl Addresses {
+    /// Each URL checked ([`crate::service::recorder::base_url`]) and normalised; the project
+    /// name must be printable.
+    fn checked(self) -> anyhow::Result<Addresses> {
+        let check = |flag: &str, value: &str| {
+            crate::service::recorder::base_url(flag, value).map_err(anyhow::Error::msg)
+        };
+        if self.project.trim().is_empty() || self.project.chars().any(char::is_control) {
+            anyhow::bail!(
+                "--project is invalid: a service name, got {:?}",
+                self.project
+            );
+        }
+        Ok(Addresses {
+            url: check("--url", &self.url)?,
+            public_url: check("--public-url", &self.public_url)?,
+            desk: check("--desk", &self.desk)?,
+            project: self.project,
+        })
+    }
+}
+
 #[derive(Subcommand, Debug)]
 pub enum RecorderCommand {
     /// Check that both URLs serve exactly SHA (and are the same deployment), check again,
@@ -17,18 +56,8 @@ pub enum RecorderCommand {
         /// The commit that must be live (40 or 64 hex characters).
         #[arg(long)]
         sha: String,
-        /// The deployment's immutable URL.
-        #[arg(long, value_name = "URL")]
-        url: String,
-        /// The public URL that must resolve to the same deployment.
-        #[arg(long, value_name = "URL")]
-        public_url: String,
-        /// The service name the health answers must carry.
-        #[arg(long, default_value = app::dto::SERVICE_NAME)]
-        project: String,
-        /// The desk that records it.
-        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
-        desk: String,
+        #[command(flatten)]
+        at: Addresses,
         /// The deployment id to record with the desk (default: verify-<first 12 of the sha>).
         #[arg(long)]
         deployment: Option<String>,
@@ -50,18 +79,8 @@ pub enum RecorderCommand {
     /// Beats every 15 s (the crew page shows it). The desk's own deployer needs none of this:
     /// its recorder runs in-process.
     Run {
-        /// The deployment's immutable URL, watched.
-        #[arg(long, value_name = "URL")]
-        url: String,
-        /// The public URL that must resolve to the same deployment.
-        #[arg(long, value_name = "URL")]
-        public_url: String,
-        /// The service name the health answers must carry.
-        #[arg(long, default_value = app::dto::SERVICE_NAME)]
-        project: String,
-        /// The desk that records it.
-        #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
-        desk: String,
+        #[command(flatten)]
+        at: Addresses,
         /// How often to look, in milliseconds (at least 200).
         #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(200..))]
         poll_ms: u64,
@@ -69,14 +88,6 @@ pub enum RecorderCommand {
         #[arg(long)]
         once: bool,
     },
-}
-
-fn http_url(flag: &str, value: &str) -> anyhow::Result<()> {
-    if value.starts_with("http://") || value.starts_with("https://") {
-        Ok(())
-    } else {
-        anyhow::bail!("{flag} is invalid: expected an http(s) URL, got {value:?}")
-    }
 }
 
 /// One round of `r2r recorder run`: `Ok(Some(commit))` when what `url` serves is now
@@ -117,24 +128,36 @@ async fn watch_once(
 /// Runs `r2r recorder …`.
 pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Result<ExitCode> {
     match command {
-        RecorderCommand::Run {
-            url,
-            public_url,
-            project,
-            desk,
-            poll_ms,
-            once,
-        } => {
-            http_url("--url", &url)?;
-            http_url("--public-url", &public_url)?;
-            http_url("--desk", &desk)?;
+        RecorderCommand::Run { at, poll_ms, once } => {
+            let Addresses {
+                url,
+                public_url,
+                project,
+                desk,
+            } = at.checked()?;
             let env = Environment::load(env_file)?;
             let Some(token) = env.get("R2R_RECORDER_TOKEN").map(str::to_owned) else {
                 anyhow::bail!("R2R_RECORDER_TOKEN is not set (r2r setup writes it to .env.local)");
             };
-            let client = reqwest::Client::builder()
-                .timeout(std::time::Duration::from_secs(10))
-                .build()?;
+            let client = crate::service::recorder::client()?;
+            // The token must be the recorder's: another role's would beat in that role's
+            // name on the crew page.
+            let me: serde_json::Value = client
+                .get(format!("{desk}/api/v1/me"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot reach the desk at {desk}: {e}"))?
+                .json()
+                .await
+                .map_err(|e| {
+                    anyhow::anyhow!("the desk at {desk} did not say who this token is: {e}")
+                })?;
+            if me["role"] != "recorder" {
+                anyhow::bail!(
+                    "R2R_RECORDER_TOKEN is not the recorder's token at {desk} (the desk says {me}): nothing was recorded"
+                );
+            }
             let mut recorded: Option<String> = None;
             let mut last_beat: Option<std::time::Instant> = None;
             loop {
@@ -187,10 +210,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
         }
         RecorderCommand::Verify {
             sha,
-            url,
-            public_url,
-            project,
-            desk,
+            at,
             deployment,
             record_with,
             repository,
@@ -198,15 +218,12 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
         } => {
             let sha = domain::workflow::CommitSha::parse(&sha)
                 .map_err(|e| anyhow::anyhow!("--sha is invalid: {e}"))?;
-            for (flag, value) in [
-                ("--url", &url),
-                ("--public-url", &public_url),
-                ("--desk", &desk),
-            ] {
-                if !(value.starts_with("http://") || value.starts_with("https://")) {
-                    anyhow::bail!("{flag} is invalid: expected an http(s) URL, got {value:?}");
-                }
-            }
+            let Addresses {
+                url,
+                public_url,
+                project,
+                desk,
+            } = at.checked()?;
             let env = Environment::load(env_file)?;
             let expected = Expected {
                 sha,

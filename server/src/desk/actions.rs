@@ -6,11 +6,22 @@ use super::*;
 // ---------------------------------------------------------------------------------------------
 // Actions
 
+/// The two steps of every owner's form: show what will happen, then do it. Anything else is
+/// refused before the form is read further (422), so no misspelt step can act.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Step {
+    /// Show the confirmation.
+    Confirm,
+    /// Act.
+    Do,
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ActForm {
     pub(super) csrf: String,
     pub(super) action: String,
-    pub(super) step: String,
+    pub(super) step: Step,
     #[serde(default)]
     head: Option<String>,
     #[serde(default)]
@@ -117,7 +128,7 @@ pub async fn act(
         )
         .await;
     }
-    if form.step == "confirm" {
+    if form.step == Step::Confirm {
         let consequences = match action {
             "approve" => vec![
                 format!("You approve commit {} of draft pull request #{} — this exact commit, nothing else.", head.clone().unwrap_or_default(), bug.pull_request.as_ref().map(|p| p.number).unwrap_or_default()),
@@ -134,7 +145,7 @@ pub async fn act(
                 "Why it stopped stays in the ledger.".to_owned(),
             ],
             "take_over" => vec![
-                "The crew stops: nothing it does on this bug is accepted from now on.".to_owned(),
+                "The crew stops: from now on it can neither start, propose nor fix anything on this bug, nor hand it over (its advisory notes are still kept as notes).".to_owned(),
                 "The bug waits for a person until an owner gives it back (Try again) or reopens it.".to_owned(),
                 "Reporters see that a person is working on it.".to_owned(),
             ],
@@ -280,7 +291,7 @@ async fn contact(
             return problem(state, email, refused.status, refused.error.message, back).await;
         }
     };
-    if form.step == "confirm" {
+    if form.step == Step::Confirm {
         let mut consequences = vec![
             format!("Your message shows on the private tracking page of report {report} at once, signed as the desk's owners."),
             "The reporter cannot answer it here; if you ask something, they can file a new report or answer the desk's questions.".to_owned(),

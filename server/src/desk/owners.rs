@@ -87,7 +87,7 @@ pub async fn owners_act(
         )
         .await;
     }
-    if form.step == "confirm" {
+    if form.step == super::actions::Step::Confirm {
         let page = DeskPage::Confirm(Box::new(Confirm {
             owner: account.email.clone(),
             csrf: form.csrf.clone(),
@@ -129,7 +129,7 @@ async fn confirm_pending_owner(
 ) -> Response {
     let back = "/desk/owners";
     let person = form.person.clone().unwrap_or_default();
-    if form.step == "confirm" {
+    if form.step == super::actions::Step::Confirm {
         let email = match state.store.owner_listing().await {
             Ok(owners) => owners
                 .into_iter()

@@ -74,7 +74,10 @@ impl Host for HealthHost {
             ));
         }
         if immutable.commit != public.commit {
-            return Err(format!("commit {} ≠ {}", public.commit, immutable.commit));
+            return Err(format!(
+                "commit {:?} ≠ {:?}",
+                public.commit, immutable.commit
+            ));
         }
         Ok(())
     }
@@ -83,14 +86,58 @@ impl Host for HealthHost {
 /// How often a running recorder says it is alive (the crew page counts 90 s as fresh).
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(15);
 
+/// How long one health answer may take.
+const ASK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest health answer read (a health answer is a few hundred bytes).
+const HEALTH_BYTES: usize = 64 * 1024;
+
+/// The recorder's HTTP client: a deadline on every request and **no redirects** — a redirect
+/// would let one address answer for the other and the two-address check would ask one server
+/// twice.
+pub fn client() -> Result<reqwest::Client, VerifyError> {
+    reqwest::Client::builder()
+        .timeout(ASK_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| VerifyError::Record(e.to_string()))
+}
+
+/// A base URL the recorder may ask: http or https, a host, no credentials, no query and no
+/// fragment (either would change what `/api/health` is appended to). Returns it without a
+/// trailing slash.
+pub fn base_url(flag: &str, value: &str) -> Result<String, String> {
+    let invalid = |why: &str| format!("{flag} is invalid: {why}, got {value:?}");
+    let url = reqwest::Url::parse(value).map_err(|e| invalid(&format!("not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid("expected an http(s) URL"));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid("a query or fragment is not allowed"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid("credentials in the URL are not allowed"));
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
 /// The recorder's heartbeat with the desk (`POST /api/v1/crew/heartbeat`, recorder token).
 pub async fn heartbeat(
     client: &reqwest::Client,
     desk: &str,
     token: &str,
     detail: &str,
-) -> Result<(), VerifyError> {
-    let detail: String = detail.chars().take(200).collect();
+) -> Result<(), String> {
+    // What a deployment answered can be in it: control characters become spaces (the desk
+    // refuses them, and the beat would be lost with the news it carries).
+    let detail: String = detail
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
     let response = client
         .post(format!(
             "{}/api/v1/crew/heartbeat",
@@ -100,12 +147,12 @@ pub async fn heartbeat(
         .json(&serde_json::json!({ "detail": detail }))
         .send()
         .await
-        .map_err(|e| VerifyError::Record(format!("heartbeat: {e}")))?;
+        .map_err(|e| format!("the heartbeat did not reach the desk: {e}"))?;
     if !response.status().is_success() {
-        return Err(VerifyError::Record(format!(
-            "heartbeat: HTTP {}",
+        return Err(format!(
+            "the desk refused the heartbeat: HTTP {}",
             response.status()
-        )));
+        ));
     }
     Ok(())
 }
@@ -117,17 +164,37 @@ pub async fn health(client: &reqwest::Client, url: &str) -> Result<Health, Verif
         url: url.to_owned(),
         reason,
     };
-    let response = client
-        .get(&endpoint)
-        .send()
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
+    let mut response = client.get(&endpoint).send().await.map_err(|e| {
+        unreachable(if e.is_timeout() {
+            format!("no answer within {} s", ASK_TIMEOUT.as_secs())
+        } else {
+            e.to_string()
+        })
+    })?;
+    if response.status().is_redirection() {
+        return Err(unreachable(format!(
+            "HTTP {}: the recorder follows no redirects (give the address that answers itself)",
+            response.status()
+        )));
+    }
     if !response.status().is_success() {
         return Err(unreachable(format!("HTTP {}", response.status())));
     }
-    response
-        .json::<Health>()
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
         .await
+        .map_err(|e| unreachable(e.to_string()))?
+    {
+        body.extend_from_slice(&chunk);
+        if body.len() > HEALTH_BYTES {
+            return Err(unreachable(format!(
+                "the health answer is over {} KiB",
+                HEALTH_BYTES / 1024
+            )));
+        }
+    }
+    serde_json::from_slice::<Health>(&body)
         .map_err(|e| unreachable(format!("not a health answer: {e}")))
 }
 
@@ -151,7 +218,7 @@ fn check(url: &str, health: &Health, expected: &Expected) -> Result<(), VerifyEr
     }
     if health.commit != expected.sha.as_str() {
         return Err(mismatch(format!(
-            "serves commit {}, expected exactly {}",
+            "serves commit {:?}, expected exactly {}",
             health.commit, expected.sha
         )));
     }
@@ -210,10 +277,7 @@ pub async fn verify_and_record(
     expected: &Expected,
     publish: Publish<'_>,
 ) -> Result<String, VerifyError> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-        .map_err(|e| VerifyError::Record(e.to_string()))?;
+    let client = client()?;
     let host = HealthHost;
     verify_once(&client, &host, immutable, public, expected).await?;
     // Just before publishing, every check again.
@@ -245,5 +309,39 @@ pub async fn verify_and_record(
             .await
             .map(|recorded| recorded.id)
             .map_err(|e| VerifyError::Record(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::base_url;
+
+    #[test]
+    fn only_plain_http_bases_are_asked() {
+        assert_eq!(
+            base_url("--url", "HTTP://127.0.0.1:9/").unwrap(),
+            "http://127.0.0.1:9"
+        );
+        assert_eq!(
+            base_url("--url", "https://shop.example/app/").unwrap(),
+            "https://shop.example/app"
+        );
+        for bad in [
+            "http://",
+            "127.0.0.1:9",
+            "ftp://127.0.0.1",
+            "http://127.0.0.1:9/a#",
+            "http://127.0.0.1:9/a?x=1",
+            "http://user:secret@127.0.0.1:9",
+            "file:///etc/passwd",
+            "",
+        ] {
+            let refused = base_url("--url", bad).unwrap_err();
+            assert!(
+                refused.starts_with("--url is invalid"),
+                "{bad:?}: {refused}"
+            );
+        }
     }
 }
