@@ -25,6 +25,21 @@ pub fn body_hash(body: &str) -> String {
     hex::encode(Sha256::digest(body.as_bytes()))
 }
 
+/// How long an accepted task is the accepting worker's by default: a worker that dies with it
+/// (a crash, a `kill -9`) gives it back when the lease runs out, and the task is offered again.
+/// Longer than any task takes (two fix attempts with their model calls and sandbox checks).
+pub const TASK_LEASE_MS: Millis = 15 * 60_000;
+
+/// Whether a task accepted at `accepted_at` (not completed) is still held at `now`.
+pub fn lease_held(
+    accepted_at: Option<Millis>,
+    completed: bool,
+    now: Millis,
+    lease_ms: Millis,
+) -> bool {
+    completed || accepted_at.is_some_and(|at| now.saturating_sub(at) < lease_ms)
+}
+
 /// A recorded task, as far as the rules need it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskFacts {
@@ -34,7 +49,8 @@ pub struct TaskFacts {
     pub addressed_to: Role,
     /// Hash of its body.
     pub body_sha256: String,
-    /// Whether a role accepted it already.
+    /// Whether it is taken: completed, or accepted under a lease that has not run out
+    /// ([`lease_held`]).
     pub accepted: bool,
 }
 
@@ -168,6 +184,20 @@ mod tests {
             body_sha256: body_hash("{\"bug\":\"bug-1\"}"),
             accepted: false,
         }
+    }
+
+    #[test]
+    fn a_lease_holds_until_it_runs_out_and_a_completed_task_is_held_for_good() {
+        assert!(
+            !lease_held(None, false, 5_000, 1_000),
+            "never accepted: free"
+        );
+        assert!(lease_held(Some(4_500), false, 5_000, 1_000));
+        assert!(
+            !lease_held(Some(4_000), false, 5_000, 1_000),
+            "ran out exactly at the lease"
+        );
+        assert!(lease_held(Some(1), true, 1_000_000, 1_000), "completed");
     }
 
     #[test]

@@ -657,3 +657,73 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
         "{again}"
     );
 }
+
+/// A worker that dies with a task it accepted (a crash, `kill -9`) does not strand it: once
+/// its lease (`R2R_CREW_TASK_LEASE`, here 1 s) runs out, the task is offered again and another
+/// worker of the role takes it; a completed task is never offered again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_whose_worker_died_is_offered_again_when_its_lease_runs_out() {
+    let desk = common::owner_desk(&[("R2R_CREW_TASK_LEASE", "1")]);
+    let crew = Desk {
+        base: desk.server.base.clone(),
+        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
+    };
+    let body = r#"{"bug":"bug-lease"}"#;
+    let (status, sent) = crew
+        .call(
+            "POST",
+            "/api/v1/crew/tasks",
+            Role::Manager,
+            Some(json!({
+                "addressed_to": "reproducer", "kind": "reproduce", "body": body,
+            })),
+        )
+        .await;
+    assert_eq!(status, 201, "{sent}");
+    let id = sent["id"].as_str().unwrap().to_owned();
+    let hash = sent["body_sha256"].as_str().unwrap().to_owned();
+    let offered = || async {
+        let (_, open) = crew
+            .call("GET", "/api/v1/crew/tasks", Role::Reproducer, None)
+            .await;
+        open["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["id"] == id.as_str())
+            .count()
+    };
+    let accept = || async {
+        crew.call(
+            "POST",
+            &format!("/api/v1/crew/tasks/{id}/accept"),
+            Role::Reproducer,
+            Some(json!({"addressed_to": "reproducer", "body_sha256": hash})),
+        )
+        .await
+    };
+    assert_eq!(offered().await, 1);
+    assert_eq!(accept().await.0, 200);
+    assert_eq!(accept().await.0, 409, "taken while the lease holds");
+    assert_eq!(offered().await, 0);
+    // The worker is gone; the lease runs out.
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    assert_eq!(offered().await, 1, "offered again");
+    assert_eq!(accept().await.0, 200, "taken by the next worker");
+    let (status, _) = crew
+        .call(
+            "POST",
+            &format!("/api/v1/crew/tasks/{id}/complete"),
+            Role::Reproducer,
+            Some(json!({"outcome": "proposed"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    assert_eq!(
+        offered().await,
+        0,
+        "a completed task is never offered again"
+    );
+    assert_eq!(accept().await.0, 409);
+}

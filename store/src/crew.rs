@@ -105,13 +105,19 @@ impl Store {
         Ok(row.map(task))
     }
 
-    /// Tasks addressed to `role` that nobody accepted yet, oldest first.
-    pub async fn open_tasks_for(&self, role: &str) -> Result<Vec<CrewTask>, StoreError> {
+    /// Tasks addressed to `role` that are free to take, oldest first: never accepted, or
+    /// accepted before `lease_from` and still not completed (the worker's lease ran out).
+    pub async fn open_tasks_for(
+        &self,
+        role: &str,
+        lease_from: Millis,
+    ) -> Result<Vec<CrewTask>, StoreError> {
         let select = format!(
-            "SELECT {COLUMNS} FROM crew_tasks WHERE addressed_to = $1 AND accepted_at IS NULL ORDER BY created_at, id LIMIT 50"
+            "SELECT {COLUMNS} FROM crew_tasks WHERE addressed_to = $1 AND completed_at IS NULL \
+             AND (accepted_at IS NULL OR accepted_at < $2) ORDER BY created_at, id LIMIT 50"
         );
         let rows: Vec<Row> = for_each_backend!(self, pool, _begin => {
-            sqlx::query_as(&select).bind(role).fetch_all(pool).await?
+            sqlx::query_as(&select).bind(role).bind(lease_from).fetch_all(pool).await?
         });
         Ok(rows.into_iter().map(task).collect())
     }
@@ -126,11 +132,18 @@ impl Store {
         Ok(rows.into_iter().map(task).collect())
     }
 
-    /// Marks a task accepted, once: false when it was accepted already.
-    pub async fn accept_task(&self, id: &str, now: Millis) -> Result<bool, StoreError> {
-        let sql = "UPDATE crew_tasks SET accepted_at = $1 WHERE id = $2 AND accepted_at IS NULL";
+    /// Marks a task accepted under a new lease, atomically: false when it is completed or
+    /// another acceptance at or after `lease_from` still holds it.
+    pub async fn accept_task(
+        &self,
+        id: &str,
+        now: Millis,
+        lease_from: Millis,
+    ) -> Result<bool, StoreError> {
+        let sql = "UPDATE crew_tasks SET accepted_at = $1 WHERE id = $2 AND completed_at IS NULL \
+                   AND (accepted_at IS NULL OR accepted_at < $3)";
         let rows = for_each_backend!(self, pool, _begin => {
-            sqlx::query(sql).bind(now).bind(id).execute(pool).await?.rows_affected()
+            sqlx::query(sql).bind(now).bind(id).bind(lease_from).execute(pool).await?.rows_affected()
         });
         Ok(rows == 1)
     }

@@ -56,29 +56,69 @@ async fn contract(url: DatabaseUrl) {
         .await
         .unwrap();
 
-    let open = store.open_tasks_for("reproducer").await.unwrap();
+    // Leases of 1,000 ms: at time `now`, acceptances before `now - 1000` have run out.
+    let lease = |now: i64| now - 1_000;
+    let open = store
+        .open_tasks_for("reproducer", lease(150))
+        .await
+        .unwrap();
     assert_eq!(
         open.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
         ["t1"]
     );
-    assert!(store.open_tasks_for("reviewer").await.unwrap().is_empty());
+    assert!(store
+        .open_tasks_for("reviewer", lease(150))
+        .await
+        .unwrap()
+        .is_empty());
 
     assert!(
         !store.complete_task("t1", "done", 150).await.unwrap(),
         "not accepted yet"
     );
-    assert!(store.accept_task("t1", 200).await.unwrap());
+    assert!(store.accept_task("t1", 200, lease(200)).await.unwrap());
     assert!(
-        !store.accept_task("t1", 201).await.unwrap(),
-        "accepted once"
+        !store.accept_task("t1", 201, lease(201)).await.unwrap(),
+        "accepted once while the lease holds"
     );
-    assert!(store.open_tasks_for("reproducer").await.unwrap().is_empty());
-    assert!(store.complete_task("t1", "reproduced", 300).await.unwrap());
-    assert!(!store.complete_task("t1", "again", 301).await.unwrap());
+    assert!(store
+        .open_tasks_for("reproducer", lease(1_100))
+        .await
+        .unwrap()
+        .is_empty());
+    // The worker died with it: once the lease ran out the task is offered and taken again.
+    let offered = store
+        .open_tasks_for("reproducer", lease(1_300))
+        .await
+        .unwrap();
+    assert_eq!(
+        offered.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["t1"]
+    );
+    assert!(store.accept_task("t1", 1_300, lease(1_300)).await.unwrap());
+    assert!(
+        !store.accept_task("t1", 1_301, lease(1_301)).await.unwrap(),
+        "the new lease holds"
+    );
+    assert!(store
+        .complete_task("t1", "reproduced", 1_400)
+        .await
+        .unwrap());
+    assert!(!store.complete_task("t1", "again", 1_401).await.unwrap());
+    // Completed: never offered again, however old.
+    assert!(store
+        .open_tasks_for("reproducer", lease(99_000))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(!store
+        .accept_task("t1", 99_000, lease(99_000))
+        .await
+        .unwrap());
     let done = store.crew_task("t1").await.unwrap().unwrap();
     assert_eq!(
         (done.accepted_at, done.completed_at),
-        (Some(200), Some(300))
+        (Some(1_300), Some(1_400))
     );
     assert_eq!(done.outcome.as_deref(), Some("reproduced"));
     assert_eq!(store.crew_task("nope").await.unwrap(), None);

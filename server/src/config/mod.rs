@@ -74,6 +74,9 @@ pub struct Config {
     pub crew: CrewMode,
     /// Notifications: SMTP, the owners' webhook, and whether the concierge runs here.
     pub notify: NotifyConfig,
+    /// How long an accepted crew task stays its worker's before it is offered again
+    /// (`R2R_CREW_TASK_LEASE`, seconds, 1 to 86,400; default 900).
+    pub task_lease_ms: i64,
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
@@ -359,6 +362,23 @@ impl Config {
                     })?,
             },
             sandbox_image: env.sandbox_image(),
+            task_lease_ms: match env.get("R2R_CREW_TASK_LEASE") {
+                None => domain::crew::TASK_LEASE_MS,
+                Some(text) => text
+                    .trim()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|s| (1..=86_400).contains(s))
+                    .map(|s| s * 1000)
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            "R2R_CREW_TASK_LEASE",
+                            format!(
+                                "expected how many seconds an accepted crew task stays its worker's, a whole number from 1 to 86400, got {text:?}"
+                            ),
+                        )
+                    })?,
+            },
             spend: {
                 let defaults = domain::spend::Budget::default();
                 let dollars = |name: &str, default: u64| -> Result<u64, ConfigError> {
@@ -611,6 +631,19 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
             assert!(error.reason.contains("1 to 32"), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn the_crew_task_lease_defaults_to_fifteen_minutes_and_a_bad_value_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.task_lease_ms, 900_000);
+        let short = Environment::from_pairs([("R2R_CREW_TASK_LEASE", "2")]);
+        assert_eq!(Config::from_env(&short, None).unwrap().task_lease_ms, 2_000);
+        for value in ["0", "-5", "soon", "86401", "1.5"] {
+            let env = Environment::from_pairs([("R2R_CREW_TASK_LEASE", value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, "R2R_CREW_TASK_LEASE", "{value:?}");
         }
     }
 

@@ -148,7 +148,7 @@ pub async fn open(
         let role = role_of(&credential)?;
         let tasks = state
             .store
-            .open_tasks_for(role.as_str())
+            .open_tasks_for(role.as_str(), crate::clock::now_ms() - state.task_lease_ms)
             .await
             .map_err(Refused::storage)?
             .into_iter()
@@ -178,7 +178,12 @@ async fn facts(state: &AppState, id: &str) -> Result<(CrewTask, TaskFacts), Refu
         sender: parse_role(&task.sender)?,
         addressed_to: parse_role(&task.addressed_to)?,
         body_sha256: task.body_sha256.clone(),
-        accepted: task.accepted_at.is_some(),
+        accepted: rules::lease_held(
+            task.accepted_at,
+            task.completed_at.is_some(),
+            crate::clock::now_ms(),
+            state.task_lease_ms,
+        ),
     };
     Ok((task, facts))
 }
@@ -201,7 +206,11 @@ pub async fn accept(
         rules::check_accept(&facts, caller, named, asked.body_sha256.trim()).map_err(refused)?;
         if !state
             .store
-            .accept_task(&id, crate::clock::now_ms())
+            .accept_task(
+                &id,
+                crate::clock::now_ms(),
+                crate::clock::now_ms() - state.task_lease_ms,
+            )
             .await
             .map_err(Refused::storage)?
         {

@@ -33,6 +33,8 @@ pub struct AppState {
     pub fix_allowed_paths: Arc<Vec<String>>,
     /// The model budget.
     pub spend: domain::spend::Budget,
+    /// How long an accepted crew task is its worker's (`R2R_CREW_TASK_LEASE`).
+    pub task_lease_ms: i64,
     /// What the deployer has live and what it is doing (`R2R_DEPLOY`).
     pub releases: Arc<Releases>,
 }
@@ -59,6 +61,7 @@ impl AppState {
             sandbox: Arc::new(desk_sandbox(config)),
             fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
             spend: config.spend,
+            task_lease_ms: config.task_lease_ms,
             releases: Arc::new(Releases {
                 service: config.deploy.as_ref().map(|d| d.service.clone()),
                 ..Releases::default()
