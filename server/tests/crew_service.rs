@@ -625,7 +625,7 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
         )
         .await;
     assert_eq!(status, 409);
-    // A role cannot take over or give back, and the crew cannot claim an owner's reason.
+    // A role cannot give it back.
     let (status, _) = crew
         .call(
             "POST",

@@ -574,12 +574,7 @@ pub fn decide(
         }
         Command::OwnerTakeOver => {
             require_owner(actor, "take a bug over")?;
-            let crew_holds = matches!(
-                bug.state,
-                S::New | S::Triaged | S::Reproducing | S::Confirmed | S::Fixing | S::Reopened
-            ) || (bug.state == S::NeedsHuman
-                && bug.needs_human != Some(NeedsHumanReason::TakenOver));
-            if !crew_holds {
+            if !bug.crew_holds() {
                 return Err(conflict(bug, command));
             }
             let from = bug.state.as_str().to_owned();

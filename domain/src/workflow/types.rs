@@ -406,6 +406,17 @@ pub struct Bug {
 }
 
 impl Bug {
+    /// Whether an owner may take the bug over from the crew ([`Command::OwnerTakeOver`]):
+    /// while the crew holds it, or it waits for a person for a reason other than a take-over.
+    /// The engine decides by this, and the desk offers the action by it.
+    pub fn crew_holds(&self) -> bool {
+        use BugState as S;
+        matches!(
+            self.state,
+            S::New | S::Triaged | S::Reproducing | S::Confirmed | S::Fixing | S::Reopened
+        ) || (self.state == S::NeedsHuman && self.needs_human != Some(NeedsHumanReason::TakenOver))
+    }
+
     /// A new bug opened by its first report.
     pub fn open(id: &str, component: &str, first_report: &str) -> Bug {
         Bug {

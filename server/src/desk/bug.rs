@@ -226,17 +226,7 @@ async fn bug_page(
     if bug.state == BugState::NeedsHuman {
         actions.push("retry".to_owned());
     }
-    let crew_holds = matches!(
-        bug.state,
-        BugState::New
-            | BugState::Triaged
-            | BugState::Reproducing
-            | BugState::Confirmed
-            | BugState::Fixing
-            | BugState::Reopened
-    ) || (bug.state == BugState::NeedsHuman
-        && bug.needs_human != Some(domain::workflow::NeedsHumanReason::TakenOver));
-    if crew_holds {
+    if bug.crew_holds() {
         actions.push("take_over".to_owned());
     }
     if !matches!(bug.state, BugState::New | BugState::Reopened) {
