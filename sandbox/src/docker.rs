@@ -144,24 +144,31 @@ impl DockerSandbox {
         job: &SandboxJob,
         started: Instant,
     ) -> Result<RunOutcome, SandboxError> {
-        // Subscribe before starting so a fast exit is not missed.
+        self.docker
+            .start_container(id, None)
+            .await
+            .map_err(|e| failed(format!("start: {e}")))?;
+        // Asked after the start, for "not running": a job that has already exited answers at
+        // once. (Asking for "next-exit" before the start does not help: bollard sends the
+        // request only when the stream is first polled, after the start, so a job that exited
+        // in between was waited for until its deadline. Seen in CI: a 10 ms job, 120 s.)
         let mut wait = Box::pin(
             self.docker.wait_container(
                 id,
                 Some(
                     WaitContainerOptionsBuilder::default()
-                        .condition("next-exit")
+                        .condition("not-running")
                         .build(),
                 ),
             ),
         );
-        self.docker
-            .start_container(id, None)
-            .await
-            .map_err(|e| failed(format!("start: {e}")))?;
-        let timed_out = tokio::time::timeout(job.deadline, wait.next())
-            .await
-            .is_err();
+        let timed_out = match tokio::time::timeout(job.deadline, wait.next()).await {
+            Err(_elapsed) => true,
+            // A non-zero exit arrives as this error; the state read below has the code.
+            Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { .. }))) => false,
+            Ok(Some(Err(e))) => return Err(failed(format!("wait: {e}"))),
+            Ok(Some(Ok(_)) | None) => false,
+        };
         if timed_out {
             // SIGKILL to the container kills every process in it.
             let _ = self
