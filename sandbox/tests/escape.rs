@@ -499,7 +499,11 @@ async fn instant_exits(backend: sandbox::Backend) {
         );
         let outcome = sandbox.run(&job).await.unwrap();
         assert!(!outcome.timed_out, "{backend} round {round}: {outcome:?}");
-        assert_eq!(outcome.exit_code, Some(code), "{backend} round {round}: {outcome:?}");
+        assert_eq!(
+            outcome.exit_code,
+            Some(code),
+            "{backend} round {round}: {outcome:?}"
+        );
     }
 }
 
