@@ -2,7 +2,8 @@
 # Prints the desk's benchmark figures (benchmarks are never timed tests):
 #   ledger: commands/s with 32 writers on distinct bugs, against the seed design (one JSON
 #   document per workspace written by compare-and-swap), on SQLite and on PostgreSQL;
-#   intake: reports/s over HTTP against raw single-row inserts, on SQLite and PostgreSQL;
+#   intake: reports/s over HTTP against raw single-row inserts, on SQLite and PostgreSQL,
+#   with 20 and with 15,000 open bugs filed first;
 #   airlock: MB/s against a bare RegexSet pass over the shared corpus.
 # Arguments are passed to the ledger benchmark.
 # Starts PostgreSQL like the test command and uses a fresh scratch database for each run.
@@ -35,12 +36,16 @@ scratch_db ledger
 log "ledger benchmark on PostgreSQL"
 "$r2r" --env-file /dev/null bench ledger --database-url "$scratch_url" "$@"
 
-log "intake benchmark on SQLite (temporary files)"
-RUST_LOG=warn "$r2r" --env-file /dev/null bench intake
-scratch_db intake; intake_db="$scratch_url"
-scratch_db raw; raw_db="$scratch_url"
-log "intake benchmark on PostgreSQL"
-RUST_LOG=warn "$r2r" --env-file /dev/null bench intake --database-url "$intake_db" --raw-database-url "$raw_db"
+# Intake with a small backlog and with 15,000 open bugs: its cost should not grow with it.
+for open in 20 15000; do
+  log "intake benchmark on SQLite (temporary files), $open open bugs before"
+  RUST_LOG=warn "$r2r" --env-file /dev/null bench intake --open-bugs "$open"
+  scratch_db "intake_$open"; intake_db="$scratch_url"
+  scratch_db "raw_$open"; raw_db="$scratch_url"
+  log "intake benchmark on PostgreSQL, $open open bugs before"
+  RUST_LOG=warn "$r2r" --env-file /dev/null bench intake --open-bugs "$open" \
+    --database-url "$intake_db" --raw-database-url "$raw_db"
+done
 
 log "airlock benchmark"
 "$r2r" --env-file /dev/null bench airlock --data "${R2R_SHARED_DATA:-$R2R_ROOT/../shared/data}"

@@ -108,8 +108,44 @@ pub struct TaskList {
 pub struct Accepted {
     /// Always true on success.
     pub accepted: bool,
-    /// The task, now accepted.
+    /// The task, now accepted (its `accepted_at` is the lease to renew).
     pub task: Task,
+    /// How long the lease holds unless renewed (`POST /api/v1/crew/tasks/{id}/renew`), ms.
+    #[serde(default)]
+    pub lease_ms: i64,
+}
+
+/// `GET /api/v1/bugs/{id}/crew-step`: the crew's step for the bug and what the manager is to
+/// do about it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugCrewStep {
+    /// The bug.
+    pub bug: String,
+    /// Its state.
+    pub state: BugState,
+    /// Its version.
+    pub version: u64,
+    /// The desk's clock (ms since the epoch), for `Waiting`'s `until`.
+    pub now: i64,
+    /// The crew's step in this state; `None` when the crew holds none here.
+    pub step: Option<CrewStep>,
+    /// The bug's tasks, newest first (at most 100).
+    pub tasks: Vec<Task>,
+}
+
+/// One crew step of [`BugCrewStep`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrewStep {
+    /// The task kind that moves the bug on (`reproduce`, `fix`).
+    pub kind: String,
+    /// The role it is addressed to.
+    pub addressed_to: String,
+    /// When the bug last changed: tasks ended before it belong to an earlier round.
+    pub since: i64,
+    /// What the manager is to do.
+    pub verdict: domain::crew::StepVerdict,
+    /// Tries allowed in all (`R2R_CREW_RETRIES`).
+    pub attempts_allowed: u32,
 }
 
 /// `GET /api/v1/bugs/{id}/fix/context`: what a fix may be written from.

@@ -405,6 +405,9 @@ pub struct Dashboard {
     pub bugs: Vec<BugRow>,
     /// All bugs before filtering.
     pub total: usize,
+    /// Which page of the matching bugs this is.
+    #[serde(default)]
+    pub paging: Paging,
     /// Filters as applied: state, component, tier, age in days, search text, sort.
     pub filter: DeskFilter,
     /// Components to filter by.
@@ -419,6 +422,23 @@ pub struct Dashboard {
     /// What an action just did.
     #[serde(default)]
     pub notice: Option<String>,
+}
+
+/// Where a page of the dashboard's list stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paging {
+    /// This page (from 1).
+    pub page: u32,
+    /// Pages in all (at least 1).
+    pub pages: u32,
+    /// Bugs matching the filters, on all pages.
+    pub matching: usize,
+    /// The position of this page's first bug among them (from 1).
+    pub first: usize,
+    /// The previous page's address, if any.
+    pub previous: Option<String>,
+    /// The next page's address, if any.
+    pub next: Option<String>,
 }
 
 /// The dashboard's filters.

@@ -130,6 +130,11 @@ impl Desk {
         self.get_as("/api/v1/crew/tasks").await
     }
 
+    /// `GET /api/v1/bugs/{id}/crew-step`: the crew's step for the bug and what to do about it.
+    pub async fn crew_step(&self, id: &str) -> Result<api_types::BugCrewStep, DeskError> {
+        self.get_as(&format!("/api/v1/bugs/{id}/crew-step")).await
+    }
+
     /// `GET /api/v1/bugs/{id}/fix/context`.
     pub async fn fix_context(&self, id: &str) -> Result<api_types::FixContext, DeskError> {
         self.get_as(&format!("/api/v1/bugs/{id}/fix/context")).await

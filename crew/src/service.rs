@@ -9,6 +9,7 @@
 use crate::desk::{Desk, DeskError};
 use crate::provider::ModelProvider;
 use crate::reproducer::TokenPrices;
+use domain::crew::StepVerdict;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -17,6 +18,23 @@ use std::time::Duration;
 
 /// How often each role says it is alive.
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(20);
+
+/// How often the manager looks again at a bug whose crew step it checked and that did not
+/// change since.
+pub const RECHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// The most bugs whose crew step the manager checks in one round (a backlog is worked
+/// through over several rounds, oldest first).
+pub const CHECKS_PER_ROUND: usize = 50;
+
+/// What the manager remembers between rounds.
+#[derive(Default)]
+struct Memory {
+    /// Keys of what it did (`state:bug:vN`, `triage:bug:vN`).
+    handled: HashSet<String>,
+    /// When it last checked each bug's crew step, at which version.
+    checked: std::collections::HashMap<String, (u64, std::time::Instant)>,
+}
 
 /// What the crew needs to run.
 #[derive(Clone, Debug)]
@@ -103,10 +121,10 @@ pub fn spawn(
             settings: settings.clone(),
         };
         handles.push(tokio::spawn(async move {
-            let mut handled = HashSet::new();
+            let mut memory = Memory::default();
             loop {
                 let result = if worker.role == "manager" {
-                    worker.manage(&mut handled).await
+                    worker.manage(&mut memory).await
                 } else {
                     worker.work().await
                 };
@@ -118,6 +136,58 @@ pub fn spawn(
         }));
     }
     Ok(RunningCrew { handles })
+}
+
+/// An accepted task's lease as its worker holds it.
+struct Lease {
+    task: String,
+    /// The acceptance time the desk last answered (0: the desk did not say).
+    at: std::sync::atomic::AtomicI64,
+    every: Duration,
+}
+
+/// How often to renew a lease of `lease_ms`: three times within it, at most every 5 minutes,
+/// at least every second.
+fn renew_every(lease_ms: Option<i64>) -> Duration {
+    let ms = lease_ms.filter(|ms| *ms > 0).unwrap_or(900_000) / 3;
+    Duration::from_millis(u64::try_from(ms.clamp(1_000, 300_000)).unwrap_or(300_000))
+}
+
+impl Lease {
+    /// Renews the lease until the work ends (this future is dropped then). Returns only when
+    /// the lease is lost — another worker took the task — with the outcome to record: the
+    /// work stops, since the other worker does it now.
+    async fn keep(&self, desk: &Desk) -> String {
+        use std::sync::atomic::Ordering;
+        if self.at.load(Ordering::SeqCst) == 0 {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(self.every).await;
+            let at = self.at.load(Ordering::SeqCst);
+            match desk
+                .post_raw(
+                    &format!("/api/v1/crew/tasks/{}/renew", self.task),
+                    &json!({ "lease": at }),
+                )
+                .await
+            {
+                Ok((200, answer)) => {
+                    if let Some(next) = answer["lease"].as_i64() {
+                        self.at.store(next, Ordering::SeqCst);
+                    }
+                }
+                Ok((409, _)) => {
+                    return "stopped: the lease was lost (another worker has the task)".into()
+                }
+                // The desk was unreachable or refused otherwise: keep working, try again.
+                Ok((status, answer)) => {
+                    tracing::warn!(task = %self.task, status, %answer, "lease not renewed")
+                }
+                Err(error) => tracing::warn!(task = %self.task, %error, "lease not renewed"),
+            }
+        }
+    }
 }
 
 struct Worker {
@@ -150,11 +220,14 @@ impl Worker {
             .map(|_| ())
     }
 
-    /// One manager round: triage new bugs, hand off what each state calls for. `handled`
-    /// keeps what this manager already did (the desk's dedupe keys keep it idempotent across
-    /// restarts too).
-    async fn manage(&self, handled: &mut HashSet<String>) -> Result<(), DeskError> {
+    /// One manager round: triage new bugs, see that each bug's crew step is in hand (at most
+    /// [`CHECKS_PER_ROUND`] bugs a round, each again only after [`RECHECK_EVERY`] unless it
+    /// changed), hand reviews off. `memory` keeps what this manager already did (the desk's
+    /// dedupe keys keep it idempotent across restarts too).
+    async fn manage(&self, memory: &mut Memory) -> Result<(), DeskError> {
         let list = self.desk.bugs().await?;
+        let handled = &mut memory.handled;
+        let mut checks = 0;
         for bug in &list.bugs {
             let id = bug.id.as_str();
             let state = bug.state.as_str();
@@ -163,40 +236,28 @@ impl Worker {
             if handled.contains(&key) {
                 continue;
             }
-            let body = json!({"bug": id, "state": state, "version": version});
             match state {
                 "new" => {
-                    set(&self.doing, format!("triaging {id}"));
-                    if let Err(error) =
-                        crate::advisor::triage(&self.desk, self.model.as_ref(), &self.prices, id)
-                            .await
-                    {
-                        // Advice only: without it the bug still goes to the reproducer.
-                        tracing::info!(bug = id, %error, "no triage");
-                        self.hand_off(
-                            "reproducer",
-                            "reproduce",
+                    let triage = format!("triage:{id}:v{version}");
+                    if !handled.contains(&triage) {
+                        handled.insert(triage);
+                        set(&self.doing, format!("triaging {id}"));
+                        match crate::advisor::triage(
+                            &self.desk,
+                            self.model.as_ref(),
+                            &self.prices,
                             id,
-                            &format!("reproduce:{id}:v{version}"),
-                            body,
                         )
-                        .await?;
+                        .await
+                        {
+                            // Triaged: the next round sends it on from there.
+                            Ok(_) => continue,
+                            // Advice only: without it the bug still goes to the reproducer.
+                            Err(error) => tracing::info!(bug = id, %error, "no triage"),
+                        }
                     }
                 }
-                "triaged" | "reopened" => {
-                    self.hand_off(
-                        "reproducer",
-                        "reproduce",
-                        id,
-                        &format!("reproduce:{id}:v{version}"),
-                        body,
-                    )
-                    .await?;
-                }
-                "confirmed" => {
-                    self.hand_off("fixer", "fix", id, &format!("fix:{id}:v{version}"), body)
-                        .await?;
-                }
+                "triaged" | "reopened" | "reproducing" | "confirmed" | "fixing" => {}
                 "in_review" => {
                     let view = self.desk.bug(id).await?;
                     let Some(head) = view.bug.pull_request.map(|pr| pr.head.as_str().to_owned())
@@ -214,10 +275,77 @@ impl Worker {
                 }
                 _ => {}
             }
+            if domain::crew::crew_step(bug.state).is_some() {
+                // Not remembered in `handled`: the step is checked until the bug moves on (a
+                // try may end, a worker may die).
+                let due = memory
+                    .checked
+                    .get(id)
+                    .is_none_or(|(v, at)| *v != version || at.elapsed() >= RECHECK_EVERY);
+                if due && checks < CHECKS_PER_ROUND {
+                    checks += 1;
+                    memory
+                        .checked
+                        .insert(id.to_owned(), (version, std::time::Instant::now()));
+                    if let Err(error) = self.reconcile(id, version).await {
+                        tracing::warn!(bug = id, %error, "crew step not checked");
+                    }
+                }
+                continue;
+            }
             handled.insert(key);
         }
+        let listed: HashSet<&str> = list.bugs.iter().map(|b| b.id.as_str()).collect();
+        memory.checked.retain(|id, _| listed.contains(id.as_str()));
         set(&self.doing, "idle".into());
         Ok(())
+    }
+
+    /// Sees that the bug's crew step is in hand: sends the next try when the desk's verdict
+    /// says so (its dedupe key names the try, so a restarted manager sends it once), and
+    /// hands the bug to a person when every try ended without moving it on.
+    async fn reconcile(&self, id: &str, version: u64) -> Result<(), DeskError> {
+        let step = self.desk.crew_step(id).await?;
+        let Some(crew_step) = step.step else {
+            return Ok(());
+        };
+        if step.version != version {
+            // It moved since the list was read: next round.
+            return Ok(());
+        }
+        match crew_step.verdict {
+            StepVerdict::Working | StepVerdict::Waiting { .. } => Ok(()),
+            StepVerdict::HandOff { attempt } => {
+                let body = json!({"bug": id, "state": step.state.as_str(), "version": version,
+                                  "attempt": attempt});
+                self.hand_off(
+                    &crew_step.addressed_to,
+                    &crew_step.kind,
+                    id,
+                    &format!("{}:{id}:v{version}:try{attempt}", crew_step.kind),
+                    body,
+                )
+                .await
+            }
+            StepVerdict::GiveUp { failed } => {
+                set(
+                    &self.doing,
+                    format!("handing {id} to a person after {failed} failed tries"),
+                );
+                let (status, answer) = self
+                    .desk
+                    .post_raw(
+                        &format!("/api/v1/bugs/{id}/hand-to-human"),
+                        &json!({"reason": "crew_step_failed"}),
+                    )
+                    .await?;
+                if status != 200 {
+                    // 409: it moved meanwhile; anything else is said and tried next round.
+                    tracing::info!(bug = id, status, %answer, "not handed over");
+                }
+                Ok(())
+            }
+        }
     }
 
     /// One worker round: every open task addressed to this role, checked and accepted, then
@@ -249,13 +377,35 @@ impl Worker {
             let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
             let bug = parsed["bug"].as_str().unwrap_or_default().to_owned();
             set(&self.doing, format!("{} {bug}", task.kind));
-            let outcome = self.act(&task.kind, &bug).await;
+            // The lease is renewed while the work goes on, so a long sandbox run is not taken
+            // for a dead worker's; the renewals stop with the work.
+            let lease = Lease {
+                task: id.to_owned(),
+                at: answer["task"]["accepted_at"]
+                    .as_i64()
+                    .unwrap_or_default()
+                    .into(),
+                every: renew_every(answer["lease_ms"].as_i64()),
+            };
+            let outcome = tokio::select! {
+                outcome = self.act(&task.kind, &bug) => Some(outcome),
+                lost = lease.keep(&self.desk) => {
+                    tracing::warn!(task = id, "{lost}");
+                    None
+                }
+            };
             set(&self.doing, "idle".into());
+            let Some(outcome) = outcome else {
+                // Another worker has the task now and completes it.
+                continue;
+            };
+            let held = lease.at.load(std::sync::atomic::Ordering::SeqCst);
+            let mut done = json!({"outcome": outcome.chars().take(300).collect::<String>()});
+            if held != 0 {
+                done["lease"] = json!(held);
+            }
             self.desk
-                .post(
-                    &format!("/api/v1/crew/tasks/{id}/complete"),
-                    &json!({"outcome": outcome.chars().take(300).collect::<String>()}),
-                )
+                .post(&format!("/api/v1/crew/tasks/{id}/complete"), &done)
                 .await?;
         }
         Ok(())

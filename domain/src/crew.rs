@@ -40,6 +40,118 @@ pub fn lease_held(
     completed || accepted_at.is_some_and(|at| now.saturating_sub(at) < lease_ms)
 }
 
+/// The crew's step for a bug in `state`: the task kind that moves it on and the role it is
+/// addressed to, or `None` when the crew holds no step there (every other state waits for a
+/// person, a reporter or the release). A `new` bug goes to the reproducer when the manager's
+/// own triage gave no answer.
+pub fn crew_step(state: crate::BugState) -> Option<(&'static str, Role)> {
+    use crate::BugState as S;
+    match state {
+        S::New | S::Triaged | S::Reopened | S::Reproducing => Some(("reproduce", Role::Reproducer)),
+        S::Confirmed | S::Fixing => Some(("fix", Role::Fixer)),
+        _ => None,
+    }
+}
+
+/// How often a crew step that ended without moving its bug on is tried again, and how long
+/// the crew waits in between: after the n-th failure, `backoff_ms · 2^(n-1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries in all (the first included), at least 1.
+    pub attempts: u32,
+    /// The wait after the first failure.
+    pub backoff_ms: Millis,
+}
+
+/// The default: three tries, 30 s then 60 s apart.
+pub const RETRY_POLICY: RetryPolicy = RetryPolicy {
+    attempts: 3,
+    backoff_ms: 30_000,
+};
+
+/// What the desk knows of one task of a bug, for [`step_verdict`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepTask {
+    /// Its kind (`reproduce`, `fix`, …).
+    pub kind: String,
+    /// When it was sent.
+    pub created_at: Millis,
+    /// When it was completed.
+    pub completed_at: Option<Millis>,
+}
+
+/// Where a bug's crew step stands, and what the manager is to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum StepVerdict {
+    /// A task of the step is open: a worker has it, or takes it next (a dead worker's lease
+    /// runs out and the task is offered again). Nothing to do.
+    Working,
+    /// The last try ended without moving the bug on; the next may be sent at `until`.
+    Waiting {
+        /// Tries that ended so far.
+        failed: u32,
+        /// When the next try may be sent (ms since the epoch).
+        until: Millis,
+    },
+    /// Send try number `attempt` (1 for the first).
+    HandOff {
+        /// Its number.
+        attempt: u32,
+    },
+    /// Every try ended without moving the bug on: a person must step in.
+    GiveUp {
+        /// Tries that ended.
+        failed: u32,
+    },
+}
+
+/// The verdict for a bug whose crew step is `kind`, unchanged since `since` (the time of its
+/// last recorded change), given its tasks. Only tasks of this step count: open ones (however
+/// old: the task whose worker made the change is one of them, and a dead worker's is offered
+/// again when its lease runs out) and those completed since the change. A completed task
+/// whose bug is still at this step ended without moving it on — the sandbox or the desk was
+/// unreachable, the worker gave up — and counts as a failed try.
+pub fn step_verdict(
+    kind: &str,
+    since: Millis,
+    tasks: &[StepTask],
+    now: Millis,
+    policy: RetryPolicy,
+) -> StepVerdict {
+    let ours = tasks
+        .iter()
+        .filter(|t| t.kind == kind && t.completed_at.is_none_or(|at| at >= since));
+    let mut failed = 0u32;
+    let mut last_end = since;
+    for task in ours {
+        match task.completed_at {
+            None => return StepVerdict::Working,
+            Some(at) => {
+                failed += 1;
+                last_end = last_end.max(at);
+            }
+        }
+    }
+    if failed == 0 {
+        return StepVerdict::HandOff { attempt: 1 };
+    }
+    if failed >= policy.attempts.max(1) {
+        return StepVerdict::GiveUp { failed };
+    }
+    let wait = policy
+        .backoff_ms
+        .saturating_mul(1_i64 << (failed - 1).min(20));
+    let until = last_end.saturating_add(wait);
+    if now < until {
+        StepVerdict::Waiting { failed, until }
+    } else {
+        StepVerdict::HandOff {
+            attempt: failed + 1,
+        }
+    }
+}
+
 /// A recorded task, as far as the rules need it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskFacts {
@@ -183,6 +295,111 @@ mod tests {
             addressed_to: Role::Fixer,
             body_sha256: body_hash("{\"bug\":\"bug-1\"}"),
             accepted: false,
+        }
+    }
+
+    #[test]
+    fn a_step_is_sent_once_retried_after_a_growing_wait_then_given_to_a_person() {
+        let policy = RetryPolicy {
+            attempts: 3,
+            backoff_ms: 1_000,
+        };
+        let task = |kind: &str, created_at, completed_at| StepTask {
+            kind: kind.into(),
+            created_at,
+            completed_at,
+        };
+        // Nothing sent since the bug changed (at 100): send the first try.
+        assert_eq!(
+            step_verdict("reproduce", 100, &[], 150, policy),
+            StepVerdict::HandOff { attempt: 1 }
+        );
+        // Tasks of an earlier round (completed before the change) and of another kind do not
+        // count.
+        let old = [task("reproduce", 10, Some(90)), task("fix", 120, Some(130))];
+        assert_eq!(
+            step_verdict("reproduce", 100, &old, 150, policy),
+            StepVerdict::HandOff { attempt: 1 }
+        );
+        // Sent before the change, still open (its worker made the change, or died): working.
+        let open = [task("reproduce", 90, None)];
+        assert_eq!(
+            step_verdict("reproduce", 100, &open, 10_000, policy),
+            StepVerdict::Working
+        );
+        // One try ended at 200 without moving the bug: wait 1 s, then try again.
+        let one = [task("reproduce", 90, Some(200))];
+        assert_eq!(
+            step_verdict("reproduce", 100, &one, 1_199, policy),
+            StepVerdict::Waiting {
+                failed: 1,
+                until: 1_200
+            }
+        );
+        assert_eq!(
+            step_verdict("reproduce", 100, &one, 1_200, policy),
+            StepVerdict::HandOff { attempt: 2 }
+        );
+        // Two ended: the wait doubles from the last end.
+        let two = [
+            task("reproduce", 90, Some(200)),
+            task("reproduce", 1_300, Some(1_500)),
+        ];
+        assert_eq!(
+            step_verdict("reproduce", 100, &two, 2_000, policy),
+            StepVerdict::Waiting {
+                failed: 2,
+                until: 3_500
+            }
+        );
+        assert_eq!(
+            step_verdict("reproduce", 100, &two, 3_500, policy),
+            StepVerdict::HandOff { attempt: 3 }
+        );
+        // Three ended: a person.
+        let three = [
+            task("reproduce", 90, Some(200)),
+            task("reproduce", 1_300, Some(1_500)),
+            task("reproduce", 3_600, Some(3_700)),
+        ];
+        assert_eq!(
+            step_verdict("reproduce", 100, &three, 1_000_000, policy),
+            StepVerdict::GiveUp { failed: 3 }
+        );
+        // A try still open wins over any count.
+        let mut busy = three.to_vec();
+        busy.push(task("reproduce", 3_800, None));
+        assert_eq!(
+            step_verdict("reproduce", 100, &busy, 1_000_000, policy),
+            StepVerdict::Working
+        );
+        // A policy of zero tries still sends one.
+        let none = RetryPolicy {
+            attempts: 0,
+            backoff_ms: 0,
+        };
+        assert_eq!(
+            step_verdict("fix", 0, &[], 0, none),
+            StepVerdict::HandOff { attempt: 1 }
+        );
+        assert_eq!(
+            step_verdict("fix", 0, &[task("fix", 1, Some(2))], 3, none),
+            StepVerdict::GiveUp { failed: 1 }
+        );
+    }
+
+    #[test]
+    fn every_state_the_crew_holds_has_a_step_and_no_other_does() {
+        use crate::BugState as S;
+        for state in S::ALL {
+            let expected = match state {
+                S::New | S::Triaged | S::Reopened | S::Reproducing => {
+                    Some(("reproduce", Role::Reproducer))
+                }
+                S::Confirmed | S::Fixing => Some(("fix", Role::Fixer)),
+                _ => None,
+            };
+            assert_eq!(crew_step(state), expected, "{state:?}");
         }
     }
 

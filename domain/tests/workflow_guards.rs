@@ -437,6 +437,58 @@ fn the_crew_hands_a_bug_it_cannot_go_on_with_to_a_person_and_says_why() {
 }
 
 #[test]
+fn the_manager_gives_a_step_that_keeps_failing_to_a_person_even_before_it_started() {
+    let failed = Command::HandToHuman {
+        reason: NeedsHumanReason::CrewStepFailed,
+    };
+    // New (triage gave no answer), the reproducer never started.
+    let mut n = Driver::new();
+    n.ok(&role(Role::Manager), failed.clone());
+    assert_eq!(n.bug.state, BugState::NeedsHuman);
+    // Triaged, the reproducer never started: only the manager, only for this reason.
+    let mut d = Driver::new();
+    d.ok(
+        &role(Role::Manager),
+        Command::RecordTriage {
+            note: "note-1".into(),
+        },
+    );
+    assert_eq!(
+        kind(d.try_(&role(Role::Reproducer), failed.clone())),
+        RefusalKind::Conflict
+    );
+    assert_eq!(
+        kind(d.try_(
+            &role(Role::Manager),
+            Command::HandToHuman {
+                reason: NeedsHumanReason::ModelNoAnswer
+            }
+        )),
+        RefusalKind::Conflict
+    );
+    d.ok(&role(Role::Manager), failed.clone());
+    assert_eq!(d.bug.state, BugState::NeedsHuman);
+    assert_eq!(d.bug.needs_human, Some(NeedsHumanReason::CrewStepFailed));
+    let notify = d.jobs.iter().find(|j| j.kind == "notify_owners").unwrap();
+    assert_eq!(notify.payload["reason"], "crew_step_failed");
+    // Given back, the crew starts over.
+    d.ok(&owner("ana@desk.test"), Command::OwnerRetry);
+    assert_eq!(d.bug.state, BugState::Triaged);
+    // While fixing.
+    let mut c = Driver::new();
+    confirmed_and_fixing(&mut c);
+    c.ok(&role(Role::Manager), failed.clone());
+    assert_eq!(c.bug.needs_human, Some(NeedsHumanReason::CrewStepFailed));
+    // Not once people hold it.
+    let mut r = Driver::new();
+    r.walk_to_in_review(&["src/lib.rs"]);
+    assert_eq!(
+        kind(r.try_(&role(Role::Manager), failed)),
+        RefusalKind::Conflict
+    );
+}
+
+#[test]
 fn try_again_returns_the_bug_to_the_stage_it_reached() {
     // Before a confirmed reproduction: back to the reproducer, nothing of the old test kept.
     let mut d = Driver::new();

@@ -1,7 +1,9 @@
 //! The Docker backend, through the Engine API (bollard): create, start, wait with a
 //! deadline, kill, read the state (exit code, OOM), read the logs, remove — every container
 //! is removed, whatever happened. Killing a `docker run` client would not stop a container;
-//! the API does.
+//! the API does. Every container carries the label [`LABEL`] and the time by which it is over
+//! ([`DEADLINE_LABEL`]); one left behind by a process that died with it (`kill -9`) is removed
+//! by the next backend to connect, or after the next run, once that time has passed.
 
 use crate::isolated::{
     millis, Capped, Sandbox, SandboxError, SandboxJob, SANDBOX_UID, SNAPSHOT_DIR, WORK_DIR,
@@ -11,8 +13,8 @@ use async_trait::async_trait;
 use bollard::container::LogOutput;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, ListContainersOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, WaitContainerOptionsBuilder,
 };
 use bollard::Docker;
 use futures_util::StreamExt;
@@ -20,6 +22,24 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 const BACKEND: &str = "docker";
+
+/// The label every sandbox container carries.
+pub const LABEL: &str = "r2r.sandbox";
+
+/// The label with the time (ms since the epoch) after which the container is certainly
+/// abandoned: its start, its deadline and [`ABANDON_GRACE_MS`].
+pub const DEADLINE_LABEL: &str = "r2r.sandbox.over-at";
+
+/// Time past a container's deadline before a sweep removes it (the runner kills it at the
+/// deadline and removes it at once, unless it died).
+pub const ABANDON_GRACE_MS: u64 = 60_000;
+
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
 
 /// The default local image (built by `scripts/sandbox-host.sh`).
 pub const DEFAULT_IMAGE: &str = "r2r-sandbox-base:local";
@@ -60,10 +80,66 @@ impl DockerSandbox {
                 "image {image} is not present locally ({e}); build it with ./scripts/sandbox-host.sh"
             ))
         })?;
-        Ok(DockerSandbox {
+        let sandbox = DockerSandbox {
             docker,
             image: image.to_owned(),
-        })
+        };
+        sandbox.sweep().await;
+        Ok(sandbox)
+    }
+
+    /// Removes every sandbox container whose time is over (see [`DEADLINE_LABEL`]), or that
+    /// carries the label without a readable time; the number removed. Containers of runs still
+    /// in progress — here or in another process on this engine — are left alone. Failures are
+    /// logged, never raised: a sweep is housekeeping.
+    pub async fn sweep(&self) -> usize {
+        let filters = HashMap::from([("label", vec![LABEL])]);
+        let listed = self
+            .docker
+            .list_containers(Some(
+                ListContainersOptionsBuilder::default()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await;
+        let containers = match listed {
+            Ok(containers) => containers,
+            Err(error) => {
+                tracing::warn!(%error, "sandbox containers not listed");
+                return 0;
+            }
+        };
+        let now = epoch_ms();
+        let mut removed = 0;
+        for container in containers {
+            let over_at = container
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(DEADLINE_LABEL))
+                .and_then(|at| at.parse::<u64>().ok());
+            if over_at.is_some_and(|at| at > now) {
+                continue;
+            }
+            let Some(id) = container.id else { continue };
+            match self
+                .docker
+                .remove_container(
+                    &id,
+                    Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                )
+                .await
+            {
+                Ok(()) => {
+                    removed += 1;
+                    tracing::info!(container = %id, "abandoned sandbox container removed");
+                }
+                Err(error) => {
+                    tracing::warn!(container = %id, %error, "abandoned sandbox container not removed")
+                }
+            }
+        }
+        removed
     }
 
     fn container(&self, job: &SandboxJob) -> ContainerCreateBody {
@@ -98,7 +174,14 @@ impl DockerSandbox {
             ),
         ]);
         let memory = i64::try_from(limits.memory_bytes).unwrap_or(i64::MAX);
+        let over_at = epoch_ms()
+            .saturating_add(u64::try_from(job.deadline.as_millis()).unwrap_or(u64::MAX))
+            .saturating_add(ABANDON_GRACE_MS);
         ContainerCreateBody {
+            labels: Some(HashMap::from([
+                (LABEL.to_owned(), "1".to_owned()),
+                (DEADLINE_LABEL.to_owned(), over_at.to_string()),
+            ])),
             image: Some(self.image.clone()),
             cmd: Some(job.command.clone()),
             entrypoint: Some(Vec::new()),
@@ -259,6 +342,8 @@ impl Sandbox for DockerSandbox {
         if let Err(error) = removed {
             tracing::warn!(container = %name, %error, "sandbox container not removed");
         }
+        // And whatever a process that died left behind.
+        self.sweep().await;
         outcome
     }
 }

@@ -516,3 +516,78 @@ async fn docker_sees_a_job_that_exits_at_once() {
 async fn bwrap_sees_a_job_that_exits_at_once() {
     instant_exits(sandbox::Backend::Bwrap).await;
 }
+
+/// A container left behind by a process that died with it (`kill -9` mid-run) is removed by
+/// the next backend to connect once its time is over; a run still in progress elsewhere on the
+/// engine (its time not over) is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_removes_the_containers_a_dead_process_left_behind() {
+    use bollard::models::ContainerCreateBody;
+    use bollard::query_parameters::{
+        CreateContainerOptionsBuilder, InspectContainerOptions, RemoveContainerOptionsBuilder,
+    };
+    let Some(probe) = connect_or_skip(sandbox::Backend::Docker, "abandoned-container sweep").await
+    else {
+        return;
+    };
+    drop(probe);
+    let image = std::env::var("R2R_SANDBOX_IMAGE")
+        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
+    let docker = bollard::Docker::connect_with_defaults().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let mut made = Vec::new();
+    for (tag, over_at) in [("over", now - 1_000), ("running-elsewhere", now + 600_000)] {
+        let name = format!("r2r-sandbox-test-{tag}-{:08x}", rand_u64() as u32);
+        docker
+            .create_container(
+                Some(CreateContainerOptionsBuilder::default().name(&name).build()),
+                ContainerCreateBody {
+                    image: Some(image.clone()),
+                    cmd: Some(vec!["/bin/sleep".into(), "600".into()]),
+                    entrypoint: Some(Vec::new()),
+                    network_disabled: Some(true),
+                    labels: Some(std::collections::HashMap::from([
+                        (sandbox::docker::LABEL.to_owned(), "1".to_owned()),
+                        (
+                            sandbox::docker::DEADLINE_LABEL.to_owned(),
+                            over_at.to_string(),
+                        ),
+                    ])),
+                    ..ContainerCreateBody::default()
+                },
+            )
+            .await
+            .unwrap();
+        docker.start_container(&name, None).await.unwrap();
+        made.push(name);
+    }
+    let exists = |name: String| {
+        let docker = docker.clone();
+        async move {
+            docker
+                .inspect_container(&name, None::<InspectContainerOptions>)
+                .await
+                .is_ok()
+        }
+    };
+    // The next desk (or worker) to start connects: the abandoned one goes.
+    let sandbox = connect_or_skip(sandbox::Backend::Docker, "abandoned-container sweep")
+        .await
+        .unwrap();
+    let gone = !exists(made[0].clone()).await;
+    let kept = exists(made[1].clone()).await;
+    drop(sandbox);
+    for name in &made {
+        let _ = docker
+            .remove_container(
+                name,
+                Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+            )
+            .await;
+    }
+    assert!(gone, "the container whose time was over is removed");
+    assert!(kept, "a run in progress elsewhere is left alone");
+}

@@ -181,6 +181,8 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         "openTasks" => on(filter, crew_api::open),
         "acceptTask" => on(filter, crew_api::accept),
         "completeTask" => on(filter, crew_api::complete),
+        "renewTask" => on(filter, crew_api::renew),
+        "getCrewStep" => on(filter, crew_api::bug_step),
         "heartbeat" => on(filter, crew_api::heartbeat),
         "crewStatus" => on(filter, crew_api::status),
         "claimNotifications" => on(filter, notify_api::claim),

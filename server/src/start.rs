@@ -178,6 +178,17 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         .with_context(|| format!("cannot read the site options in {}", config.leptos_toml))?;
     let mut leptos_options = conf.leptos_options;
     leptos_options.site_addr = config.addr;
+    if let Some(forge) = &config.local_forge {
+        // A git repository has a HEAD (bare: at its top; with a work tree: in .git).
+        let is_repository = forge.join("HEAD").is_file() || forge.join(".git/HEAD").is_file();
+        if !is_repository {
+            anyhow::bail!(
+                "R2R_LOCAL_FORGE: {} is not a git repository ({}); point it at the project's bare repository, or leave it unset",
+                forge.display(),
+                if forge.exists() { "no HEAD in it" } else { "no such directory" }
+            );
+        }
+    }
     let (store, instance) = prepare(config).await?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
@@ -185,19 +196,14 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
     let bound = listener.local_addr()?;
     let state = AppState::new(leptos_options, store.clone(), instance, config);
     let state_for_workers = state.clone();
-    let (stop_serving, mut stopped) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(async move {
-        let app = router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-        let shutdown = async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        };
-        if let Err(error) = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::error!(%error, "the desk stopped");
-        }
-    });
+    let (stop_serving, stopped) = tokio::sync::watch::channel(false);
+    let limits = config.http;
+    let server = tokio::spawn(crate::web::listen::serve(
+        listener,
+        router(state),
+        limits,
+        stopped,
+    ));
     let mut workers = vec![
         tokio::spawn(crate::workers::reasker::run(
             store.clone(),

@@ -727,3 +727,315 @@ async fn a_task_whose_worker_died_is_offered_again_when_its_lease_runs_out() {
     );
     assert_eq!(accept().await.0, 409);
 }
+
+/// A step the crew cannot finish for a reason outside it — here the sandbox is unreachable —
+/// is tried again after a wait, a bounded number of times (`R2R_CREW_RETRIES`, here 2), and
+/// then lands with a person with the reason, on the owner's page, the tracking page and the
+/// crew-step endpoint; it is never left in `reproducing` silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
+        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
+            .unwrap();
+        std::fs::remove_dir_all(work.join("tests")).unwrap();
+    })
+    .await;
+    let bare = bare.display().to_string();
+    let nowhere = format!("unix://{}/no-docker.sock", dir.path().display());
+    let desk = common::owner_desk(&[
+        ("R2R_MODEL_PROVIDER", "scripted"),
+        ("R2R_LOCAL_FORGE", &bare),
+        ("R2R_SANDBOX_BACKEND", "docker"),
+        ("DOCKER_HOST", &nowhere),
+        ("R2R_CREW_RETRIES", "2"),
+        ("R2R_CREW_RETRY_BACKOFF", "1"),
+    ]);
+    let base = desk.server.base.clone();
+    let (bug, capability) = common::file_report(
+        &base,
+        json!({"component": "shoplite", "title": "SAVE300 makes the total negative",
+               "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+               "steps": "Cart of ₹200, coupon SAVE300"}),
+    )
+    .await;
+    let crew = Desk {
+        base: base.clone(),
+        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
+    };
+    let step_path = format!("/api/v1/bugs/{bug}/crew-step");
+    let (crew_base, manager) = (base.clone(), crew.token(Role::Manager));
+    let path = step_path.clone();
+    let handed = wait_for(
+        "the bug to reach a person after two failed tries",
+        Duration::from_secs(120),
+        move || {
+            let (base, manager, path) = (crew_base.clone(), manager.clone(), path.clone());
+            Box::pin(async move {
+                let step: Value = reqwest::Client::new()
+                    .get(format!("{base}{path}"))
+                    .bearer_auth(manager)
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                (step["state"] == "needs_human").then_some(step)
+            })
+        },
+    )
+    .await;
+    assert!(
+        handed["step"].is_null(),
+        "no crew step in needs_human: {handed}"
+    );
+    let tries: Vec<&Value> = handed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "reproduce")
+        .collect();
+    assert_eq!(tries.len(), 2, "two tries, no more: {handed}");
+    for task in &tries {
+        let outcome = task["outcome"].as_str().unwrap_or_default();
+        assert!(
+            outcome.contains("sandbox"),
+            "each try says why it failed: {outcome}"
+        );
+    }
+    let keys: Vec<&str> = tries
+        .iter()
+        .map(|t| t["dedupe_key"].as_str().unwrap())
+        .collect();
+    assert!(
+        keys.iter().any(|k| k.ends_with(":try1")) && keys.iter().any(|k| k.ends_with(":try2")),
+        "{keys:?}"
+    );
+    // The second try waited for the backoff after the first ended.
+    let mut ends: Vec<i64> = tries
+        .iter()
+        .map(|t| t["completed_at"].as_i64().unwrap())
+        .collect();
+    let mut starts: Vec<i64> = tries
+        .iter()
+        .map(|t| t["created_at"].as_i64().unwrap())
+        .collect();
+    ends.sort_unstable();
+    starts.sort_unstable();
+    assert!(starts[1] >= ends[0] + 1_000, "{starts:?} {ends:?}");
+
+    let client = reqwest::Client::new();
+    let (cookie, _) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let detail: Value = client
+        .get(format!("{base}/api/v1/bugs/{bug}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(detail["bug"]["needs_human"], "crew_step_failed", "{detail}");
+    let page = client
+        .get(format!("{base}/desk/bugs/{bug}"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("could not finish it") && page.contains("Try again…"),
+        "{page}"
+    );
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tracking["bug"]["state"], "needs_human", "{tracking}");
+    // The step endpoint is the crew's and the owners', not the public's.
+    let (status, _) = crew.call("GET", &step_path, Role::Recorder, None).await;
+    assert_eq!(status, 403);
+    let anonymous = client
+        .get(format!("{base}{step_path}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+}
+
+/// Fault injection (127.0.0.1 only, bounded): the server, with its in-process crew, is killed
+/// with SIGKILL while the crew reproduces a bug and again while it fixes it, and started again
+/// on the same database. Each time the accepted task's lease runs out (here 3 s), the
+/// restarted crew takes the task again, and the loop still reaches the reporter's question and
+/// then the draft pull request. Nothing is stranded in `reproducing` or `fixing`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_restart() {
+    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
+        && sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
+            .await
+            .is_err()
+    {
+        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
+        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
+            .unwrap();
+        std::fs::remove_dir_all(work.join("tests")).unwrap();
+    })
+    .await;
+    let tokens = tokens();
+    let mut env = env_of(&tokens);
+    env.extend([
+        ("R2R_LOCAL_FORGE".to_owned(), bare.display().to_string()),
+        ("R2R_SANDBOX_BACKEND".to_owned(), "docker".to_owned()),
+        ("R2R_MODEL_PROVIDER".to_owned(), "scripted".to_owned()),
+        ("R2R_CREW_TASK_LEASE".to_owned(), "3".to_owned()),
+    ]);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let manager = tokens
+        .iter()
+        .find(|(r, _)| *r == Role::Manager)
+        .unwrap()
+        .1
+        .clone();
+    let state_of = |base: String, bug: String, manager: String| async move {
+        let view: Value = reqwest::Client::new()
+            .get(format!("{base}/api/v1/bugs/{bug}"))
+            .bearer_auth(manager)
+            .send()
+            .await
+            .ok()?
+            .json()
+            .await
+            .ok()?;
+        view["bug"]["state"].as_str().map(str::to_owned)
+    };
+    let reach = |base: String, bug: String, wanted: &'static [&'static str], what: &'static str| {
+        let manager = manager.clone();
+        async move {
+            wait_for(what, Duration::from_secs(240), move || {
+                let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
+                Box::pin(async move {
+                    let state = state_of(base, bug, manager).await?;
+                    wanted.contains(&state.as_str()).then(|| json!(state))
+                })
+            })
+            .await
+        }
+    };
+
+    let server = common::start_server_with(&url, &pairs);
+    let filed: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/reports", server.base))
+        .json(&json!({
+            "component": "shoplite", "title": "SAVE300 makes the total negative",
+            "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+            "steps": "Cart of ₹200, coupon SAVE300",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let at = reach(
+        server.base.clone(),
+        bug.clone(),
+        &["reproducing", "awaiting_reporter"],
+        "the crew to start reproducing",
+    )
+    .await;
+    drop(server); // SIGKILL, mid-step when it was still reproducing
+    let server = common::start_server_with(&url, &pairs);
+    if at == "reproducing" {
+        eprintln!("killed while reproducing");
+    }
+    reach(
+        server.base.clone(),
+        bug.clone(),
+        &["awaiting_reporter"],
+        "the reporter's question after the restart",
+    )
+    .await;
+    let tracking: Value = reqwest::Client::new()
+        .get(format!("{}/api/v1/track", server.base))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let answered = reqwest::Client::new()
+        .post(format!("{}/api/v1/track/answer", server.base))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let at = reach(
+        server.base.clone(),
+        bug.clone(),
+        &["fixing", "in_review"],
+        "the crew to start fixing",
+    )
+    .await;
+    drop(server); // SIGKILL again
+    let server = common::start_server_with(&url, &pairs);
+    if at == "fixing" {
+        eprintln!("killed while fixing");
+    }
+    reach(
+        server.base.clone(),
+        bug.clone(),
+        &["in_review"],
+        "the draft pull request after the restart",
+    )
+    .await;
+    let (status, step) = Desk {
+        base: server.base.clone(),
+        tokens: tokens.clone(),
+    }
+    .call(
+        "GET",
+        &format!("/api/v1/bugs/{bug}/crew-step"),
+        Role::Manager,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(step["step"].is_null(), "people hold it now: {step}");
+    // Both restarts, and nothing worse: at most one try of each step stayed open on the
+    // dead server, and each step ended with one completed task that moved the bug on.
+    for kind in ["reproduce", "fix"] {
+        let of_kind: Vec<&Value> = step["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == kind)
+            .collect();
+        assert!(!of_kind.is_empty(), "{kind}: {step}");
+        assert!(
+            of_kind.iter().all(|t| t["completed_at"].is_i64()),
+            "no {kind} task left open: {step}"
+        );
+    }
+}

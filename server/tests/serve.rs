@@ -235,3 +235,208 @@ fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
     assert!(again.status.success());
     assert_eq!(std::fs::read_to_string(&env_file).unwrap(), text);
 }
+
+#[test]
+fn a_local_forge_that_is_not_a_repository_stops_start_up_naming_the_variable() {
+    let scratch = tempfile::tempdir().unwrap();
+    let plain = scratch.path().join("plain-directory");
+    std::fs::create_dir(&plain).unwrap();
+    for (path, why) in [
+        (scratch.path().join("nonexistent"), "no such directory"),
+        (plain, "no HEAD in it"),
+    ] {
+        let output = r2r(scratch.path())
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .env(
+                "DATABASE_URL",
+                format!("sqlite://{}/desk.db", scratch.path().display()),
+            )
+            .env("R2R_LOCAL_FORGE", &path)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{path:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("R2R_LOCAL_FORGE"), "{stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+    }
+}
+
+/// The listener under attack by slow and broken clients (127.0.0.1 only, every wait bounded):
+/// headers sent a byte at a time, a connection that sends nothing, a body that stops, a body
+/// cut short, a length and chunked encoding at once, duplicate keys, and more connections
+/// than allowed. Each is answered 408/400/422 or closed, and the desk keeps answering.
+mod slow_and_broken_clients {
+    use super::common;
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpStream};
+    use std::time::{Duration, Instant};
+
+    fn desk() -> (common::RunningServer, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let server = common::start_server_with(
+            &format!("sqlite://{}/desk.db", dir.path().display()),
+            &[
+                ("R2R_HEADER_TIMEOUT", "1"),
+                ("R2R_BODY_TIMEOUT", "1"),
+                ("R2R_MAX_CONNECTIONS", "16"),
+            ],
+        );
+        (server, dir)
+    }
+
+    fn connect(base: &str) -> TcpStream {
+        let stream = TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream
+    }
+
+    /// Everything the desk sends until it closes the connection (bounded by the read timeout).
+    fn answer(stream: &mut TcpStream) -> String {
+        let mut got = Vec::new();
+        let _ = stream.read_to_end(&mut got);
+        String::from_utf8_lossy(&got).into_owned()
+    }
+
+    /// A complete report, as raw request bytes with `body`.
+    fn report(body: &str, extra_headers: &str) -> String {
+        format!(
+            "POST /api/v1/reports HTTP/1.1\r\nHost: desk\r\nContent-Type: application/json\r\n{extra_headers}Connection: close\r\n\r\n{body}"
+        )
+    }
+
+    fn still_answers(base: &str) {
+        let mut stream = connect(base);
+        stream
+            .write_all(b"GET /api/health HTTP/1.1\r\nHost: desk\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let got = answer(&mut stream);
+        assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    }
+
+    #[test]
+    fn headers_sent_a_byte_at_a_time_and_idle_connections_are_closed() {
+        let (server, _dir) = desk();
+        // A byte every 300 ms: over the 1 s header limit long before the headers end.
+        let mut slow = connect(&server.base);
+        let started = Instant::now();
+        let mut closed = false;
+        for byte in
+            b"GET /api/health HTTP/1.1\r\nHost: desk\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n"
+        {
+            if slow.write_all(&[*byte]).is_err() {
+                closed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            if started.elapsed() > Duration::from_secs(8) {
+                break;
+            }
+        }
+        let rest = answer(&mut slow);
+        assert!(
+            closed || !rest.starts_with("HTTP/1.1 200"),
+            "the slow client was answered: {rest}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(8), "held open");
+        // A connection that sends nothing is closed after the header limit.
+        let mut idle = connect(&server.base);
+        let started = Instant::now();
+        let got = answer(&mut idle);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "idle held open: {got}"
+        );
+        // A keep-alive connection that goes quiet after one answer is closed too.
+        let mut kept = connect(&server.base);
+        kept.write_all(b"GET /api/health HTTP/1.1\r\nHost: desk\r\n\r\n")
+            .unwrap();
+        let started = Instant::now();
+        let got = answer(&mut kept);
+        assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+        assert!(started.elapsed() < Duration::from_secs(5), "kept open");
+        still_answers(&server.base);
+    }
+
+    #[test]
+    fn bodies_that_stop_or_are_cut_short_or_malformed_get_their_own_answers() {
+        let (server, _dir) = desk();
+        // Declares 1,000 bytes, sends 10, then waits: 408 after the body limit.
+        let mut stalled = connect(&server.base);
+        stalled
+            .write_all(report("{\"title\":", "Content-Length: 1000\r\n").as_bytes())
+            .unwrap();
+        let started = Instant::now();
+        let got = answer(&mut stalled);
+        assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+        assert!(got.contains("body_timeout"), "{got}");
+        assert!(started.elapsed() < Duration::from_secs(8));
+        // Declares 1,000, sends 10 and closes its side: cut short, 400 (not 413).
+        let mut cut = connect(&server.base);
+        cut.write_all(report("{\"title\":", "Content-Length: 1000\r\n").as_bytes())
+            .unwrap();
+        cut.shutdown(Shutdown::Write).unwrap();
+        let got = answer(&mut cut);
+        assert!(
+            got.starts_with("HTTP/1.1 400") || got.is_empty(),
+            "a cut body is not 'too large': {got}"
+        );
+        assert!(!got.contains("413"), "{got}");
+        // A bad chunk size: 400, not 413.
+        let mut bad_chunk = connect(&server.base);
+        bad_chunk
+            .write_all(report("zz\r\n{}\r\n0\r\n\r\n", "Transfer-Encoding: chunked\r\n").as_bytes())
+            .unwrap();
+        let got = answer(&mut bad_chunk);
+        assert!(!got.contains(" 413 "), "{got}");
+        assert!(got.starts_with("HTTP/1.1 400") || got.is_empty(), "{got}");
+        // A length and chunked encoding at once: refused, not 413.
+        let mut both = connect(&server.base);
+        both.write_all(
+            report(
+                "2\r\n{}\r\n0\r\n\r\n",
+                "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        let got = answer(&mut both);
+        assert!(!got.contains(" 413 "), "{got}");
+        assert!(!got.starts_with("HTTP/1.1 201"), "{got}");
+        // A declared length over the limit: 413 at once, before anything is read.
+        let mut huge = connect(&server.base);
+        huge.write_all(report("", "Content-Length: 10000000\r\n").as_bytes())
+            .unwrap();
+        let got = answer(&mut huge);
+        assert!(got.starts_with("HTTP/1.1 413"), "{got}");
+        // A key given twice is refused (the first title would be shown, the last stored).
+        let twice = r#"{"component":"shoplite","title":"Harmless","title":"<script>x</script>","what_happened":"w"}"#;
+        let mut dup = connect(&server.base);
+        dup.write_all(report(twice, &format!("Content-Length: {}\r\n", twice.len())).as_bytes())
+            .unwrap();
+        let got = answer(&mut dup);
+        assert!(got.starts_with("HTTP/1.1 400"), "{got}");
+        assert!(got.contains("given twice"), "{got}");
+        still_answers(&server.base);
+    }
+
+    #[test]
+    fn more_connections_than_allowed_are_closed_and_the_desk_recovers() {
+        let (server, _dir) = desk();
+        // Sixteen idle connections fill the desk; the seventeenth is closed at once.
+        let held: Vec<TcpStream> = (0..16).map(|_| connect(&server.base)).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut extra = connect(&server.base);
+        let _ =
+            extra.write_all(b"GET /api/health HTTP/1.1\r\nHost: desk\r\nConnection: close\r\n\r\n");
+        let started = Instant::now();
+        let got = answer(&mut extra);
+        assert!(got.is_empty(), "over the bound and answered: {got}");
+        assert!(started.elapsed() < Duration::from_secs(2), "closed at once");
+        // The idle ones time out and free their places.
+        drop(held);
+        std::thread::sleep(Duration::from_millis(1_500));
+        still_answers(&server.base);
+    }
+}

@@ -25,7 +25,7 @@ pub struct CrewTask {
     pub body_sha256: String,
     /// When it was sent.
     pub created_at: Millis,
-    /// When it was accepted.
+    /// When it was accepted, or its lease last renewed.
     pub accepted_at: Option<Millis>,
     /// When it was completed.
     pub completed_at: Option<Millis>,
@@ -122,6 +122,34 @@ impl Store {
         Ok(rows.into_iter().map(task).collect())
     }
 
+    /// The newest `limit` tasks about `bug`, newest first.
+    pub async fn tasks_for_bug(&self, bug: &str, limit: i64) -> Result<Vec<CrewTask>, StoreError> {
+        let select = format!(
+            "SELECT {COLUMNS} FROM crew_tasks WHERE bug_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        let rows: Vec<Row> = for_each_backend!(self, pool, _begin => {
+            sqlx::query_as(&select).bind(bug).bind(limit).fetch_all(pool).await?
+        });
+        Ok(rows.into_iter().map(task).collect())
+    }
+
+    /// Renews the lease of an accepted, open task from `lease` (the acceptance time its worker
+    /// holds) to `now`, atomically: false when the task is completed or was accepted again
+    /// since (another worker holds it now).
+    pub async fn renew_task(
+        &self,
+        id: &str,
+        lease: Millis,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let sql = "UPDATE crew_tasks SET accepted_at = $1 WHERE id = $2 AND accepted_at = $3 \
+                   AND completed_at IS NULL";
+        let rows = for_each_backend!(self, pool, _begin => {
+            sqlx::query(sql).bind(now).bind(id).bind(lease).execute(pool).await?.rows_affected()
+        });
+        Ok(rows == 1)
+    }
+
     /// The newest `limit` tasks.
     pub async fn recent_tasks(&self, limit: i64) -> Result<Vec<CrewTask>, StoreError> {
         let select =
@@ -148,17 +176,33 @@ impl Store {
         Ok(rows == 1)
     }
 
-    /// Marks an accepted task completed, once: false otherwise.
+    /// Marks an accepted task completed, once: false otherwise. With `lease`, only while the
+    /// task is still held under that acceptance (a worker whose lease ran out and was taken
+    /// over cannot complete the task the next worker now holds).
     pub async fn complete_task(
         &self,
         id: &str,
         outcome: &str,
         now: Millis,
+        lease: Option<Millis>,
     ) -> Result<bool, StoreError> {
-        let sql = "UPDATE crew_tasks SET completed_at = $1, outcome = $2 \
-                   WHERE id = $3 AND accepted_at IS NOT NULL AND completed_at IS NULL";
+        let sql = match lease {
+            None => {
+                "UPDATE crew_tasks SET completed_at = $1, outcome = $2 \
+                 WHERE id = $3 AND accepted_at IS NOT NULL AND completed_at IS NULL"
+            }
+            Some(_) => {
+                "UPDATE crew_tasks SET completed_at = $1, outcome = $2 \
+                 WHERE id = $3 AND accepted_at = $4 AND completed_at IS NULL"
+            }
+        };
         let rows = for_each_backend!(self, pool, _begin => {
-            sqlx::query(sql).bind(now).bind(outcome).bind(id).execute(pool).await?.rows_affected()
+            let query = sqlx::query(sql).bind(now).bind(outcome).bind(id);
+            let query = match lease {
+                Some(lease) => query.bind(lease),
+                None => query,
+            };
+            query.execute(pool).await?.rows_affected()
         });
         Ok(rows == 1)
     }

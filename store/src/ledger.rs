@@ -163,6 +163,36 @@ impl Store {
         }
     }
 
+    /// How many bugs there are and the sum of their versions: it changes whenever any bug
+    /// does (every recorded change adds one to a version), and is read from an index, so a
+    /// page that polls it costs little however many bugs there are.
+    pub async fn change_count(&self) -> Result<(i64, i64), StoreError> {
+        let sql = "SELECT COUNT(*), CAST(COALESCE(SUM(version), 0) AS BIGINT) FROM bugs";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_one(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).fetch_one(pool).await?,
+        })
+    }
+
+    /// When `id` last changed (ms since the epoch), if it exists.
+    pub async fn bug_updated_at(&self, id: &str) -> Result<Option<Millis>, StoreError> {
+        let sql = "SELECT updated_at FROM bugs WHERE id = $1";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => {
+                sqlx::query_scalar(sql)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_scalar(sql)
+                    .bind(id)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        })
+    }
+
     /// Ids of every bug, oldest first.
     pub async fn bug_ids(&self) -> Result<Vec<String>, StoreError> {
         let sql = "SELECT id FROM bugs ORDER BY created_at, id";

@@ -10,6 +10,7 @@ pub mod crew;
 pub mod evidence;
 mod file_mode;
 pub mod ledger;
+pub mod listing;
 pub mod notices;
 pub mod outbox;
 pub mod owners;
@@ -20,12 +21,13 @@ mod url;
 pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 pub use auth::OwnerAccount;
 pub use crew::CrewTask;
 pub use evidence::EvidenceRecord;
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};
+pub use listing::{ListedBug, Listing, ListingQuery, ListingSort};
 pub use outbox::{ClaimedJob, LEASE_MS};
 pub use owners::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerListing};
 pub use reports::{
@@ -117,6 +119,15 @@ impl Store {
     /// user (folder 0700; the database, its WAL and shared memory 0600).
     #[tracing::instrument(skip_all, fields(backend = url.backend().as_str()))]
     pub async fn connect(url: &DatabaseUrl) -> Result<Store, StoreError> {
+        Self::connect_with_pragmas(url, &[]).await
+    }
+
+    /// [`Store::connect`], with SQLite pragmas set on every connection (tests use
+    /// `max_page_count` to make a database "full"); ignored for PostgreSQL.
+    pub async fn connect_with_pragmas(
+        url: &DatabaseUrl,
+        pragmas: &[(&'static str, String)],
+    ) -> Result<Store, StoreError> {
         match url {
             DatabaseUrl::Sqlite { path } => {
                 let file = std::path::Path::new(path);
@@ -142,9 +153,27 @@ impl Store {
                     .synchronous(SqliteSynchronous::Full)
                     .foreign_keys(true)
                     .busy_timeout(Duration::from_secs(10));
+                let options = pragmas.iter().fold(options, |options, (name, value)| {
+                    options.pragma(*name, value.clone())
+                });
                 let pool = SqlitePoolOptions::new()
                     .max_connections(8)
                     .acquire_timeout(Duration::from_secs(10))
+                    // A connection still inside a transaction that could be neither committed
+                    // nor rolled back (SQLite rolled it back itself on a full disk, so the
+                    // ROLLBACK failed too) would refuse every later BEGIN: it is closed instead
+                    // of reused, and the pool opens a fresh one. Without this, one disk-full
+                    // episode disabled every write until a restart.
+                    .before_acquire(|connection, _| {
+                        Box::pin(async move {
+                            use sqlx::Connection;
+                            let clean = !connection.is_in_transaction();
+                            if !clean {
+                                tracing::warn!("a database connection left inside a failed transaction is closed");
+                            }
+                            Ok(clean)
+                        })
+                    })
                     .connect_with(options)
                     .await
                     .map_err(|source| StoreError::Connect {
@@ -219,6 +248,27 @@ impl Store {
                 sqlx::query("SELECT 1").execute(pool).await?;
             }
         }
+        Ok(())
+    }
+
+    /// Writes a 16 KB row (what a typical report needs) and removes the older ones, in one
+    /// transaction: an error means the database refuses writes now (a full disk, a read-only
+    /// file) even if it still answers reads. Health calls it, at most every few seconds.
+    pub async fn probe_write(&self, now: domain::workflow::Millis) -> Result<(), StoreError> {
+        let pad = "x".repeat(16_000);
+        for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            sqlx::query("INSERT INTO health_probe (at, pad) VALUES ($1, $2)")
+                .bind(now)
+                .bind(&pad)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM health_probe WHERE at < $1")
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+        });
         Ok(())
     }
 

@@ -71,6 +71,55 @@ pub fn choose_cluster(component: &str, title: &str, open: &[OpenCluster]) -> Opt
     best.map(|(c, _)| c.bug_id.clone())
 }
 
+type ClusterRow = (String, String, Option<String>, Option<String>);
+type Rows<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<ClusterRow>, sqlx::Error>> + Send + 'a>,
+>;
+
+/// The open clusters of `component` whose first title shares a term with `terms` (and those
+/// filed before terms were stored), oldest first: only they can reach the join threshold. On
+/// PostgreSQL the GIN index on the terms finds them without reading every open bug; SQLite
+/// keeps its own index in memory ([`ClusterIndex`]) and asks this only of the component.
+pub(crate) trait SharingClusters {
+    fn sharing_clusters<'a>(&'a mut self, component: &'a str, terms: &'a [String]) -> Rows<'a>;
+}
+
+impl SharingClusters for sqlx::PgConnection {
+    fn sharing_clusters<'a>(&'a mut self, component: &'a str, terms: &'a [String]) -> Rows<'a> {
+        Box::pin(async move {
+            sqlx::query_as(
+                "SELECT r.bug_id, r.component, r.title_terms, \
+                 CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
+                 JOIN bugs b ON b.id = r.bug_id \
+                 WHERE r.component = $1 AND r.opens_bug = 1 AND b.state <> 'verified' \
+                 AND (r.title_terms IS NULL OR string_to_array(r.title_terms, ' ') && $2::text[]) \
+                 ORDER BY r.created_at, r.id",
+            )
+            .bind(component)
+            .bind(terms)
+            .fetch_all(self)
+            .await
+        })
+    }
+}
+
+impl SharingClusters for sqlx::SqliteConnection {
+    fn sharing_clusters<'a>(&'a mut self, component: &'a str, _terms: &'a [String]) -> Rows<'a> {
+        Box::pin(async move {
+            sqlx::query_as(
+                "SELECT r.bug_id, r.component, r.title_terms, \
+                 CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
+                 JOIN bugs b ON b.id = r.bug_id \
+                 WHERE r.component = $1 AND r.opens_bug = 1 AND b.state <> 'verified' \
+                 ORDER BY r.created_at, r.id",
+            )
+            .bind(component)
+            .fetch_all(self)
+            .await
+        })
+    }
+}
+
 /// A report to file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewReport {
@@ -222,10 +271,69 @@ macro_rules! insert_report {
 }
 
 /// The open clusters of a SQLite store, kept in memory once loaded (a SQLite desk has one
-/// writing process; intake runs under its writer lock).
+/// writing process; intake runs under its writer lock), with an index from each title term
+/// to the clusters that have it: a report is compared only with the clusters that share a
+/// term with its title — the only ones that can reach the join threshold — so its cost does
+/// not grow with every open bug.
 #[derive(Debug, Default)]
 pub(crate) struct ClusterCache {
-    open: Option<Vec<OpenCluster>>,
+    open: Option<ClusterIndex>,
+}
+
+/// Open clusters in the order they were opened, and who has which term.
+#[derive(Debug, Default)]
+pub(crate) struct ClusterIndex {
+    /// By slot, oldest first; `None` once forgotten.
+    slots: Vec<Option<OpenCluster>>,
+    /// Each bug's slot.
+    by_bug: std::collections::HashMap<String, usize>,
+    /// `component \0 term` → slots, ascending.
+    by_term: std::collections::HashMap<String, Vec<usize>>,
+}
+
+fn term_key(component: &str, term: &str) -> String {
+    format!("{component}\0{term}")
+}
+
+impl ClusterIndex {
+    fn push(&mut self, cluster: OpenCluster) {
+        if self.by_bug.contains_key(&cluster.bug_id) {
+            return;
+        }
+        let slot = self.slots.len();
+        for term in cluster.terms.split(' ').filter(|t| !t.is_empty()) {
+            self.by_term
+                .entry(term_key(&cluster.component, term))
+                .or_default()
+                .push(slot);
+        }
+        self.by_bug.insert(cluster.bug_id.clone(), slot);
+        self.slots.push(Some(cluster));
+    }
+
+    fn forget(&mut self, bug_id: &str) {
+        if let Some(slot) = self.by_bug.remove(bug_id) {
+            if let Some(entry) = self.slots.get_mut(slot) {
+                *entry = None;
+            }
+        }
+    }
+
+    /// The clusters of `component` sharing a term with `terms`, oldest first.
+    fn sharing(&self, component: &str, terms: &[String]) -> Vec<OpenCluster> {
+        let mut slots: Vec<usize> = terms
+            .iter()
+            .filter_map(|term| self.by_term.get(&term_key(component, term)))
+            .flatten()
+            .copied()
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        slots
+            .into_iter()
+            .filter_map(|slot| self.slots.get(slot).and_then(Option::clone))
+            .collect()
+    }
 }
 
 impl Store {
@@ -236,31 +344,33 @@ impl Store {
         }
     }
 
-    fn cached_clusters(&self, component: &str) -> Option<Vec<OpenCluster>> {
+    fn cached_clusters(&self, component: &str, terms: &[String]) -> Option<Vec<OpenCluster>> {
         if self.backend() != crate::Backend::Sqlite {
             return None;
         }
-        self.cluster_cache().open.as_ref().map(|open| {
-            open.iter()
-                .filter(|c| c.component == component)
-                .cloned()
-                .collect()
-        })
+        self.cluster_cache()
+            .open
+            .as_ref()
+            .map(|index| index.sharing(component, terms))
     }
 
     fn fill_cluster_cache(&self, open: Vec<OpenCluster>) {
-        self.cluster_cache().open = Some(open);
+        let mut index = ClusterIndex::default();
+        for cluster in open {
+            index.push(cluster);
+        }
+        self.cluster_cache().open = Some(index);
     }
 
     fn remember_cluster(&self, cluster: OpenCluster) {
-        if let Some(open) = self.cluster_cache().open.as_mut() {
-            open.push(cluster);
+        if let Some(index) = self.cluster_cache().open.as_mut() {
+            index.push(cluster);
         }
     }
 
     fn forget_cluster(&self, bug_id: &str) {
-        if let Some(open) = self.cluster_cache().open.as_mut() {
-            open.retain(|c| c.bug_id != bug_id);
+        if let Some(index) = self.cluster_cache().open.as_mut() {
+            index.forget(bug_id);
         }
     }
 
@@ -326,25 +436,31 @@ impl Store {
                     let mut target = repeat_of
                         .and_then(|(_, bug, state)| bug.filter(|_| state != "verified"));
                     if target.is_none() {
-                        let cached = self.cached_clusters(&report.component);
+                        let terms: Vec<String> =
+                            domain::cluster::title_terms(report.content.title()).into_iter().collect();
+                        let cached = self.cached_clusters(&report.component, &terms);
                         let open_clusters = match cached {
                             Some(list) => list,
                             None => {
                                 // SQLite (one writer, this process): load every component once
-                                // and keep the list in memory; PostgreSQL: ask each time.
+                                // and keep an index in memory; PostgreSQL: ask each time for the
+                                // clusters sharing a term (its GIN index on the terms).
                                 let every = self.backend() == crate::Backend::Sqlite;
                                 let component = if every { "" } else { report.component.as_str() };
                                 // Reports filed before terms had their own column fall back to the dossier.
-                                let rows: Vec<(String, String, Option<String>, Option<String>)> = sqlx::query_as(
-                                    "SELECT r.bug_id, r.component, r.title_terms, \
-                                     CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
-                                     JOIN bugs b ON b.id = r.bug_id \
-                                     WHERE ($1 = '' OR r.component = $1) AND r.opens_bug = 1 AND b.state <> 'verified' \
-                                     ORDER BY r.created_at, r.id",
-                                )
-                                .bind(component)
-                                .fetch_all(&mut *tx)
-                                .await?;
+                                let rows: Vec<ClusterRow> = if every {
+                                    sqlx::query_as(
+                                        "SELECT r.bug_id, r.component, r.title_terms, \
+                                         CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
+                                         JOIN bugs b ON b.id = r.bug_id \
+                                         WHERE r.opens_bug = 1 AND b.state <> 'verified' \
+                                         ORDER BY r.created_at, r.id",
+                                    )
+                                    .fetch_all(&mut *tx)
+                                    .await?
+                                } else {
+                                    SharingClusters::sharing_clusters(&mut *tx, component, &terms).await?
+                                };
                                 let all = rows
                                     .into_iter()
                                     .map(|(bug_id, component, terms, dossier)| {
@@ -362,9 +478,11 @@ impl Store {
                                     })
                                     .collect::<Result<Vec<_>, StoreError>>()?;
                                 if every {
-                                    self.fill_cluster_cache(all.clone());
+                                    self.fill_cluster_cache(all);
+                                    self.cached_clusters(&report.component, &terms).unwrap_or_default()
+                                } else {
+                                    all.into_iter().filter(|c| c.component == report.component).collect()
                                 }
-                                all.into_iter().filter(|c| c.component == report.component).collect()
                             }
                         };
                         target = choose(&open_clusters);
@@ -594,5 +712,76 @@ fn message_job(
         consumer: domain::workflow::Consumer::Concierge,
         available_at: now,
         payload,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const WORDS: [&str; 12] = [
+        "coupon", "total", "negative", "cart", "image", "login", "crash", "slow", "price",
+        "checkout", "banner", "search",
+    ];
+
+    fn title(seed: u64) -> String {
+        // A small deterministic mix: three to five words, sometimes a code of its own.
+        let mut x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        let mut words = Vec::new();
+        for _ in 0..(3 + seed % 3) {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            words.push(WORDS[(x >> 33) as usize % WORDS.len()].to_owned());
+        }
+        if seed.is_multiple_of(4) {
+            words.push(format!("SKU{}", seed % 97));
+        }
+        words.join(" ")
+    }
+
+    #[test]
+    fn the_index_picks_exactly_what_comparing_with_every_open_cluster_picks() {
+        let mut index = ClusterIndex::default();
+        let mut all = Vec::new();
+        for n in 0..600u64 {
+            let cluster = OpenCluster {
+                bug_id: format!("bug-{n}"),
+                component: if n % 5 == 0 { "desk" } else { "shoplite" }.to_owned(),
+                terms: domain::cluster::stored_terms(&title(n)),
+            };
+            index.push(cluster.clone());
+            all.push(cluster);
+        }
+        // Some clusters close (verified, or refused at attach): forgotten by both.
+        for n in (0..600).step_by(7) {
+            let bug = format!("bug-{n}");
+            index.forget(&bug);
+            all.retain(|c| c.bug_id != bug);
+        }
+        let mut joined = 0;
+        for probe in 10_000..11_500u64 {
+            let text = title(probe % 700);
+            for component in ["shoplite", "desk"] {
+                let terms: Vec<String> = domain::cluster::title_terms(&text).into_iter().collect();
+                let narrowed = index.sharing(component, &terms);
+                assert!(narrowed.len() <= all.len());
+                let full = choose_cluster(component, &text, &all);
+                assert_eq!(
+                    choose_cluster(component, &text, &narrowed),
+                    full,
+                    "{component}: {text}"
+                );
+                joined += usize::from(full.is_some());
+            }
+        }
+        assert!(
+            joined > 100,
+            "the probes must join often enough to test something: {joined}"
+        );
+        // Pushing a bug twice changes nothing; a title sharing no term finds nothing.
+        index.push(all[0].clone());
+        assert!(index.sharing("shoplite", &["zebra".to_owned()]).is_empty());
     }
 }

@@ -73,7 +73,7 @@ async fn contract(url: DatabaseUrl) {
         .is_empty());
 
     assert!(
-        !store.complete_task("t1", "done", 150).await.unwrap(),
+        !store.complete_task("t1", "done", 150, None).await.unwrap(),
         "not accepted yet"
     );
     assert!(store.accept_task("t1", 200, lease(200)).await.unwrap());
@@ -100,11 +100,36 @@ async fn contract(url: DatabaseUrl) {
         !store.accept_task("t1", 1_301, lease(1_301)).await.unwrap(),
         "the new lease holds"
     );
-    assert!(store
-        .complete_task("t1", "reproduced", 1_400)
+    // The first worker, back from the dead, holds the lease of 200: it can neither renew it
+    // nor complete the task the second worker holds.
+    assert!(!store.renew_task("t1", 200, 1_310).await.unwrap());
+    assert!(!store
+        .complete_task("t1", "late", 1_310, Some(200))
         .await
         .unwrap());
-    assert!(!store.complete_task("t1", "again", 1_401).await.unwrap());
+    // The second renews its lease (1,300 → 1,350): offered to nobody until 2,350.
+    assert!(store.renew_task("t1", 1_300, 1_350).await.unwrap());
+    assert!(
+        !store.renew_task("t1", 1_300, 1_360).await.unwrap(),
+        "a renewal names the lease it holds now"
+    );
+    assert!(store
+        .open_tasks_for("reproducer", lease(2_300))
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .complete_task("t1", "reproduced", 1_400, Some(1_350))
+        .await
+        .unwrap());
+    assert!(
+        !store.renew_task("t1", 1_350, 1_410).await.unwrap(),
+        "completed"
+    );
+    assert!(!store
+        .complete_task("t1", "again", 1_401, None)
+        .await
+        .unwrap());
     // Completed: never offered again, however old.
     assert!(store
         .open_tasks_for("reproducer", lease(99_000))
@@ -118,11 +143,19 @@ async fn contract(url: DatabaseUrl) {
     let done = store.crew_task("t1").await.unwrap().unwrap();
     assert_eq!(
         (done.accepted_at, done.completed_at),
-        (Some(1_300), Some(1_400))
+        (Some(1_350), Some(1_400))
     );
     assert_eq!(done.outcome.as_deref(), Some("reproduced"));
     assert_eq!(store.crew_task("nope").await.unwrap(), None);
     assert_eq!(store.recent_tasks(10).await.unwrap().len(), 2);
+    let of_bug = store.tasks_for_bug("bug-1", 10).await.unwrap();
+    assert!(of_bug.iter().all(|t| t.bug_id.as_deref() == Some("bug-1")));
+    assert!(of_bug.iter().any(|t| t.id == "t1"), "{of_bug:?}");
+    assert!(store
+        .tasks_for_bug("bug-none", 10)
+        .await
+        .unwrap()
+        .is_empty());
 
     store.heartbeat("fixer", "idle", 1_000).await.unwrap();
     store

@@ -223,3 +223,72 @@ on_both!(
     deleted_and_reordered_events_are_named,
     concurrent_writers_on_one_bug_lose_no_update,
 );
+
+/// A full SQLite database (here: capped by `max_page_count`, as a full disk would) refuses
+/// writes with its own error, the health probe says so, and once space is free again writes
+/// work without a restart — no pooled connection is left stuck inside a failed transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_recovers_from_a_full_database_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = store::testing::fresh_sqlite(dir.path());
+    {
+        let store = Store::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        store.close().await;
+    }
+    // Room to free later: a filler table written outside the cap.
+    raw(
+        &url,
+        &[
+            "CREATE TABLE filler (b BLOB)",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 64) \
+             INSERT INTO filler SELECT zeroblob(8000) FROM n",
+        ],
+    )
+    .await;
+    let pages: i64 = {
+        use sqlx::Connection;
+        let store::DatabaseUrl::Sqlite { path } = &url else {
+            unreachable!()
+        };
+        let mut c = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
+            .await
+            .unwrap();
+        sqlx::query_scalar("PRAGMA page_count")
+            .fetch_one(&mut c)
+            .await
+            .unwrap()
+    };
+    let store = Store::connect_with_pragmas(&url, &[("max_page_count", pages.to_string())])
+        .await
+        .unwrap();
+    // Fill it: bugs, each in its own transaction, until the database refuses.
+    let mut refusals = Vec::new();
+    for n in 0..2_000 {
+        let bug = Bug::open(&format!("full-{n}"), "shoplite", &"r".repeat(2_000));
+        if let Err(error) = store.create_bug(&bug, &[], &[], NOW).await {
+            refusals.push(error.to_string());
+            if refusals.len() == 20 {
+                break;
+            }
+        }
+    }
+    assert_eq!(refusals.len(), 20, "the cap was never reached");
+    for refusal in &refusals {
+        assert!(
+            refusal.contains("full"),
+            "every refusal is the full database's own, not a stuck connection's: {refusals:?}"
+        );
+    }
+    assert!(store.probe_write(NOW).await.is_err(), "health sees it");
+    // Reads still answer.
+    store.ping().await.unwrap();
+    // Space is freed (the disk grown, a file removed): writes work again, on every connection.
+    raw(&url, &["DELETE FROM filler"]).await;
+    for n in 0..40 {
+        let bug = Bug::open(&format!("after-{n}"), "shoplite", "report");
+        store.create_bug(&bug, &[], &[], NOW).await.unwrap();
+    }
+    store.probe_write(NOW + 1).await.unwrap();
+    assert!(store.load_bug("after-39").await.unwrap().is_some());
+}

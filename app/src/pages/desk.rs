@@ -113,6 +113,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
     let states: Vec<String> = dashboard.counts.iter().map(|(s, _)| s.clone()).collect();
     let shown = dashboard.bugs.len();
+    let paging = dashboard.paging.clone();
     let csrf = dashboard.csrf.clone();
     view! {
         <PageTitle text="Bugs · Desk · Reporter-to-Release"/>
@@ -182,7 +183,23 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                 </div>
                 <button type="submit" class="button">"Show"</button>
             </form>
-            <p class="hint" role="status">{format!("{shown} of {} bugs", dashboard.total)}</p>
+            <p class="hint" role="status" data-testid="shown-count">{
+                if shown == 0 {
+                    format!("0 of {} bugs", dashboard.total)
+                } else if paging.pages > 1 {
+                    format!(
+                        "{}–{} of {} matching ({} bugs in all) · page {} of {}",
+                        paging.first,
+                        paging.first + shown - 1,
+                        paging.matching,
+                        dashboard.total,
+                        paging.page,
+                        paging.pages
+                    )
+                } else {
+                    format!("{} of {} bugs", paging.matching.max(shown), dashboard.total)
+                }
+            }</p>
             <div class="table-wrap">
                 <table class="bugs" data-testid="bug-table">
                     <caption class="visually-hidden">"Bugs, what waits for a person first"</caption>
@@ -203,6 +220,13 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                     </tbody>
                 </table>
             </div>
+            {(paging.previous.is_some() || paging.next.is_some()).then(|| view! {
+                <nav class="pager" aria-label="Pages of bugs" data-testid="pager">
+                    {paging.previous.clone().map(|href| view! { <a href=href rel="external prev">"← Previous page"</a> })}
+                    " "
+                    {paging.next.clone().map(|href| view! { <a href=href rel="external next">"Next page →"</a> })}
+                </nav>
+            })}
         </section>
         <section class="panel">
             <h2>"Quarantine"</h2>

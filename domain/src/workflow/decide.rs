@@ -529,6 +529,10 @@ pub fn decide(
             let stage_fits = match bug.state {
                 S::Reproducing => role != Role::Fixer,
                 S::Fixing => role != Role::Reproducer && *reason != NeedsHumanReason::NotReproduced,
+                // Before a worker started the step, only the manager gives up on it.
+                S::New | S::Triaged | S::Reopened | S::Confirmed => {
+                    role == Role::Manager && *reason == NeedsHumanReason::CrewStepFailed
+                }
                 _ => false,
             };
             if !stage_fits {

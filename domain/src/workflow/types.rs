@@ -308,6 +308,9 @@ pub enum NeedsHumanReason {
     SpendLimit,
     /// An owner took the bug over from the crew.
     TakenOver,
+    /// The crew's step ended every allowed try without moving the bug on (the sandbox or the
+    /// desk was unreachable, the worker failed): see the crew's task outcomes.
+    CrewStepFailed,
 }
 
 impl NeedsHumanReason {
@@ -321,6 +324,7 @@ impl NeedsHumanReason {
             NeedsHumanReason::ModelNoAnswer => "model_no_answer",
             NeedsHumanReason::SpendLimit => "spend_limit",
             NeedsHumanReason::TakenOver => "taken_over",
+            NeedsHumanReason::CrewStepFailed => "crew_step_failed",
         }
     }
 
@@ -334,6 +338,7 @@ impl NeedsHumanReason {
             NeedsHumanReason::ModelNoAnswer,
             NeedsHumanReason::SpendLimit,
             NeedsHumanReason::TakenOver,
+            NeedsHumanReason::CrewStepFailed,
         ]
         .into_iter()
         .find(|r| r.as_str() == name)
@@ -355,6 +360,9 @@ impl NeedsHumanReason {
             NeedsHumanReason::ModelNoAnswer => "the crew's model gave no usable answer",
             NeedsHumanReason::SpendLimit => "the spending limit for model calls is reached",
             NeedsHumanReason::TakenOver => "an owner took it over from the crew",
+            NeedsHumanReason::CrewStepFailed => {
+                "the crew tried its step several times and could not finish it (its tasks say why)"
+            }
         }
     }
 
@@ -366,6 +374,7 @@ impl NeedsHumanReason {
             NeedsHumanReason::NotReproduced
                 | NeedsHumanReason::ModelNoAnswer
                 | NeedsHumanReason::SpendLimit
+                | NeedsHumanReason::CrewStepFailed
         )
     }
 }

@@ -280,6 +280,10 @@ pub enum BenchCommand {
         /// A second scratch database for the baseline (default: a temporary SQLite file).
         #[arg(long, value_name = "URL")]
         raw_database_url: Option<String>,
+        /// Open bugs to file first, untimed (a backlog whose titles share the timed reports'
+        /// words): intake's cost should not grow with it.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+        open_bugs: u32,
     },
     /// Airlock MB/s against a bare RegexSet pass over the same shared corpus.
     Airlock {
@@ -349,6 +353,7 @@ pub async fn command(env_file: &Path, command: BenchCommand) -> anyhow::Result<E
             clients,
             database_url,
             raw_database_url,
+            open_bugs,
         } => {
             let scratch = tempfile::tempdir()?;
             let http = scratch_url(database_url, &scratch, "intake.db", "--database-url")?;
@@ -358,6 +363,7 @@ pub async fn command(env_file: &Path, command: BenchCommand) -> anyhow::Result<E
                 &raw,
                 reports as usize,
                 usize::from(clients),
+                open_bugs as usize,
             )
             .await?;
             print!("{figures}");

@@ -24,6 +24,8 @@ pub struct IntakeBench {
     pub raw_rate: f64,
     /// Bugs the HTTP run opened (the rest joined).
     pub bugs_opened: usize,
+    /// Open bugs filed before the timed run (`--open-bugs`).
+    pub open_before: usize,
 }
 
 const WORDS: [&str; 24] = [
@@ -53,13 +55,26 @@ fn report_json(n: usize) -> serde_json::Value {
     })
 }
 
-/// Files `reports` reports over HTTP from `clients` concurrent clients, then inserts as many
-/// bare rows into a second, fresh database of the same kind.
+/// A backlog report: one product word, shared with a timed report's title, and two codes of
+/// its own — it opens a bug of its own and no timed report joins it (Dice 0.33), but every
+/// timed report is compared with the backlog bugs that share its words.
+fn backlog_json(m: usize) -> serde_json::Value {
+    serde_json::json!({
+        "component": "shoplite",
+        "title": format!("{} backlog{m} item{m}", WORDS[m % 24]),
+        "what_happened": format!("Backlog entry {m}."),
+    })
+}
+
+/// Files `open_bugs` backlog reports (untimed), then `reports` reports over HTTP from
+/// `clients` concurrent clients (timed), then inserts as many bare rows into a second, fresh
+/// database of the same kind.
 pub async fn intake(
     http_url: &DatabaseUrl,
     raw_url: &DatabaseUrl,
     reports: usize,
     clients: usize,
+    open_bugs: usize,
 ) -> Result<IntakeBench, BenchError> {
     let store = Store::connect(http_url).await?;
     store.migrate().await?;
@@ -100,6 +115,35 @@ pub async fn intake(
         .await;
     });
     let client = reqwest::Client::new();
+    let backlog = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut seeders = Vec::new();
+    for _ in 0..clients {
+        let (client, base, backlog) = (client.clone(), base.clone(), Arc::clone(&backlog));
+        seeders.push(tokio::spawn(async move {
+            loop {
+                let m = backlog.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if m >= open_bugs {
+                    return Ok::<(), String>(());
+                }
+                let response = client
+                    .post(format!("{base}/api/v1/reports"))
+                    .json(&backlog_json(m))
+                    .send()
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if response.status() != 201 {
+                    return Err(format!("backlog report {m}: HTTP {}", response.status()));
+                }
+            }
+        }));
+    }
+    for seeder in seeders {
+        seeder
+            .await
+            .map_err(|e| BenchError::Writer(e.to_string()))?
+            .map_err(BenchError::Writer)?;
+    }
+    let open_before = store.bug_ids().await?.len();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -130,7 +174,7 @@ pub async fn intake(
     }
     let http_elapsed = started.elapsed();
     server.abort();
-    let bugs_opened = store.bug_ids().await?.len();
+    let bugs_opened = store.bug_ids().await?.len() - open_before;
 
     let raw = Store::connect(raw_url).await?;
     raw.migrate().await?;
@@ -173,6 +217,7 @@ pub async fn intake(
         http_rate: reports as f64 / http_elapsed.as_secs_f64(),
         raw_rate: reports as f64 / raw_elapsed.as_secs_f64(),
         bugs_opened,
+        open_before,
     })
 }
 
@@ -180,8 +225,8 @@ impl std::fmt::Display for IntakeBench {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(
             f,
-            "intake benchmark · {} · {} reports from {} concurrent clients",
-            self.storage, self.reports, self.clients
+            "intake benchmark · {} · {} reports from {} concurrent clients · {} open bugs before",
+            self.storage, self.reports, self.clients, self.open_before
         )?;
         writeln!(
             f,

@@ -22,6 +22,32 @@ use store::DatabaseUrl;
 /// The default listening address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:3000";
 
+/// What the listener allows a client: a client slower than this is answered 408 or
+/// disconnected, so stalled connections cannot pile up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// Time to send a request's headers, from the connection's start or the previous answer
+    /// — so also how long an idle keep-alive connection stays open (`R2R_HEADER_TIMEOUT`,
+    /// seconds, 1 to 300, default 10).
+    pub header_timeout: std::time::Duration,
+    /// Time to send a request's whole body once its headers arrived (`R2R_BODY_TIMEOUT`,
+    /// seconds, 1 to 600, default 30); a late body is answered 408.
+    pub body_timeout: std::time::Duration,
+    /// Connections open at once (`R2R_MAX_CONNECTIONS`, 16 to 100,000, default 1,024); one
+    /// more is closed at once.
+    pub max_connections: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            header_timeout: std::time::Duration::from_secs(10),
+            body_timeout: std::time::Duration::from_secs(30),
+            max_connections: 1_024,
+        }
+    }
+}
+
 /// The first owner, created at start-up when no owner with this email exists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BootstrapOwner {
@@ -38,6 +64,9 @@ pub struct Config {
     pub database_url: DatabaseUrl,
     /// Where to listen.
     pub addr: SocketAddr,
+    /// How long a client may take and how many may be connected (`R2R_HEADER_TIMEOUT`,
+    /// `R2R_BODY_TIMEOUT`, `R2R_MAX_CONNECTIONS`).
+    pub http: HttpLimits,
     /// The first owner from `r2r setup`, if configured.
     pub bootstrap_owner: Option<BootstrapOwner>,
     /// The Leptos runtime options file.
@@ -77,6 +106,11 @@ pub struct Config {
     /// How long an accepted crew task stays its worker's before it is offered again
     /// (`R2R_CREW_TASK_LEASE`, seconds, 1 to 86,400; default 900).
     pub task_lease_ms: i64,
+    /// How often a crew step that ended without moving its bug on is tried, and the wait
+    /// after the first failure (doubling after each): `R2R_CREW_RETRIES` (tries in all, 1 to
+    /// 10, default 3) and `R2R_CREW_RETRY_BACKOFF` (seconds, 0 to 3,600, default 30). Then
+    /// the bug goes to a person with the reason `crew_step_failed`.
+    pub crew_retry: domain::crew::RetryPolicy,
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
@@ -303,9 +337,45 @@ impl Config {
                 .trim()
                 .to_owned(),
         };
+        let defaults = HttpLimits::default();
+        let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+        let http = HttpLimits {
+            header_timeout: std::time::Duration::from_secs(
+                whole_in(
+                    env,
+                    "R2R_HEADER_TIMEOUT",
+                    1,
+                    300,
+                    seconds(defaults.header_timeout),
+                    "how many seconds a client may take to send a request's headers",
+                )?
+                .unsigned_abs(),
+            ),
+            body_timeout: std::time::Duration::from_secs(
+                whole_in(
+                    env,
+                    "R2R_BODY_TIMEOUT",
+                    1,
+                    600,
+                    seconds(defaults.body_timeout),
+                    "how many seconds a client may take to send a request's body",
+                )?
+                .unsigned_abs(),
+            ),
+            max_connections: usize::try_from(whole_in(
+                env,
+                "R2R_MAX_CONNECTIONS",
+                16,
+                100_000,
+                1_024,
+                "how many connections may be open at once",
+            )?)
+            .unwrap_or(1_024),
+        };
         Ok(Config {
             database_url,
             addr,
+            http,
             bootstrap_owner,
             leptos_toml,
             intake,
@@ -378,6 +448,26 @@ impl Config {
                             ),
                         )
                     })?,
+            },
+            crew_retry: domain::crew::RetryPolicy {
+                attempts: whole_in(
+                    env,
+                    "R2R_CREW_RETRIES",
+                    1,
+                    10,
+                    i64::from(domain::crew::RETRY_POLICY.attempts),
+                    "how many times a crew step is tried in all",
+                )?
+                .try_into()
+                .unwrap_or(domain::crew::RETRY_POLICY.attempts),
+                backoff_ms: whole_in(
+                    env,
+                    "R2R_CREW_RETRY_BACKOFF",
+                    0,
+                    3_600,
+                    domain::crew::RETRY_POLICY.backoff_ms / 1000,
+                    "how many seconds the crew waits before trying a failed step again",
+                )? * 1000,
             },
             spend: {
                 let defaults = domain::spend::Budget::default();
@@ -466,6 +556,31 @@ pub fn looks_like_email(text: &str) -> bool {
                 && !text.chars().any(char::is_whitespace)
         }
         None => false,
+    }
+}
+
+/// A whole number from `min` to `max` in `name`, or `default` when it is unset.
+fn whole_in(
+    env: &Environment,
+    name: &'static str,
+    min: i64,
+    max: i64,
+    default: i64,
+    what: &str,
+) -> Result<i64, ConfigError> {
+    match env.get(name) {
+        None => Ok(default),
+        Some(text) => text
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| {
+                ConfigError::new(
+                    name,
+                    format!("expected {what}, a whole number from {min} to {max}, got {text:?}"),
+                )
+            }),
     }
 }
 
@@ -631,6 +746,67 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
             assert!(error.reason.contains("1 to 32"), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn http_limits_have_defaults_and_bad_values_are_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.http, HttpLimits::default());
+        assert_eq!(config.http.header_timeout.as_secs(), 10);
+        let set = Environment::from_pairs([
+            ("R2R_HEADER_TIMEOUT", "2"),
+            ("R2R_BODY_TIMEOUT", "3"),
+            ("R2R_MAX_CONNECTIONS", "64"),
+        ]);
+        let http = Config::from_env(&set, None).unwrap().http;
+        assert_eq!(
+            (
+                http.header_timeout.as_secs(),
+                http.body_timeout.as_secs(),
+                http.max_connections
+            ),
+            (2, 3, 64)
+        );
+        for (name, value) in [
+            ("R2R_HEADER_TIMEOUT", "0"),
+            ("R2R_HEADER_TIMEOUT", "301"),
+            ("R2R_BODY_TIMEOUT", "ten"),
+            ("R2R_BODY_TIMEOUT", "601"),
+            ("R2R_MAX_CONNECTIONS", "15"),
+            ("R2R_MAX_CONNECTIONS", "-1"),
+        ] {
+            let env = Environment::from_pairs([(name, value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, name, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn crew_retries_default_to_three_tries_thirty_seconds_apart_and_bad_values_are_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.crew_retry, domain::crew::RETRY_POLICY);
+        assert_eq!(config.crew_retry.attempts, 3);
+        assert_eq!(config.crew_retry.backoff_ms, 30_000);
+        let set =
+            Environment::from_pairs([("R2R_CREW_RETRIES", " 2 "), ("R2R_CREW_RETRY_BACKOFF", "0")]);
+        let config = Config::from_env(&set, None).unwrap();
+        assert_eq!(
+            (config.crew_retry.attempts, config.crew_retry.backoff_ms),
+            (2, 0)
+        );
+        for (name, value) in [
+            ("R2R_CREW_RETRIES", "0"),
+            ("R2R_CREW_RETRIES", "11"),
+            ("R2R_CREW_RETRIES", "three"),
+            ("R2R_CREW_RETRY_BACKOFF", "-1"),
+            ("R2R_CREW_RETRY_BACKOFF", "3601"),
+            ("R2R_CREW_RETRY_BACKOFF", "1.5"),
+        ] {
+            let env = Environment::from_pairs([(name, value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, name, "{value:?}");
+            assert!(error.reason.contains(value), "{}", error.reason);
         }
     }
 

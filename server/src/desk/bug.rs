@@ -292,15 +292,21 @@ async fn bug_page(
         ledger_status,
         notice,
         actions,
-        crew_working: state
-            .store
-            .heartbeats()
-            .await
-            .map_err(Refused::storage)?
-            .into_iter()
-            .filter(|(_, _, doing)| doing.contains(id))
-            .map(|(role, _, doing)| format!("{role}: {doing}"))
-            .collect(),
+        crew_working: {
+            let mut working: Vec<String> = state
+                .store
+                .heartbeats()
+                .await
+                .map_err(Refused::storage)?
+                .into_iter()
+                .filter(|(_, _, doing)| doing.contains(id))
+                .map(|(role, _, doing)| format!("{role}: {doing}"))
+                .collect();
+            if let Some(step) = crate::service::crew::crew_step(state, id).await? {
+                working.extend(crate::service::crew::step_words(&step));
+            }
+            working
+        },
     }))))
 }
 

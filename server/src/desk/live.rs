@@ -27,13 +27,12 @@ async fn fingerprint(state: &AppState, bug: Option<&str>) -> Option<String> {
             Some(format!("{}|{}", stored.bug.version, busy.join(",")))
         }
         None => {
-            let mut versions = 0u64;
-            let ids = state.store.bug_ids().await.ok()?;
-            for id in &ids {
-                versions += state.store.load_bug(id).await.ok()??.bug.version;
-            }
-            let quarantined = state.store.quarantine_queue(50).await.ok()?.len();
-            Some(format!("{}|{versions}|{quarantined}", ids.len()))
+            // One indexed aggregate, not every bug: an idle stream stays cheap at any size.
+            let (bugs, versions) = state.store.change_count().await.ok()?;
+            // The queue's size and its newest entry (the size alone stops at the page's 50).
+            let queue = state.store.quarantine_queue(50).await.ok()?;
+            let newest = queue.first().map(|r| r.id.as_str()).unwrap_or_default();
+            Some(format!("{bugs}|{versions}|{}|{newest}", queue.len()))
         }
     }
 }

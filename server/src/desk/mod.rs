@@ -24,7 +24,7 @@ use crate::web::ClientAddr;
 use crate::web::Refused;
 use app::dto::{
     BugDesk, BugRow, CheckView, Confirm, CrewDesk, Dashboard, DeskFilter, DeskPage, DeskReport,
-    EvidenceView, LedgerRow, QuarantineRow,
+    EvidenceView, LedgerRow, Paging, QuarantineRow,
 };
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -269,13 +269,6 @@ pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String>
     }
 }
 
-fn needs_person(bug: &Bug) -> bool {
-    matches!(
-        bug.state,
-        BugState::NeedsHuman | BugState::InReview | BugState::Approved
-    )
-}
-
 #[derive(Debug, Deserialize, Default)]
 pub struct DashboardQuery {
     state: Option<String>,
@@ -284,6 +277,7 @@ pub struct DashboardQuery {
     age: Option<String>,
     q: Option<String>,
     sort: Option<String>,
+    page: Option<String>,
     done: Option<String>,
 }
 
@@ -291,34 +285,56 @@ fn nonempty(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
-async fn rows(state: &AppState) -> Result<Vec<(Bug, BugRow)>, Refused> {
-    let mut out = Vec::new();
-    for id in state.store.bug_ids().await.map_err(Refused::storage)? {
-        let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? else {
-            continue;
-        };
-        let bug = stored.bug;
-        let first = match bug.reports.first() {
-            Some(report) => state.store.report(report).await.map_err(Refused::storage)?,
-            None => None,
-        };
-        let title = first
-            .as_ref()
-            .and_then(|r| r.dossier.as_ref().map(|d| d.title.clone()))
-            .unwrap_or_else(|| bug.id.clone());
-        let row = BugRow {
-            id: bug.id.clone(),
-            title,
-            component: bug.component.clone(),
-            state: bug.state.as_str().to_owned(),
-            tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
-            reports: bug.reports.len(),
-            opened_at: first.map(|r| r.created_at).unwrap_or_default(),
-            waiting_for: waiting_for(&bug, &state.releases),
-        };
-        out.push((bug, row));
+/// The dashboard's row for a listed bug (its first report's title, what it waits for).
+async fn row(state: &AppState, listed: store::ListedBug) -> Result<BugRow, Refused> {
+    let bug = listed.bug;
+    let first = match bug.reports.first() {
+        Some(report) => state.store.report(report).await.map_err(Refused::storage)?,
+        None => None,
+    };
+    let title = first
+        .as_ref()
+        .and_then(|r| r.dossier.as_ref().map(|d| d.title.clone()))
+        .unwrap_or_else(|| bug.id.clone());
+    Ok(BugRow {
+        id: bug.id.clone(),
+        title,
+        component: bug.component.clone(),
+        state: bug.state.as_str().to_owned(),
+        tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
+        reports: bug.reports.len(),
+        opened_at: first.map_or(listed.opened_at, |r| r.created_at),
+        waiting_for: waiting_for(&bug, &state.releases),
+    })
+}
+
+/// Bugs on one page of the dashboard.
+pub const PAGE_SIZE: u32 = 50;
+
+/// The dashboard URL for `filter` at `page`.
+fn page_href(filter: &DeskFilter, page: u32) -> String {
+    let mut pairs: Vec<(&str, String)> = Vec::new();
+    if let Some(q) = &filter.q {
+        pairs.push(("q", q.clone()));
     }
-    Ok(out)
+    if let Some(state) = &filter.state {
+        pairs.push(("state", state.clone()));
+    }
+    if let Some(component) = &filter.component {
+        pairs.push(("component", component.clone()));
+    }
+    if let Some(tier) = filter.tier {
+        pairs.push(("tier", tier.to_string()));
+    }
+    if let Some(age) = filter.min_age_days {
+        pairs.push(("age", age.to_string()));
+    }
+    pairs.push(("sort", filter.sort.clone()));
+    pairs.push(("page", page.to_string()));
+    format!(
+        "/desk?{}",
+        serde_urlencoded::to_string(&pairs).unwrap_or_default()
+    )
 }
 
 /// `GET /desk`.
@@ -334,62 +350,80 @@ pub async fn dashboard(
     let notice = (query.done.as_deref() == Some("contact"))
         .then(|| "Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.".to_owned());
     let result = async {
-        let all = rows(&state).await?;
-        let total = all.len();
-        let mut counts: Vec<(String, usize)> = BugState::ALL
-            .iter()
-            .map(|s| (s.as_str().to_owned(), 0))
-            .collect();
-        for (bug, _) in &all {
-            if let Some(entry) = counts.iter_mut().find(|(s, _)| s == bug.state.as_str()) {
-                entry.1 += 1;
-            }
-        }
-        let mut components: Vec<String> = all.iter().map(|(b, _)| b.component.clone()).collect();
-        components.sort();
-        components.dedup();
         let filter = DeskFilter {
-            state: nonempty(query.state).filter(|s| counts.iter().any(|(c, _)| c == s)),
-            component: nonempty(query.component),
-            tier: nonempty(query.tier).and_then(|t| t.parse().ok()),
-            min_age_days: nonempty(query.age).and_then(|a| a.parse().ok()),
+            state: nonempty(query.state)
+                .filter(|s| BugState::ALL.iter().any(|state| state.as_str() == s)),
+            component: nonempty(query.component).map(|c| c.chars().take(100).collect()),
+            tier: nonempty(query.tier)
+                .and_then(|t| t.parse().ok())
+                .filter(|t| *t <= 2),
+            min_age_days: nonempty(query.age)
+                .and_then(|a| a.parse().ok())
+                .filter(|d| *d <= 36_500),
             q: nonempty(query.q).map(|q| q.chars().take(200).collect()),
             sort: nonempty(query.sort)
                 .filter(|s| matches!(s.as_str(), "waiting" | "newest" | "oldest" | "state"))
                 .unwrap_or_else(|| "waiting".into()),
         };
+        let page = nonempty(query.page)
+            .and_then(|p| p.parse::<u32>().ok())
+            .filter(|p| *p >= 1)
+            .unwrap_or(1)
+            .min(u32::MAX / PAGE_SIZE);
         let now = crate::clock::now_ms();
-        let q = filter.q.as_ref().map(|q| q.to_lowercase());
-        let mut shown: Vec<(Bug, BugRow)> = all
-            .into_iter()
-            .filter(|(bug, row)| {
-                filter
-                    .state
-                    .as_deref()
-                    .is_none_or(|s| bug.state.as_str() == s)
-                    && filter
-                        .component
-                        .as_deref()
-                        .is_none_or(|c| bug.component == c)
-                    && filter.tier.is_none_or(|t| row.tier == Some(t))
-                    && filter
-                        .min_age_days
-                        .is_none_or(|d| now - row.opened_at >= i64::from(d) * DAY_MS)
-                    && q.as_deref().is_none_or(|q| {
-                        row.title.to_lowercase().contains(q) || row.id.to_lowercase().contains(q)
-                    })
+        let listing = state
+            .store
+            .bug_listing(&store::ListingQuery {
+                state: filter.state.clone(),
+                component: filter.component.clone(),
+                tier: filter.tier.map(|t| {
+                    match t {
+                        0 => "Docs",
+                        1 => "Source",
+                        _ => "Sensitive",
+                    }
+                    .to_owned()
+                }),
+                opened_before: filter.min_age_days.map(|d| now - i64::from(d) * DAY_MS),
+                text: filter.q.clone(),
+                sort: match filter.sort.as_str() {
+                    "newest" => store::ListingSort::Newest,
+                    "oldest" => store::ListingSort::Oldest,
+                    "state" => store::ListingSort::State,
+                    _ => store::ListingSort::Waiting,
+                },
+                offset: (page - 1) * PAGE_SIZE,
+                limit: PAGE_SIZE,
+            })
+            .await
+            .map_err(Refused::storage)?;
+        let total = usize::try_from(listing.total).unwrap_or(usize::MAX);
+        let counts: Vec<(String, usize)> = BugState::ALL
+            .iter()
+            .map(|s| {
+                let n = listing
+                    .counts
+                    .iter()
+                    .find(|(c, _)| c == s.as_str())
+                    .map_or(0, |(_, n)| usize::try_from(*n).unwrap_or(usize::MAX));
+                (s.as_str().to_owned(), n)
             })
             .collect();
-        match filter.sort.as_str() {
-            "newest" => shown.sort_by_key(|(_, row)| std::cmp::Reverse(row.opened_at)),
-            "oldest" => shown.sort_by_key(|(_, row)| row.opened_at),
-            "state" => shown.sort_by(|a, b| a.1.state.cmp(&b.1.state)),
-            _ => shown.sort_by(|a, b| {
-                needs_person(&b.0)
-                    .cmp(&needs_person(&a.0))
-                    .then(a.1.opened_at.cmp(&b.1.opened_at))
-            }),
+        let components = listing.components.clone();
+        let matching = usize::try_from(listing.matching).unwrap_or(usize::MAX);
+        let pages = u32::try_from(matching.div_ceil(PAGE_SIZE as usize).max(1)).unwrap_or(u32::MAX);
+        let mut shown = Vec::with_capacity(listing.bugs.len());
+        for listed in listing.bugs {
+            shown.push(row(&state, listed).await?);
         }
+        let paging = Paging {
+            page,
+            pages,
+            matching,
+            first: usize::try_from((page - 1) * PAGE_SIZE).unwrap_or(0) + 1,
+            previous: (page > 1).then(|| page_href(&filter, page - 1)),
+            next: (page < pages).then(|| page_href(&filter, page + 1)),
+        };
         let quarantine = state
             .store
             .quarantine_queue(50)
@@ -407,8 +441,9 @@ pub async fn dashboard(
         Ok::<_, Refused>(DeskPage::Dashboard(Box::new(Dashboard {
             owner: owner_email.clone(),
             counts,
-            bugs: shown.into_iter().map(|(_, row)| row).collect(),
+            bugs: shown,
             total,
+            paging,
             filter,
             components,
             quarantine,

@@ -3,14 +3,14 @@
 //! against budget, recent tasks.
 
 use crate::auth::Credential;
-use crate::service::crew::{parse_role, status_json};
+use crate::service::crew::{parse_role, status_json, wire};
 use crate::web::guard;
 use crate::web::json_body;
 use crate::web::respond;
 use crate::web::AppState;
 use crate::web::LimitedBody;
 use crate::web::Refused;
-use api_types::{Accepted, Task, TaskList};
+use api_types::{Accepted, TaskList};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -204,13 +204,10 @@ pub async fn accept(
         let named = parse_role(&asked.addressed_to)?;
         let (task, facts) = facts(&state, &id).await?;
         rules::check_accept(&facts, caller, named, asked.body_sha256.trim()).map_err(refused)?;
+        let now = crate::clock::now_ms();
         if !state
             .store
-            .accept_task(
-                &id,
-                crate::clock::now_ms(),
-                crate::clock::now_ms() - state.task_lease_ms,
-            )
+            .accept_task(&id, now, now - state.task_lease_ms)
             .await
             .map_err(Refused::storage)?
         {
@@ -218,7 +215,11 @@ pub async fn accept(
         }
         Ok::<_, Refused>(Json(Accepted {
             accepted: true,
-            task: wire(task),
+            task: wire(CrewTask {
+                accepted_at: Some(now),
+                ..task
+            }),
+            lease_ms: state.task_lease_ms,
         }))
     }
     .await;
@@ -229,6 +230,10 @@ pub async fn accept(
 #[serde(deny_unknown_fields)]
 struct Complete {
     outcome: String,
+    /// The acceptance the worker holds: when given, a worker whose lease another worker took
+    /// over cannot complete the task (409 `not_open`).
+    #[serde(default)]
+    lease: Option<i64>,
 }
 
 /// `POST /api/v1/crew/tasks/{id}/complete`: the addressee says how its accepted task ended.
@@ -253,17 +258,91 @@ pub async fn complete(
         }
         if !state
             .store
-            .complete_task(&id, &outcome, crate::clock::now_ms())
+            .complete_task(&id, &outcome, crate::clock::now_ms(), asked.lease)
             .await
             .map_err(Refused::storage)?
         {
             return Err(Refused::new(
                 StatusCode::CONFLICT,
                 "not_open",
-                "only an accepted task that is not completed yet can be completed",
+                "only an accepted task that is not completed yet can be completed, by the worker that holds it",
             ));
         }
         Ok::<_, Refused>(Json(json!({"completed": true})))
+    }
+    .await;
+    respond(result)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Renew {
+    /// The acceptance time the worker holds (the task's `accepted_at` as it accepted it, or as
+    /// the last renewal answered).
+    lease: i64,
+}
+
+/// `POST /api/v1/crew/tasks/{id}/renew`: the worker still at a task keeps it — its lease
+/// starts again now. Refused (409 `lease_lost`) once the task is completed or another worker
+/// took it after the lease ran out: the caller must stop.
+pub async fn renew(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    LimitedBody(body): LimitedBody,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "renewTask")?;
+        let caller = role_of(&credential)?;
+        let asked: Renew = json_body(&body)?;
+        let (_, facts) = facts(&state, &id).await?;
+        if facts.addressed_to != caller {
+            return Err(refused(TaskRefusal::NotYours(format!(
+                "this task is addressed to the {}",
+                facts.addressed_to.as_str()
+            ))));
+        }
+        let now = crate::clock::now_ms();
+        if !state
+            .store
+            .renew_task(&id, asked.lease, now)
+            .await
+            .map_err(Refused::storage)?
+        {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "lease_lost",
+                "this task is completed, or was accepted again after its lease ran out: stop working on it",
+            ));
+        }
+        Ok::<_, Refused>(Json(json!({"lease": now, "lease_ms": state.task_lease_ms})))
+    }
+    .await;
+    respond(result)
+}
+
+/// `GET /api/v1/bugs/{id}/crew-step`: the crew's step for the bug in its state, the step's
+/// tasks and the verdict the manager acts on (`domain::crew::step_verdict`, under
+/// `R2R_CREW_RETRIES`): send a try, wait for one, or give the bug to a person.
+pub async fn bug_step(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(bug): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getCrewStep")?;
+        let step = crate::service::crew::crew_step(&state, &bug)
+            .await?
+            .ok_or_else(|| {
+                Refused::new(
+                    StatusCode::NOT_FOUND,
+                    "unknown_bug",
+                    format!("No bug {bug}."),
+                )
+            })?;
+        Ok::<_, Refused>(Json(step))
     }
     .await;
     respond(result)
@@ -321,22 +400,4 @@ pub async fn status(
     }
     .await;
     respond(result)
-}
-
-/// A stored task as the API sends it.
-fn wire(task: CrewTask) -> Task {
-    Task {
-        id: task.id,
-        dedupe_key: task.dedupe_key,
-        bug_id: task.bug_id,
-        kind: task.kind,
-        sender: task.sender,
-        addressed_to: task.addressed_to,
-        body: task.body,
-        body_sha256: task.body_sha256,
-        created_at: task.created_at,
-        accepted_at: task.accepted_at,
-        completed_at: task.completed_at,
-        outcome: task.outcome,
-    }
 }

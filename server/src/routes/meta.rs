@@ -32,9 +32,17 @@ pub async fn health(State(state): State<AppState>) -> Response {
         Ok(()) => state.store.schema_version().await.ok().flatten(),
         Err(_) => None,
     };
-    let (code, status) = match &reachable {
-        Ok(()) => (StatusCode::OK, "ok".to_owned()),
-        Err(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason.clone()),
+    let writable = match &reachable {
+        Ok(()) => writable(&state).await,
+        Err(_) => Ok(()),
+    };
+    let (code, status) = match (&reachable, writable) {
+        (Ok(()), Ok(())) => (StatusCode::OK, "ok".to_owned()),
+        (Ok(()), Err(reason)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("degraded: the database answers but refuses writes ({reason}); reports cannot be filed until it takes them again"),
+        ),
+        (Err(reason), _) => (StatusCode::SERVICE_UNAVAILABLE, reason.clone()),
     };
     let body = Health {
         service: SERVICE_NAME.to_owned(),
@@ -51,6 +59,42 @@ pub async fn health(State(state): State<AppState>) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// How long a write probe's answer is reused: health may be asked many times a second.
+const WRITE_PROBE_EVERY: Duration = Duration::from_secs(3);
+
+/// Whether the database takes a write now (probed at most every [`WRITE_PROBE_EVERY`]).
+async fn writable(state: &AppState) -> Result<(), String> {
+    let cached = state
+        .write_probe
+        .lock()
+        .ok()
+        .and_then(|probe| probe.clone())
+        .filter(|(at, _)| at.elapsed() < WRITE_PROBE_EVERY);
+    if let Some((_, answer)) = cached {
+        return answer;
+    }
+    let answer = match tokio::time::timeout(
+        HEALTH_DB_TIMEOUT,
+        state.store.probe_write(crate::clock::now_ms()),
+    )
+    .await
+    {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "health: the database refused a write");
+            Err(error.to_string())
+        }
+        Err(_) => Err(format!(
+            "a write did not finish within {} s",
+            HEALTH_DB_TIMEOUT.as_secs()
+        )),
+    };
+    if let Ok(mut probe) = state.write_probe.lock() {
+        *probe = Some((std::time::Instant::now(), answer.clone()));
+    }
+    answer
 }
 
 /// `GET /api/openapi.json`.

@@ -49,13 +49,15 @@ pub async fn file_json(
                 "Send the report as JSON with Content-Type: application/json.",
             ));
         }
-        let value: Value = serde_json::from_slice(&body).map_err(|error| {
-            Refused::new(
-                StatusCode::BAD_REQUEST,
-                "malformed_json",
-                format!("The body is not valid JSON: {error}."),
-            )
-        })?;
+        let value: Value = crate::web::error::duplicate_keys(&body)
+            .and_then(|()| serde_json::from_slice(&body))
+            .map_err(|error| {
+                Refused::new(
+                    StatusCode::BAD_REQUEST,
+                    "malformed_json",
+                    format!("The body is not valid JSON: {error}."),
+                )
+            })?;
         let Value::Object(object) = value else {
             return Err(Refused::new(
                 StatusCode::BAD_REQUEST,

@@ -91,3 +91,123 @@ pub fn parse_role(text: &str) -> Result<Role, Refused> {
             )
         })
 }
+
+/// The crew's step for `bug` in its state, its tasks and the verdict the manager acts on
+/// (`None`: no such bug).
+pub async fn crew_step(
+    state: &AppState,
+    bug: &str,
+) -> Result<Option<api_types::BugCrewStep>, Refused> {
+    let Some(found) = state.store.load_bug(bug).await.map_err(Refused::storage)? else {
+        return Ok(None);
+    };
+    let Some(updated_at) = state
+        .store
+        .bug_updated_at(bug)
+        .await
+        .map_err(Refused::storage)?
+    else {
+        return Ok(None);
+    };
+    let found = found.bug;
+    let tasks = state
+        .store
+        .tasks_for_bug(bug, 100)
+        .await
+        .map_err(Refused::storage)?;
+    let now = crate::clock::now_ms();
+    let step = rules::crew_step(found.state).map(|(kind, role)| {
+        let facts: Vec<rules::StepTask> = tasks
+            .iter()
+            .map(|t| rules::StepTask {
+                kind: t.kind.clone(),
+                created_at: t.created_at,
+                completed_at: t.completed_at,
+            })
+            .collect();
+        api_types::CrewStep {
+            kind: kind.to_owned(),
+            addressed_to: role.as_str().to_owned(),
+            since: updated_at,
+            verdict: rules::step_verdict(kind, updated_at, &facts, now, state.crew_retry),
+            attempts_allowed: state.crew_retry.attempts,
+        }
+    });
+    Ok(Some(api_types::BugCrewStep {
+        bug: found.id,
+        state: found.state,
+        version: found.version,
+        now,
+        step,
+        tasks: tasks.into_iter().map(wire).collect(),
+    }))
+}
+
+/// The crew step in plain words for the owner's bug page: who has it, or what it waits for.
+pub fn step_words(step: &api_types::BugCrewStep) -> Option<String> {
+    let crew_step = step.step.as_ref()?;
+    let of = crew_step.attempts_allowed;
+    let ours = |t: &&api_types::Task| {
+        t.kind == crew_step.kind && t.completed_at.is_none_or(|at| at >= crew_step.since)
+    };
+    Some(match &crew_step.verdict {
+        rules::StepVerdict::Working => {
+            let open = step
+                .tasks
+                .iter()
+                .filter(ours)
+                .find(|t| t.completed_at.is_none());
+            match open {
+                Some(task) if task.accepted_at.is_some() => format!(
+                    "the {} has the {} task ({}) and renews its lease while it works; if it stops, the task is offered again",
+                    crew_step.addressed_to, crew_step.kind, task.id
+                ),
+                Some(task) => format!(
+                    "the {} task ({}) waits for the {} to take it",
+                    crew_step.kind, task.id, crew_step.addressed_to
+                ),
+                None => format!("the {} has the {} step", crew_step.addressed_to, crew_step.kind),
+            }
+        }
+        rules::StepVerdict::Waiting { failed, until } => {
+            let last = step
+                .tasks
+                .iter()
+                .filter(ours)
+                .filter_map(|t| t.outcome.as_deref())
+                .next()
+                .unwrap_or("no outcome given");
+            format!(
+                "{failed} of {of} tries of the {} step ended without moving it on (last: {last}); the manager sends the next in {} s",
+                crew_step.kind,
+                ((until - step.now).max(0) + 999) / 1000
+            )
+        }
+        rules::StepVerdict::HandOff { attempt } => format!(
+            "the manager sends try {attempt} of {of} of the {} step to the {} next",
+            crew_step.kind, crew_step.addressed_to
+        ),
+        rules::StepVerdict::GiveUp { failed } => format!(
+            "all {failed} tries of the {} step failed; the manager hands the bug to a person next",
+            crew_step.kind
+        ),
+    })
+}
+
+/// A stored task as the API sends it.
+pub fn wire(task: store::CrewTask) -> api_types::Task {
+    api_types::Task {
+        id: task.id,
+        dedupe_key: task.dedupe_key,
+        bug_id: task.bug_id,
+        kind: task.kind,
+        sender: task.sender,
+        addressed_to: task.addressed_to,
+        body: task.body,
+        body_sha256: task.body_sha256,
+        created_at: task.created_at,
+        accepted_at: task.accepted_at,
+        completed_at: task.completed_at,
+        outcome: task.outcome,
+    }
+}

@@ -158,7 +158,21 @@ pub fn respond<T: IntoResponse>(result: Result<T, Refused>) -> Response {
     no_store(result.map_or_else(IntoResponse::into_response, IntoResponse::into_response))
 }
 
+/// Refuses JSON that is not valid or that gives a key twice in one object (at any depth).
+pub fn duplicate_keys(body: &[u8]) -> Result<(), serde_json::Error> {
+    serde_json::from_slice::<strict::NoDuplicateKeys>(body).map(|_| ())
+}
+
 pub fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Refused> {
+    // A key given twice is refused, at any depth: "last one wins" would let two readers of
+    // the same body (a proxy, a log, this desk) see two different requests.
+    duplicate_keys(body).map_err(|error| {
+        Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("The body does not match this operation: {error}."),
+        )
+    })?;
     serde_json::from_slice(body).map_err(|error| {
         Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -166,4 +180,101 @@ pub fn json_body<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, Refused
             format!("The body does not match this operation: {error}."),
         )
     })
+}
+
+/// JSON read only to refuse a key given twice in one object.
+mod strict {
+    use serde::de::{Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+
+    /// Any JSON value none of whose objects names a key twice.
+    pub struct NoDuplicateKeys;
+
+    impl<'de> Deserialize<'de> for NoDuplicateKeys {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(Walk).map(|()| NoDuplicateKeys)
+        }
+    }
+
+    struct Walk;
+
+    impl<'de> Visitor<'de> for Walk {
+        type Value = ();
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+
+        fn visit_bool<E: Error>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_i64<E: Error>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_u64<E: Error>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_f64<E: Error>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_str<E: Error>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_unit<E: Error>(self) -> Result<(), E> {
+            Ok(())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element::<NoDuplicateKeys>()?.is_some() {}
+            Ok(())
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !seen.insert(key.clone()) {
+                    return Err(A::Error::custom(format!("the key {key:?} is given twice")));
+                }
+                map.next_value::<NoDuplicateKeys>()?;
+            }
+            Ok(())
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::NoDuplicateKeys;
+
+        #[test]
+        fn a_key_given_twice_is_refused_at_any_depth_and_nothing_else_is() {
+            for fine in [
+                r#"{"a":1,"b":[1,2,{"a":2}],"c":{"a":null,"b":true}}"#,
+                r#"[{"x":1},{"x":2}]"#,
+                r#""text""#,
+                r#"-1.5e3"#,
+            ] {
+                assert!(
+                    serde_json::from_str::<NoDuplicateKeys>(fine).is_ok(),
+                    "{fine}"
+                );
+            }
+            for twice in [
+                r#"{"title":"a","title":"b"}"#,
+                r#"{"a":{"b":1,"b":2}}"#,
+                r#"[1,{"k":1,"k":1}]"#,
+                r#"{"t\u0069tle":"a","title":"b"}"#,
+            ] {
+                let error = serde_json::from_str::<NoDuplicateKeys>(twice)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                assert!(error.contains("given twice"), "{twice}: {error}");
+            }
+        }
+    }
 }

@@ -25,27 +25,86 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
     }
 }
 
-/// A request body of at most [`limits::BODY_BYTES`]; a larger one is refused with a JSON
-/// error (413) before anything reads it.
+/// How long a request's body may take to arrive once its headers did (`R2R_BODY_TIMEOUT`):
+/// put into every request's extensions by the listener ([`crate::start`]).
+#[derive(Clone, Copy, Debug)]
+pub struct BodyTimeout(pub std::time::Duration);
+
+/// The body timeout when the listener set none (in-process tests).
+pub const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A request body of at most [`limits::BODY_BYTES`], arrived within the [`BodyTimeout`]. Each
+/// failure has its own answer: 413 `too_large` only for size (a declared length over the
+/// limit is refused before anything is read), 408 `body_timeout` for a body that is late,
+/// 400 `unreadable_body` for one that is cut short or malformed (a connection closed mid-body,
+/// a bad chunk).
 #[derive(Debug)]
 pub struct LimitedBody(pub Bytes);
+
+enum BodyFault {
+    TooLarge,
+    Unreadable(String),
+}
+
+fn too_large() -> Refused {
+    Refused::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!(
+            "The request is larger than {} KiB; shorten the text (see the per-field limits).",
+            limits::BODY_BYTES / 1024
+        ),
+    )
+}
+
+async fn read_limited(body: Body, limit: usize) -> Result<Bytes, BodyFault> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut read = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| BodyFault::Unreadable(e.to_string()))?;
+        if read.len() + chunk.len() > limit {
+            return Err(BodyFault::TooLarge);
+        }
+        read.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(read))
+}
 
 impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
     type Rejection = Refused;
     async fn from_request(request: Request<Body>, _: &S) -> Result<Self, Self::Rejection> {
-        axum::body::to_bytes(request.into_body(), limits::BODY_BYTES)
+        let timeout = request
+            .extensions()
+            .get::<BodyTimeout>()
+            .map_or(DEFAULT_BODY_TIMEOUT, |t| t.0);
+        let declared = request
+            .headers()
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limits::BODY_BYTES as u64) {
+            return Err(too_large());
+        }
+        match tokio::time::timeout(timeout, read_limited(request.into_body(), limits::BODY_BYTES))
             .await
-            .map(LimitedBody)
-            .map_err(|_| {
-                Refused::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "too_large",
-                    format!(
-                        "The request is larger than {} KiB; shorten the text (see the per-field limits).",
-                        limits::BODY_BYTES / 1024
-                    ),
-                )
-            })
+        {
+            Ok(Ok(bytes)) => Ok(LimitedBody(bytes)),
+            Ok(Err(BodyFault::TooLarge)) => Err(too_large()),
+            Ok(Err(BodyFault::Unreadable(reason))) => Err(Refused::new(
+                StatusCode::BAD_REQUEST,
+                "unreadable_body",
+                format!("The request body could not be read ({reason}): send it whole, once, with a correct length."),
+            )),
+            Err(_) => Err(Refused::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "body_timeout",
+                format!(
+                    "The request body did not arrive within {} s of its headers (R2R_BODY_TIMEOUT); nothing was recorded.",
+                    timeout.as_secs()
+                ),
+            )),
+        }
     }
 }
 

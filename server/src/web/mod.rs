@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod extract;
+pub mod listen;
 pub mod ops;
 pub mod render;
 pub mod session;

@@ -48,6 +48,15 @@ const CREW: &[Principal] = &[
     R(Role::Reviewer),
 ];
 
+/// The crew's four roles and owners.
+const CREW_OR_OWNER: &[Principal] = &[
+    Owner,
+    R(Role::Manager),
+    R(Role::Reproducer),
+    R(Role::Fixer),
+    R(Role::Reviewer),
+];
+
 /// The roles whose heartbeats the crew page shows: the crew's four and the recorder.
 const BEATING: &[Principal] = &[
     R(Role::Manager),
@@ -273,6 +282,24 @@ pub const OPERATIONS: &[Operation] = &[
         summary: "Accept a task by naming its addressee and the exact body's hash",
         realm: Realm::Engineering,
         accepts: CREW,
+        reporter: false,
+    },
+    Operation {
+        id: "renewTask",
+        method: "POST",
+        path: "/api/v1/crew/tasks/{id}/renew",
+        summary: "Keep an accepted task: its lease starts again now (409 lease_lost once another worker took it or it is completed)",
+        realm: Realm::Engineering,
+        accepts: CREW,
+        reporter: false,
+    },
+    Operation {
+        id: "getCrewStep",
+        method: "GET",
+        path: "/api/v1/bugs/{id}/crew-step",
+        summary: "The crew's step for a bug in its state, its tasks, and what the manager is to do: send a try, wait, or give the bug to a person",
+        realm: Realm::Engineering,
+        accepts: CREW_OR_OWNER,
         reporter: false,
     },
     Operation {

@@ -35,9 +35,16 @@ pub struct AppState {
     pub spend: domain::spend::Budget,
     /// How long an accepted crew task is its worker's (`R2R_CREW_TASK_LEASE`).
     pub task_lease_ms: i64,
+    /// How often a crew step is tried before a person gets the bug (`R2R_CREW_RETRIES`).
+    pub crew_retry: domain::crew::RetryPolicy,
+    /// The health's last write probe: when, and whether the database took the write.
+    pub write_probe: Arc<std::sync::Mutex<Option<WriteProbe>>>,
     /// What the deployer has live and what it is doing (`R2R_DEPLOY`).
     pub releases: Arc<Releases>,
 }
+
+/// When health last probed a write, and whether the database took it.
+pub type WriteProbe = (std::time::Instant, Result<(), String>);
 
 impl AppState {
     /// The state for `config`.
@@ -62,6 +69,8 @@ impl AppState {
             fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
             spend: config.spend,
             task_lease_ms: config.task_lease_ms,
+            crew_retry: config.crew_retry,
+            write_probe: Arc::default(),
             releases: Arc::new(Releases {
                 service: config.deploy.as_ref().map(|d| d.service.clone()),
                 ..Releases::default()
