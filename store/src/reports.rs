@@ -84,21 +84,62 @@ pub(crate) trait SharingClusters {
     fn sharing_clusters<'a>(&'a mut self, component: &'a str, terms: &'a [String]) -> Rows<'a>;
 }
 
+/// The fewest terms a cluster must share with a title of `terms` terms to reach the join
+/// threshold: `2s / (n + m) ≥ t` with `m ≥ s` gives `s ≥ t·n / (2 − t)`.
+fn fewest_shared(terms: usize) -> usize {
+    let t = domain::cluster::JOIN_THRESHOLD;
+    let bound = t * terms as f64 / (2.0 - t);
+    // Rounded down a hair first so that float error can only make the filter looser.
+    ((bound - 1e-9).ceil() as usize).max(1)
+}
+
+/// The most title terms for which intake asks PostgreSQL for clusters holding a pair of them
+/// (at most 28 pairs); longer titles ask for any one term.
+const PAIRS_UP_TO: usize = 8;
+
 impl SharingClusters for sqlx::PgConnection {
     fn sharing_clusters<'a>(&'a mut self, component: &'a str, terms: &'a [String]) -> Rows<'a> {
         Box::pin(async move {
-            sqlx::query_as(
-                "SELECT r.bug_id, r.component, r.title_terms, \
-                 CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
-                 JOIN bugs b ON b.id = r.bug_id \
+            // A cluster that can reach the threshold shares at least `fewest_shared` terms;
+            // when that is two or more it holds at least one pair of the title's terms, and
+            // the GIN index answers "holds this pair" by intersecting two posting lists —
+            // without visiting the many clusters that share one common word.
+            let array = "string_to_array(r.title_terms, ' ')";
+            let pairs: Vec<(usize, usize)> =
+                if fewest_shared(terms.len()) >= 2 && terms.len() <= PAIRS_UP_TO {
+                    (0..terms.len())
+                        .flat_map(|i| (i + 1..terms.len()).map(move |j| (i, j)))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+            let holds = if pairs.is_empty() {
+                format!("{array} && $2::text[]")
+            } else {
+                // ($2, the whole list, is named too, so every parameter has a type.)
+                let any_pair = pairs
+                    .iter()
+                    .map(|(i, j)| format!("{array} @> ARRAY[${}, ${}]::text[]", i + 3, j + 3))
+                    .collect::<Vec<_>>()
+                    .join(" OR ");
+                format!("cardinality($2::text[]) > 0 AND ({any_pair})")
+            };
+            let sql = format!(
+                "SELECT bug_id, component, title_terms, dossier FROM ( \
+                 SELECT r.bug_id, r.component, r.title_terms, NULL::text AS dossier, r.created_at, r.id \
+                 FROM reports r JOIN bugs b ON b.id = r.bug_id \
+                 WHERE r.component = $1 AND r.opens_bug = 1 AND b.state <> 'verified' AND ({holds}) \
+                 UNION ALL \
+                 SELECT r.bug_id, r.component, NULL, r.dossier, r.created_at, r.id \
+                 FROM reports r JOIN bugs b ON b.id = r.bug_id \
                  WHERE r.component = $1 AND r.opens_bug = 1 AND b.state <> 'verified' \
-                 AND (r.title_terms IS NULL OR string_to_array(r.title_terms, ' ') && $2::text[]) \
-                 ORDER BY r.created_at, r.id",
-            )
-            .bind(component)
-            .bind(terms)
-            .fetch_all(self)
-            .await
+                 AND r.title_terms IS NULL) u ORDER BY created_at, id"
+            );
+            let mut query = sqlx::query_as(&sql).bind(component).bind(terms);
+            for term in terms {
+                query = query.bind(term);
+            }
+            query.fetch_all(self).await
         })
     }
 }
@@ -289,6 +330,8 @@ pub(crate) struct ClusterIndex {
     by_bug: std::collections::HashMap<String, usize>,
     /// `component \0 term` → slots, ascending.
     by_term: std::collections::HashMap<String, Vec<usize>>,
+    /// How many terms each slot's title has.
+    term_counts: Vec<usize>,
 }
 
 fn term_key(component: &str, term: &str) -> String {
@@ -301,7 +344,9 @@ impl ClusterIndex {
             return;
         }
         let slot = self.slots.len();
+        let mut count = 0;
         for term in cluster.terms.split(' ').filter(|t| !t.is_empty()) {
+            count += 1;
             self.by_term
                 .entry(term_key(&cluster.component, term))
                 .or_default()
@@ -309,6 +354,7 @@ impl ClusterIndex {
         }
         self.by_bug.insert(cluster.bug_id.clone(), slot);
         self.slots.push(Some(cluster));
+        self.term_counts.push(count);
     }
 
     fn forget(&mut self, bug_id: &str) {
@@ -319,7 +365,11 @@ impl ClusterIndex {
         }
     }
 
-    /// The clusters of `component` sharing a term with `terms`, oldest first.
+    /// The clusters of `component` whose similarity to `terms` (distinct terms) reaches the
+    /// join threshold, oldest first. A slot found in k of the terms' lists shares k terms, so
+    /// its Sørensen–Dice score is computed from counts alone — the same number
+    /// [`domain::cluster::similarity_to_stored`] computes — and only the few that reach the
+    /// threshold are copied out.
     fn sharing(&self, component: &str, terms: &[String]) -> Vec<OpenCluster> {
         let mut slots: Vec<usize> = terms
             .iter()
@@ -328,11 +378,27 @@ impl ClusterIndex {
             .copied()
             .collect();
         slots.sort_unstable();
-        slots.dedup();
-        slots
-            .into_iter()
-            .filter_map(|slot| self.slots.get(slot).and_then(Option::clone))
-            .collect()
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < slots.len() {
+            let slot = slots[i];
+            let mut shared = 0usize;
+            while i < slots.len() && slots[i] == slot {
+                shared += 1;
+                i += 1;
+            }
+            let theirs = self.term_counts.get(slot).copied().unwrap_or_default();
+            if terms.is_empty() || theirs == 0 {
+                continue;
+            }
+            let score = 2.0 * shared as f64 / (terms.len() + theirs) as f64;
+            if score >= domain::cluster::JOIN_THRESHOLD {
+                if let Some(Some(cluster)) = self.slots.get(slot) {
+                    out.push(cluster.clone());
+                }
+            }
+        }
+        out
     }
 }
 
@@ -742,6 +808,23 @@ mod tests {
     }
 
     #[test]
+    fn fewer_shared_terms_than_fewest_shared_never_reach_the_threshold() {
+        for n in 1..=30usize {
+            let s_min = fewest_shared(n);
+            for m in 1..=40usize {
+                for s in 0..=n.min(m) {
+                    let score = 2.0 * s as f64 / (n + m) as f64;
+                    if score >= domain::cluster::JOIN_THRESHOLD {
+                        assert!(s >= s_min, "n {n} m {m} s {s} reaches it below {s_min}");
+                    }
+                }
+            }
+        }
+        assert_eq!(fewest_shared(3), 2);
+        assert_eq!(fewest_shared(1), 1);
+    }
+
+    #[test]
     fn the_index_picks_exactly_what_comparing_with_every_open_cluster_picks() {
         let mut index = ClusterIndex::default();
         let mut all = Vec::new();
@@ -767,6 +850,15 @@ mod tests {
                 let terms: Vec<String> = domain::cluster::title_terms(&text).into_iter().collect();
                 let narrowed = index.sharing(component, &terms);
                 assert!(narrowed.len() <= all.len());
+                assert!(
+                    narrowed.iter().all(|c| {
+                        domain::cluster::similarity_to_stored(
+                            &terms.iter().cloned().collect(),
+                            &c.terms,
+                        ) >= domain::cluster::JOIN_THRESHOLD
+                    }),
+                    "only clusters that can join are copied out"
+                );
                 let full = choose_cluster(component, &text, &all);
                 assert_eq!(
                     choose_cluster(component, &text, &narrowed),
