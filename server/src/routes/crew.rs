@@ -188,6 +188,17 @@ async fn facts(state: &AppState, id: &str) -> Result<(CrewTask, TaskFacts), Refu
     Ok((task, facts))
 }
 
+/// Only the role a task is addressed to may renew or complete it.
+fn addressee_only(facts: &TaskFacts, caller: Role) -> Result<(), Refused> {
+    if facts.addressed_to == caller {
+        return Ok(());
+    }
+    Err(refused(TaskRefusal::NotYours(format!(
+        "this task is addressed to the {}",
+        facts.addressed_to.as_str()
+    ))))
+}
+
 /// `POST /api/v1/crew/tasks/{id}/accept`: taken only by the addressee, naming itself and the
 /// exact body's hash.
 pub async fn accept(
@@ -250,12 +261,7 @@ pub async fn complete(
         let asked: Complete = json_body(&body)?;
         let outcome = short_text(&asked.outcome, "outcome", 300)?;
         let (_, facts) = facts(&state, &id).await?;
-        if facts.addressed_to != caller {
-            return Err(refused(TaskRefusal::NotYours(format!(
-                "this task is addressed to the {}",
-                facts.addressed_to.as_str()
-            ))));
-        }
+        addressee_only(&facts, caller)?;
         if !state
             .store
             .complete_task(&id, &outcome, crate::clock::now_ms(), asked.lease)
@@ -297,12 +303,7 @@ pub async fn renew(
         let caller = role_of(&credential)?;
         let asked: Renew = json_body(&body)?;
         let (_, facts) = facts(&state, &id).await?;
-        if facts.addressed_to != caller {
-            return Err(refused(TaskRefusal::NotYours(format!(
-                "this task is addressed to the {}",
-                facts.addressed_to.as_str()
-            ))));
-        }
+        addressee_only(&facts, caller)?;
         let now = crate::clock::now_ms();
         if !state
             .store
