@@ -667,10 +667,62 @@ impl Store {
         rows.into_iter().map(to_report).collect()
     }
 
-    /// Quarantined reports, newest first: metadata only, there is no text to show.
+    /// Marks quarantined report `id` handled by `owner_id` at `at`: it leaves the queue.
+    /// `Some(false)` when it already was (the first owner and time are kept); `None` when no
+    /// quarantined report has that id.
+    pub async fn mark_quarantine_handled(
+        &self,
+        id: &str,
+        owner_id: &str,
+        at: Millis,
+    ) -> Result<Option<bool>, StoreError> {
+        // One statement: the report must be quarantined, and a second mark changes nothing.
+        let sql = "INSERT INTO quarantine_handled (report_id, owner_id, at) \
+                   SELECT id, $2, $3 FROM reports WHERE id = $1 AND status = 'quarantined' \
+                   ON CONFLICT (report_id) DO NOTHING";
+        let inserted = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query(sql)
+                .bind(id)
+                .bind(owner_id)
+                .bind(at)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+            Pool::Postgres(pool) => sqlx::query(sql)
+                .bind(id)
+                .bind(owner_id)
+                .bind(at)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+        };
+        if inserted == 1 {
+            return Ok(Some(true));
+        }
+        Ok(match self.report(id).await? {
+            Some(report) if report.quarantined => Some(false),
+            _ => None,
+        })
+    }
+
+    /// Who marked quarantined report `id` handled, and when.
+    pub async fn quarantine_handled_by(
+        &self,
+        id: &str,
+    ) -> Result<Option<(String, Millis)>, StoreError> {
+        let sql = "SELECT owner_id, at FROM quarantine_handled WHERE report_id = $1";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).bind(id).fetch_optional(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).bind(id).fetch_optional(pool).await?,
+        })
+    }
+
+    /// Quarantined reports not yet handled, newest first: metadata only, there is no text to
+    /// show.
     pub async fn quarantine_queue(&self, limit: u32) -> Result<Vec<StoredReport>, StoreError> {
         let sql = format!(
             "SELECT {REPORT_COLUMNS} FROM reports WHERE status = 'quarantined' \
+             AND NOT EXISTS (SELECT 1 FROM quarantine_handled h WHERE h.report_id = reports.id) \
              ORDER BY created_at DESC, id LIMIT $1"
         );
         let rows: Vec<ReportRow> = match &self.pool {

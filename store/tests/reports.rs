@@ -188,6 +188,53 @@ async fn a_quarantined_report_keeps_metadata_only(backend: &str) {
     let messages = store.report_messages("r-q").await.unwrap();
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].body, "Please describe it again.");
+
+    // Marked handled, it leaves the queue; the first owner and time are kept; an admitted
+    // report or an unknown id is not a quarantined report.
+    let admitted = file(
+        &store,
+        &new_report("r-ok", &raw("shoplite", "Coupon total negative")),
+        "bug-ok",
+    )
+    .await;
+    assert_eq!(admitted.bug_id.as_deref(), Some("bug-ok"));
+    assert_eq!(
+        store
+            .mark_quarantine_handled("r-ok", "owner-1", NOW)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .mark_quarantine_handled("r-missing", "owner-1", NOW)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(store.quarantine_handled_by("r-q").await.unwrap(), None);
+    assert_eq!(
+        store
+            .mark_quarantine_handled("r-q", "owner-1", NOW)
+            .await
+            .unwrap(),
+        Some(true)
+    );
+    assert_eq!(
+        store
+            .mark_quarantine_handled("r-q", "owner-2", NOW + 5)
+            .await
+            .unwrap(),
+        Some(false)
+    );
+    assert_eq!(
+        store.quarantine_handled_by("r-q").await.unwrap(),
+        Some(("owner-1".to_owned(), NOW))
+    );
+    assert!(store.quarantine_queue(10).await.unwrap().is_empty());
+    // The report itself is unchanged: its link still works and still has no text.
+    let stored = store.report("r-q").await.unwrap().unwrap();
+    assert!(stored.quarantined && stored.dossier.is_none());
 }
 
 async fn a_verified_bug_takes_no_new_reports(backend: &str) {
