@@ -12,7 +12,7 @@ cd "$R2R_ROOT"
 eval "$(./scripts/sandbox-host.sh)"
 export R2R_SANDBOX_IMAGE DOCKER_HOST
 log "building the desk (release; the first build takes several minutes)"
-cargo leptos build --release
+cargo leptos build --release --split
 ./target/release/r2r setup
 log "starting the desk — open http://${R2R_ADDR:-127.0.0.1:3000}/ (Ctrl-C stops it)"
 exec ./target/release/r2r serve "$@"

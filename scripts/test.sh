@@ -38,7 +38,8 @@ step "clippy (wasm32)"      cargo clippy "${WASM_CRATES[@]}" -- -D warnings
 step "wasm dependencies"    ./scripts/check-wasm-deps.sh
 step "dependency audit"     ./scripts/audit.sh
 step "unit + integration"   cargo test "${SERVER_CRATES[@]}"
-step "release build"        cargo leptos build --release
+step "release build"        cargo leptos build --release --split
+step "wasm size"            ./scripts/check-wasm-size.sh
 step "airlock accuracy"     ./target/release/r2r --env-file /dev/null airlock eval \
                               --data "${R2R_SHARED_DATA:-$R2R_ROOT/../shared/data}" \
                               --require-detection 97 --allow-false-positives 1

@@ -337,8 +337,6 @@ pub enum DeskPage {
         /// Where to go after signing in.
         next: String,
     },
-    /// `/desk`.
-    Dashboard(Box<Dashboard>),
     /// `/desk/bugs/{id}`.
     Bug(Box<BugDesk>),
     /// `/desk/crew`.
@@ -392,6 +390,9 @@ pub struct QuarantineRow {
     pub component: String,
     /// Families the airlock found.
     pub families: Vec<String>,
+    /// Whether the reporter left an email address (the tracking page is always a way back).
+    #[serde(default)]
+    pub contact: bool,
 }
 
 /// `/desk`.
@@ -681,3 +682,81 @@ pub struct InvitePage {
     #[serde(default)]
     pub pending: bool,
 }
+
+/// The dashboard's address as typed or linked (`/desk?state=…&q=…&page=…`): every field is
+/// text as it came, and the server alone decides what of it is valid (an unknown state or a
+/// page beyond the last is ignored, never an error).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeskQuery {
+    /// A state's name.
+    #[serde(default)]
+    pub state: Option<String>,
+    /// A component.
+    #[serde(default)]
+    pub component: Option<String>,
+    /// A tier (0–2).
+    #[serde(default)]
+    pub tier: Option<String>,
+    /// At least this many days old.
+    #[serde(default)]
+    pub age: Option<String>,
+    /// Words to find in titles and report text.
+    #[serde(default)]
+    pub q: Option<String>,
+    /// `waiting`, `newest`, `oldest` or `state`.
+    #[serde(default)]
+    pub sort: Option<String>,
+    /// The page, from 1.
+    #[serde(default)]
+    pub page: Option<String>,
+    /// What an action just did (`contact`, `handled`).
+    #[serde(default)]
+    pub done: Option<String>,
+}
+
+/// Why a desk server function refused: a stable code and the words for a person. The same
+/// codes as the REST API's refusals (`signed_out`, `forbidden`, `invalid_csrf`, …).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeskError {
+    /// Stable, machine-readable.
+    pub code: String,
+    /// What happened, for a person.
+    pub message: String,
+}
+
+impl DeskError {
+    /// A refusal with `code` and `message`.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        DeskError {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether signing in again would help.
+    pub fn is_signed_out(&self) -> bool {
+        self.code == "signed_out"
+    }
+
+    /// The HTTP status that goes with the code.
+    #[cfg(feature = "ssr")]
+    pub fn status(&self) -> http::StatusCode {
+        use http::StatusCode;
+        match self.code.as_str() {
+            "signed_out" => StatusCode::UNAUTHORIZED,
+            "forbidden" | "invalid_csrf" => StatusCode::FORBIDDEN,
+            "not_found" => StatusCode::NOT_FOUND,
+            "storage_unavailable" | "unavailable" | "server_fn" => StatusCode::SERVICE_UNAVAILABLE,
+            code if code.starts_with("invalid_") => StatusCode::BAD_REQUEST,
+            _ => StatusCode::CONFLICT,
+        }
+    }
+}
+
+impl std::fmt::Display for DeskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DeskError {}

@@ -3,6 +3,7 @@
 //!
 //! Build with exactly one of the features `ssr` (server) or `hydrate` (WASM bundle).
 
+pub mod desk_fns;
 pub mod dto;
 mod layout;
 pub mod net;
@@ -11,6 +12,7 @@ mod pages;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet};
 use leptos_router::components::{Route, Router, Routes};
+use leptos_router::{lazy_route, Lazy, LazyRoute};
 use leptos_router::{path, SsrMode};
 
 /// The `Content-Security-Policy` of every HTML page, for the response's `nonce`: scripts only
@@ -78,6 +80,33 @@ pub fn shell_without_scripts(_options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// A page loaded on its own: with `cargo leptos --split` each is a separate WebAssembly chunk
+/// fetched the first time a visitor opens it, so a reporter never downloads the desk, and the
+/// first load holds only the frame, the router and the home page.
+macro_rules! lazy_page {
+    ($route:ident, $page:path) => {
+        #[derive(Debug)]
+        struct $route;
+
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                $route
+            }
+
+            fn view(_this: Self) -> AnyView {
+                view! { <$page/> }.into_any()
+            }
+        }
+    };
+}
+
+lazy_page!(DeskRoute, pages::DeskPages);
+lazy_page!(ReportRoute, pages::Report);
+lazy_page!(TrackRoute, pages::Track);
+lazy_page!(DemoRoute, pages::Demo);
+lazy_page!(ShopLiteRoute, pages::ShopLite);
+
 /// The application: routes and the frame every page shares.
 #[component]
 pub fn App() -> impl IntoView {
@@ -98,19 +127,19 @@ pub fn App() -> impl IntoView {
             <layout::Frame>
                 <Routes fallback=pages::NotFound>
                     <Route path=path!("/") view=pages::Home/>
-                    <Route path=path!("/shoplite") view=pages::ShopLite/>
-                    <Route path=path!("/report") view=pages::Report ssr=SsrMode::InOrder/>
-                    <Route path=path!("/track") view=pages::Track/>
-                    <Route path=path!("/demo") view=pages::Demo/>
-                    <Route path=path!("/desk") view=pages::Desk/>
-                    <Route path=path!("/desk/crew") view=pages::Desk/>
-                    <Route path=path!("/desk/sign-in") view=pages::Desk/>
-                    <Route path=path!("/desk/bugs/:id") view=pages::Desk/>
-                    <Route path=path!("/desk/bugs/:id/act") view=pages::Desk/>
-                    <Route path=path!("/desk/reports/:id/act") view=pages::Desk/>
-                    <Route path=path!("/desk/owners") view=pages::Desk/>
-                    <Route path=path!("/desk/owners/act") view=pages::Desk/>
-                    <Route path=path!("/desk/invite") view=pages::Desk/>
+                    <Route path=path!("/shoplite") view={Lazy::<ShopLiteRoute>::new()}/>
+                    <Route path=path!("/report") view={Lazy::<ReportRoute>::new()} ssr=SsrMode::InOrder/>
+                    <Route path=path!("/track") view={Lazy::<TrackRoute>::new()}/>
+                    <Route path=path!("/demo") view={Lazy::<DemoRoute>::new()}/>
+                    <Route path=path!("/desk") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/crew") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/sign-in") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/bugs/:id") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/bugs/:id/act") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/reports/:id/act") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/owners") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/owners/act") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/invite") view={Lazy::<DeskRoute>::new()}/>
                 </Routes>
             </layout::Frame>
         </Router>

@@ -27,6 +27,8 @@ pub fn router(state: AppState) -> Router {
         .collect();
     let shell_options = state.leptos_options.clone();
     let settings = state.site_settings();
+    // The desk's server functions (`/desk/fn/…`), routed by `leptos_routes_with_context`.
+    let desk = crate::desk::fns::desk_server(&state);
     let page_routes = Router::new()
         .route("/report", post(reporter::file_form))
         .route("/track", post(reporter::track_form))
@@ -65,7 +67,10 @@ pub fn router(state: AppState) -> Router {
         .leptos_routes_with_context(
             &state,
             routes,
-            move || leptos::prelude::provide_context(settings.clone()),
+            move || {
+                leptos::prelude::provide_context(settings.clone());
+                leptos::prelude::provide_context(desk.clone());
+            },
             move || app::shell(shell_options.clone()),
         )
         .fallback(
@@ -80,6 +85,7 @@ pub fn router(state: AppState) -> Router {
                 }
             },
         )
+        .layer(axum::middleware::from_fn(server_fn_statuses))
         // Method, path and status only: no headers (a capability travels in one) and never
         // a query string worth logging (capabilities are never put in one).
         .layer(tower_http::trace::TraceLayer::new_for_http())
@@ -207,6 +213,32 @@ fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>>
             bugs::bug_operation(state, credential, headers, bug, op, body).await
         },
     ))
+}
+
+/// The desk's server functions answer arguments they cannot read (a missing or malformed
+/// field, decided before the function runs) with 500; that is the caller's mistake, so it
+/// becomes 400 with the same body.
+async fn server_fn_statuses(
+    request: Request<Body>,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let ours = request.uri().path().starts_with("/desk/fn/");
+    let response = next.run(request).await;
+    if !ours || response.status() != axum::http::StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        parts.status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
+        return axum::response::Response::from_parts(parts, Body::empty());
+    };
+    let code = serde_json::from_slice::<app::dto::DeskError>(&bytes)
+        .map(|e| e.code)
+        .unwrap_or_default();
+    if code == "invalid_request" {
+        parts.status = axum::http::StatusCode::BAD_REQUEST;
+    }
+    axum::response::Response::from_parts(parts, Body::from(bytes))
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 
 mod common;
 
+#[path = "attacks/desk_fns.rs"]
+mod desk_fns;
 #[path = "attacks/identity.rs"]
 mod identity;
 #[path = "attacks/routes.rs"]

@@ -207,7 +207,8 @@ async fn hostile_text_and_personal_data_never_reach_the_database(backend: &str) 
     let quarantined: ReportReceipt = serde_json::from_value(body).unwrap();
     assert_eq!(quarantined.status, "quarantined");
     assert_eq!(quarantined.bug_id, None);
-    assert!(quarantined.message.contains("owner will follow up"));
+    assert!(quarantined.message.contains("words were not kept"));
+    assert!(quarantined.message.contains("may write to you"));
     let (_, view) = track(&client, &server.base, Some(&capability_of(&quarantined))).await;
     let view: Tracking = serde_json::from_str(&view).unwrap();
     assert_eq!(view.report.status, "quarantined");

@@ -16,9 +16,6 @@ use leptos::prelude::*;
 pub fn Desk() -> impl IntoView {
     match use_context::<DeskPage>() {
         Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any(),
-        Some(DeskPage::Dashboard(dashboard)) => {
-            view! { <DashboardView dashboard=*dashboard/> }.into_any()
-        }
         Some(DeskPage::Bug(bug)) => view! { <BugView bug=*bug/> }.into_any(),
         Some(DeskPage::Crew(crew)) => view! { <CrewView crew=*crew/> }.into_any(),
         Some(DeskPage::Confirm(confirm)) => view! { <ConfirmView confirm=*confirm/> }.into_any(),
@@ -107,8 +104,30 @@ fn state_words(state: &str) -> String {
     state.replace('_', " ")
 }
 
+/// A desk server function's refusal: signed out (with the way back in) or the reason.
 #[component]
-fn DashboardView(dashboard: Dashboard) -> impl IntoView {
+pub(crate) fn DeskRefusal(error: crate::dto::DeskError, back: String) -> impl IntoView {
+    let sign_in = error
+        .is_signed_out()
+        .then(|| format!("/desk/sign-in?next={back}"));
+    view! {
+        <section class="panel">
+            <h1>{if sign_in.is_some() { "Sign in again" } else { "That did not work" }}</h1>
+            <p class="error" role="alert" data-testid="desk-problem">{error.message}</p>
+            {match sign_in {
+                Some(href) => view! { <p><a href=href rel="external">"Sign in"</a></p> }.into_any(),
+                None => view! { <p><a href=back rel="external">"Back"</a></p> }.into_any(),
+            }}
+        </section>
+    }
+}
+
+/// The dashboard's content; its quarantine items are marked handled through `handled`.
+#[component]
+pub(crate) fn DashboardView(
+    dashboard: Dashboard,
+    handled: ServerAction<crate::desk_fns::QuarantineHandled>,
+) -> impl IntoView {
     let filter = dashboard.filter.clone();
     let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
     let states: Vec<String> = dashboard.counts.iter().map(|(s, _)| s.clone()).collect();
@@ -116,9 +135,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     let paging = dashboard.paging.clone();
     let csrf = dashboard.csrf.clone();
     view! {
-        <PageTitle text="Bugs · Desk · Reporter-to-Release"/>
         <DeskNav owner=dashboard.owner.clone()/>
-        <Live url="/desk/live".to_owned()/>
         <section class="panel">
             <h1>"Bugs"</h1>
             {dashboard.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
@@ -230,16 +247,27 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
         </section>
         <section class="panel">
             <h2>"Quarantine"</h2>
-            <p class="hint">"Reports the airlock held back. Their text was never stored: only when, where and why."</p>
+            <p class="hint">"Reports the airlock held back. Their text was never stored: only when, where and why. Mark an item handled once you have looked at it (and written to its reporter, if they left a way back)."</p>
+            {move || handled.value().get().and_then(Result::err).map(|error| view! {
+                <p class="error" role="alert" data-testid="quarantine-error">{error.message}</p>
+            })}
             {if dashboard.quarantine.is_empty() {
                 view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any()
             } else {
                 view! {
                     <ul class="plain" data-testid="quarantine">
-                        {dashboard.quarantine.into_iter().map(|q| { let target = format!("/desk/reports/{}/act", q.id); view! {
+                        {dashboard.quarantine.into_iter().map(|q| { let target = format!("/desk/reports/{}/act", q.id); let csrf = csrf.clone(); view! {
                             <li>
                                 <code>{q.id.clone()}</code>" · "{q.component}" · "{format_time(q.at)}" · "{q.families.join(", ")}
+                                " · "{if q.contact { "the reporter left an email address" } else { "no way back to the reporter but their tracking page" }}
                                 <ActionForm target=target csrf=csrf.clone() action="contact" label=format!("Write to the reporter of {}…", q.id)/>
+                                <leptos::form::ActionForm action=handled>
+                                    <input type="hidden" name="report" value=q.id.clone()/>
+                                    <input type="hidden" name="csrf" value=csrf.clone()/>
+                                    <button type="submit" class="button secondary" data-testid="quarantine-handled">
+                                        {format!("Mark {} handled", q.id)}
+                                    </button>
+                                </leptos::form::ActionForm>
                             </li>
                         }}).collect_view()}
                     </ul>

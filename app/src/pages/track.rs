@@ -239,7 +239,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                 }.into_any(),
                 None => view! {
                     <p class="state" data-testid="bug-state" data-state="quarantined">
-                        "Set aside for a person to read. Parts of your report looked like instructions to an automated system, so no automation will see it. An owner will follow up here."
+                        "Received, but its words were not kept: parts of your report read like instructions to an automated system, so the desk stored only when, where and why, and nobody — no person, no automation — will read it. An owner may write to you here (and by email, if you left an address). If you saw a real bug, please report it again in your own words."
                     </p>
                 }.into_any(),
             }}

@@ -9,6 +9,7 @@
 
 mod actions;
 mod bug;
+pub(crate) mod fns;
 mod live;
 mod owners;
 
@@ -23,8 +24,8 @@ use crate::web::AppState;
 use crate::web::ClientAddr;
 use crate::web::Refused;
 use app::dto::{
-    BugDesk, BugRow, CheckView, Confirm, CrewDesk, Dashboard, DeskFilter, DeskPage, DeskReport,
-    EvidenceView, LedgerRow, Paging, QuarantineRow,
+    BugDesk, BugRow, CheckView, Confirm, CrewDesk, Dashboard, DeskFilter, DeskPage, DeskQuery,
+    DeskReport, EvidenceView, LedgerRow, Paging, QuarantineRow,
 };
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -269,18 +270,6 @@ pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String>
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
-pub struct DashboardQuery {
-    state: Option<String>,
-    component: Option<String>,
-    tier: Option<String>,
-    age: Option<String>,
-    q: Option<String>,
-    sort: Option<String>,
-    page: Option<String>,
-    done: Option<String>,
-}
-
 fn nonempty(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
@@ -337,135 +326,143 @@ fn page_href(filter: &DeskFilter, page: u32) -> String {
     )
 }
 
-/// `GET /desk`.
+/// The dashboard of `account` (signed in with `session`) for `query`: filtered, sorted and
+/// paged in the database. The one builder of the dashboard: the `/desk` page's server
+/// function ([`fns`]) calls it, during server rendering and from the hydrated page alike.
+pub(crate) async fn dashboard_data(
+    state: &AppState,
+    account: &OwnerAccount,
+    session: &str,
+    query: DeskQuery,
+) -> Result<Dashboard, Refused> {
+    let notice = match query.done.as_deref() {
+        Some("contact") => Some("Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address."),
+        Some("handled") => Some("Marked handled: the report left the quarantine queue (who and when are kept)."),
+        _ => None,
+    }
+    .map(str::to_owned);
+    let filter = DeskFilter {
+        state: nonempty(query.state)
+            .filter(|s| BugState::ALL.iter().any(|state| state.as_str() == s)),
+        component: nonempty(query.component).map(|c| c.chars().take(100).collect()),
+        tier: nonempty(query.tier)
+            .and_then(|t| t.parse().ok())
+            .filter(|t| *t <= 2),
+        min_age_days: nonempty(query.age)
+            .and_then(|a| a.parse().ok())
+            .filter(|d| *d <= 36_500),
+        q: nonempty(query.q).map(|q| q.chars().take(200).collect()),
+        sort: nonempty(query.sort)
+            .filter(|s| matches!(s.as_str(), "waiting" | "newest" | "oldest" | "state"))
+            .unwrap_or_else(|| "waiting".into()),
+    };
+    let page = nonempty(query.page)
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|p| *p >= 1)
+        .unwrap_or(1)
+        .min(u32::MAX / PAGE_SIZE);
+    let now = crate::clock::now_ms();
+    let listing = state
+        .store
+        .bug_listing(&store::ListingQuery {
+            state: filter.state.clone(),
+            component: filter.component.clone(),
+            tier: filter.tier.map(|t| {
+                match t {
+                    0 => "Docs",
+                    1 => "Source",
+                    _ => "Sensitive",
+                }
+                .to_owned()
+            }),
+            opened_before: filter.min_age_days.map(|d| now - i64::from(d) * DAY_MS),
+            text: filter.q.clone(),
+            sort: match filter.sort.as_str() {
+                "newest" => store::ListingSort::Newest,
+                "oldest" => store::ListingSort::Oldest,
+                "state" => store::ListingSort::State,
+                _ => store::ListingSort::Waiting,
+            },
+            offset: (page - 1) * PAGE_SIZE,
+            limit: PAGE_SIZE,
+        })
+        .await
+        .map_err(Refused::storage)?;
+    let total = usize::try_from(listing.total).unwrap_or(usize::MAX);
+    let counts: Vec<(String, usize)> = BugState::ALL
+        .iter()
+        .map(|s| {
+            let n = listing
+                .counts
+                .iter()
+                .find(|(c, _)| c == s.as_str())
+                .map_or(0, |(_, n)| usize::try_from(*n).unwrap_or(usize::MAX));
+            (s.as_str().to_owned(), n)
+        })
+        .collect();
+    let components = listing.components.clone();
+    let matching = usize::try_from(listing.matching).unwrap_or(usize::MAX);
+    let pages = u32::try_from(matching.div_ceil(PAGE_SIZE as usize).max(1)).unwrap_or(u32::MAX);
+    let mut shown = Vec::with_capacity(listing.bugs.len());
+    for listed in listing.bugs {
+        shown.push(row(state, listed).await?);
+    }
+    let paging = Paging {
+        page,
+        pages,
+        matching,
+        first: usize::try_from((page - 1) * PAGE_SIZE).unwrap_or(0) + 1,
+        previous: (page > 1).then(|| page_href(&filter, page - 1)),
+        next: (page < pages).then(|| page_href(&filter, page + 1)),
+    };
+    let quarantine = state
+        .store
+        .quarantine_queue(50)
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .map(|r| QuarantineRow {
+            id: r.id,
+            at: r.created_at,
+            component: r.component,
+            families: r.families,
+            contact: r.contact.is_some(),
+        })
+        .collect();
+    let crew = crate::service::crew::status_json(state).await?;
+    Ok(Dashboard {
+        owner: account.email.clone(),
+        counts,
+        bugs: shown,
+        total,
+        paging,
+        filter,
+        components,
+        quarantine,
+        crew_connected: crew["connected"] == Value::Bool(true),
+        csrf: csrf(state, session),
+        notice,
+    })
+}
+
+/// `GET /desk`: the hydrated dashboard (its data comes from its server function, run in
+/// place while rendering); signed-out visitors go to the sign-in page.
 pub async fn dashboard(
     State(state): State<AppState>,
     credential: Credential,
-    Query(query): Query<DashboardQuery>,
+    request: axum::extract::Request,
 ) -> Response {
-    let Some((account, session)) = owner(&credential) else {
+    if owner(&credential).is_none() {
         return to_sign_in("/desk");
-    };
-    let owner_email = account.email.clone();
-    let notice = (query.done.as_deref() == Some("contact"))
-        .then(|| "Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.".to_owned());
-    let result = async {
-        let filter = DeskFilter {
-            state: nonempty(query.state)
-                .filter(|s| BugState::ALL.iter().any(|state| state.as_str() == s)),
-            component: nonempty(query.component).map(|c| c.chars().take(100).collect()),
-            tier: nonempty(query.tier)
-                .and_then(|t| t.parse().ok())
-                .filter(|t| *t <= 2),
-            min_age_days: nonempty(query.age)
-                .and_then(|a| a.parse().ok())
-                .filter(|d| *d <= 36_500),
-            q: nonempty(query.q).map(|q| q.chars().take(200).collect()),
-            sort: nonempty(query.sort)
-                .filter(|s| matches!(s.as_str(), "waiting" | "newest" | "oldest" | "state"))
-                .unwrap_or_else(|| "waiting".into()),
-        };
-        let page = nonempty(query.page)
-            .and_then(|p| p.parse::<u32>().ok())
-            .filter(|p| *p >= 1)
-            .unwrap_or(1)
-            .min(u32::MAX / PAGE_SIZE);
-        let now = crate::clock::now_ms();
-        let listing = state
-            .store
-            .bug_listing(&store::ListingQuery {
-                state: filter.state.clone(),
-                component: filter.component.clone(),
-                tier: filter.tier.map(|t| {
-                    match t {
-                        0 => "Docs",
-                        1 => "Source",
-                        _ => "Sensitive",
-                    }
-                    .to_owned()
-                }),
-                opened_before: filter.min_age_days.map(|d| now - i64::from(d) * DAY_MS),
-                text: filter.q.clone(),
-                sort: match filter.sort.as_str() {
-                    "newest" => store::ListingSort::Newest,
-                    "oldest" => store::ListingSort::Oldest,
-                    "state" => store::ListingSort::State,
-                    _ => store::ListingSort::Waiting,
-                },
-                offset: (page - 1) * PAGE_SIZE,
-                limit: PAGE_SIZE,
-            })
-            .await
-            .map_err(Refused::storage)?;
-        let total = usize::try_from(listing.total).unwrap_or(usize::MAX);
-        let counts: Vec<(String, usize)> = BugState::ALL
-            .iter()
-            .map(|s| {
-                let n = listing
-                    .counts
-                    .iter()
-                    .find(|(c, _)| c == s.as_str())
-                    .map_or(0, |(_, n)| usize::try_from(*n).unwrap_or(usize::MAX));
-                (s.as_str().to_owned(), n)
-            })
-            .collect();
-        let components = listing.components.clone();
-        let matching = usize::try_from(listing.matching).unwrap_or(usize::MAX);
-        let pages = u32::try_from(matching.div_ceil(PAGE_SIZE as usize).max(1)).unwrap_or(u32::MAX);
-        let mut shown = Vec::with_capacity(listing.bugs.len());
-        for listed in listing.bugs {
-            shown.push(row(&state, listed).await?);
-        }
-        let paging = Paging {
-            page,
-            pages,
-            matching,
-            first: usize::try_from((page - 1) * PAGE_SIZE).unwrap_or(0) + 1,
-            previous: (page > 1).then(|| page_href(&filter, page - 1)),
-            next: (page < pages).then(|| page_href(&filter, page + 1)),
-        };
-        let quarantine = state
-            .store
-            .quarantine_queue(50)
-            .await
-            .map_err(Refused::storage)?
-            .into_iter()
-            .map(|r| QuarantineRow {
-                id: r.id,
-                at: r.created_at,
-                component: r.component,
-                families: r.families,
-            })
-            .collect();
-        let crew = crate::service::crew::status_json(&state).await?;
-        Ok::<_, Refused>(DeskPage::Dashboard(Box::new(Dashboard {
-            owner: owner_email.clone(),
-            counts,
-            bugs: shown,
-            total,
-            paging,
-            filter,
-            components,
-            quarantine,
-            crew_connected: crew["connected"] == Value::Bool(true),
-            csrf: csrf(&state, session),
-            notice,
-        })))
     }
-    .await;
-    match result {
-        Ok(page) => render(&state, "/desk", StatusCode::OK, page).await,
-        Err(refused) => {
-            problem(
-                &state,
-                Some(owner_email),
-                refused.status,
-                refused.error.message,
-                "/desk",
-            )
-            .await
-        }
-    }
+    let mut response = crate::web::render_hydrated(&state, request, fns::desk_server(&state)).await;
+    // A plain form post from this page (no JavaScript) comes back here with its answer:
+    // the browser must say where it came from, to this origin only.
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        axum::http::HeaderValue::from_static("same-origin"),
+    );
+    response
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -198,9 +198,11 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
         "report filed"
     );
     let message = if quarantined {
-        "Your report was received and set aside for a person to read: parts of it look like \
-         instructions to an automated system, so no automation will see it. An owner will \
-         follow up through your private link."
+        "Your report was received, but its words were not kept: parts of it read like \
+         instructions to an automated system, so the desk stored only when, where and why, and \
+         no person or automation will read it. The owners see that it arrived; an owner may \
+         write to you on your private link (and by email, if you left an address). If you saw \
+         a real bug, please report it again in your own words."
             .to_owned()
     } else if !filed.opened {
         "Thank you. Others reported the same bug; your report joined theirs. Keep your private \

@@ -13,7 +13,7 @@ pub mod state;
 pub use error::{json_body, no_store, respond, Refused};
 pub use extract::{client_key_of, client_of, ClientAddr, LimitedBody};
 pub use ops::{guard, operation, Operation, OPERATIONS};
-pub use render::render_script_free;
+pub use render::{render_hydrated, render_script_free};
 pub use state::{
     desk_sandbox, AppState, LiveInstance, ReleaseProgress, ReleaseStep, Releases, ReporterDesk,
 };

@@ -33,3 +33,26 @@ pub async fn render_script_free<P: Clone + Send + Sync + 'static>(
     *response.status_mut() = status;
     no_store(response)
 }
+
+/// Renders the app for `request` (its path, query and headers: the page's server functions
+/// run in place and see who is asking) with the hydration scripts and `backend` in context
+/// (what those functions call), never cached: the hydrated desk pages.
+pub async fn render_hydrated<B: Clone + Send + Sync + 'static>(
+    state: &AppState,
+    request: Request<Body>,
+    backend: B,
+) -> Response {
+    let options = state.leptos_options.clone();
+    let context_options = options.clone();
+    let settings = state.site_settings();
+    let desk = backend;
+    let handler = leptos_axum::render_app_to_stream_in_order_with_context(
+        move || {
+            leptos::prelude::provide_context(context_options.clone());
+            leptos::prelude::provide_context(settings.clone());
+            leptos::prelude::provide_context(desk.clone());
+        },
+        move || app::shell(options.clone()),
+    );
+    no_store(handler(request).await.into_response())
+}

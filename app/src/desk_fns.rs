@@ -1,0 +1,106 @@
+//! The desk's server functions: what the hydrated desk pages load and do, callable from the
+//! browser (a POST to `/desk/fn/…`, or a plain form post without JavaScript) and run in place
+//! during server rendering. Each one only names its arguments and hands them, with the
+//! request's headers, to the server's [`DeskBackend`]: who is asking, whether they may, the
+//! CSRF check and every engine guard live on the server, in the same service code as the REST
+//! API — nothing here decides anything.
+
+use crate::dto::{Dashboard, DeskError, DeskQuery};
+use leptos::prelude::*;
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
+impl FromServerFnError for DeskError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        let code = match &value {
+            ServerFnErrorErr::Args(_) | ServerFnErrorErr::Deserialization(_) => "invalid_request",
+            ServerFnErrorErr::Request(_) | ServerFnErrorErr::Response(_) => "unreachable",
+            _ => "server_fn",
+        };
+        DeskError::new(code, value.to_string())
+    }
+}
+
+/// What the server gives the desk's server functions (implemented by the server crate over its
+/// store, auth and services).
+#[cfg(feature = "ssr")]
+pub trait DeskBackend: Send + Sync + 'static {
+    /// The dashboard for the owner these headers sign in.
+    fn dashboard(
+        &self,
+        headers: http::HeaderMap,
+        query: DeskQuery,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Dashboard, DeskError>> + Send>>;
+
+    /// Marks quarantined report `report` handled, for the owner these headers sign in.
+    fn quarantine_handled(
+        &self,
+        headers: http::HeaderMap,
+        report: String,
+        csrf: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DeskError>> + Send>>;
+}
+
+/// The server's [`DeskBackend`], put in every request's context.
+#[cfg(feature = "ssr")]
+#[derive(Clone)]
+pub struct DeskServer(pub std::sync::Arc<dyn DeskBackend>);
+
+#[cfg(feature = "ssr")]
+impl std::fmt::Debug for DeskServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeskServer")
+    }
+}
+
+/// The backend and the request's headers, or why not.
+#[cfg(feature = "ssr")]
+fn backend() -> Result<(DeskServer, http::HeaderMap), DeskError> {
+    let server = use_context::<DeskServer>()
+        .ok_or_else(|| DeskError::new("unavailable", "the desk is not serving its functions"))?;
+    let parts = use_context::<http::request::Parts>()
+        .ok_or_else(|| DeskError::new("unavailable", "no request to answer"))?;
+    Ok((server, parts.headers))
+}
+
+/// The refusal's HTTP status for callers that read the answer (the hydrated page, scripts);
+/// a plain form post is answered with a redirect back instead, the refusal in its address.
+#[cfg(feature = "ssr")]
+fn answer<T>(headers: &http::HeaderMap, result: Result<T, DeskError>) -> Result<T, DeskError> {
+    if let Err(error) = &result {
+        let form_post = headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"));
+        if !form_post {
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                response.set_status(error.status());
+            }
+        }
+    }
+    result
+}
+
+/// The dashboard for `query` (the signed-in owner's; `signed_out` otherwise).
+#[server(prefix = "/desk/fn", endpoint = "dashboard")]
+pub async fn desk_dashboard(#[server(default)] query: DeskQuery) -> Result<Dashboard, DeskError> {
+    let (server, headers) = backend()?;
+    let result = server.0.dashboard(headers.clone(), query).await;
+    answer(&headers, result)
+}
+
+/// Marks a quarantined report handled: it leaves the queue, and who did it and when is kept.
+#[server(prefix = "/desk/fn", endpoint = "quarantine-handled")]
+pub async fn quarantine_handled(report: String, csrf: String) -> Result<(), DeskError> {
+    let (server, headers) = backend()?;
+    let result = server
+        .0
+        .quarantine_handled(headers.clone(), report, csrf)
+        .await;
+    answer(&headers, result)?;
+    // Without JavaScript the browser follows the answer back to the dashboard, saying so.
+    leptos_axum::redirect("/desk?done=handled");
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! `/desk`: the dashboard as a hydrated page on the [`desk_dashboard`] server function. The
+//! server renders it whole (the function runs in place, so the page works without
+//! JavaScript); once hydrated, the page listens to the desk's change events and fetches the
+//! dashboard again through the same function — no page reload, no HTML swapping — and
+//! quarantine items are marked handled in place.
+
+use super::desk::{DashboardView, DeskRefusal};
+use crate::desk_fns::{desk_dashboard, QuarantineHandled};
+use crate::dto::DeskQuery;
+use crate::layout::PageTitle;
+use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
+
+/// `/desk`.
+#[component]
+pub fn DashboardPage() -> impl IntoView {
+    let query_map = use_query_map();
+    let query = move || {
+        query_map.with(|q| DeskQuery {
+            state: q.get("state"),
+            component: q.get("component"),
+            tier: q.get("tier"),
+            age: q.get("age"),
+            q: q.get("q"),
+            sort: q.get("sort"),
+            page: q.get("page"),
+            done: q.get("done"),
+        })
+    };
+    let handled = ServerAction::<QuarantineHandled>::new();
+    // Fetched again when the query changes, after an action, and when the desk says so.
+    let dashboard = Resource::new(
+        move || (query(), handled.version().get()),
+        |(query, _)| desk_dashboard(query),
+    );
+    let (status, set_status) = signal(String::new());
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        super::live::on_change("/desk/live", move || {
+            set_status.set("Updating…".to_owned());
+            dashboard.refetch();
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = set_status;
+    });
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = dashboard.get() {
+            if !status.get_untracked().is_empty() {
+                set_status.set(format!("Updated {}.", super::live::clock_now()));
+            }
+        }
+    });
+    view! {
+        // Outside the suspended part: the server writes the document's head before the data
+        // arrives, so a title set inside it would be missing from the HTML.
+        <PageTitle text="Bugs · Desk · Reporter-to-Release"/>
+        <p id="live-status" class="hint" role="status" aria-live="polite">{status}</p>
+        <Transition fallback=|| view! { <p class="hint">"Loading the desk…"</p> }>
+            {move || Suspend::new(async move {
+                match dashboard.await {
+                    Ok(dashboard) => view! { <DashboardView dashboard handled/> }.into_any(),
+                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}

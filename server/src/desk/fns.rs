@@ -1,0 +1,105 @@
+//! The server side of the desk's server functions ([`app::desk_fns`]): who is asking (the
+//! same credential check as every route), whether they may (owners only; mutations carry the
+//! session's CSRF token), and then the same code as the desk's other paths.
+
+use crate::auth::{credential_of, csrf_valid, Credential};
+use crate::web::{AppState, Refused};
+use app::desk_fns::{DeskBackend, DeskServer};
+use app::dto::{Dashboard, DeskError, DeskQuery};
+use axum::http::HeaderMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use store::OwnerAccount;
+
+/// The desk's server functions' backend over `state`, for the request context.
+pub fn desk_server(state: &AppState) -> DeskServer {
+    DeskServer(Arc::new(Backend(state.clone())))
+}
+
+struct Backend(AppState);
+
+fn refusal(refused: Refused) -> DeskError {
+    DeskError::new(refused.error.error, refused.error.message)
+}
+
+/// The owner the headers sign in, with their session; `signed_out` otherwise (a crew or
+/// concierge token is not an owner, whatever it may do on the API).
+async fn signed_in(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<(OwnerAccount, String), DeskError> {
+    match credential_of(&state.store, headers).await {
+        Ok(Credential::Owner { account, session }) => Ok((account, session)),
+        Ok(Credential::Role(_)) => Err(DeskError::new(
+            "forbidden",
+            "the desk's pages are for owners; a crew or concierge token cannot open them",
+        )),
+        Ok(_) => Err(DeskError::new(
+            "signed_out",
+            "You are not signed in (or your session ended): sign in again.",
+        )),
+        Err(error) => Err(refusal(Refused::storage(error))),
+    }
+}
+
+impl DeskBackend for Backend {
+    fn dashboard(
+        &self,
+        headers: HeaderMap,
+        query: DeskQuery,
+    ) -> Pin<Box<dyn Future<Output = Result<Dashboard, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            super::dashboard_data(&state, &account, &session, query)
+                .await
+                .map_err(refusal)
+        })
+    }
+
+    fn quarantine_handled(
+        &self,
+        headers: HeaderMap,
+        report: String,
+        csrf: String,
+    ) -> Pin<Box<dyn Future<Output = Result<(), DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            if !csrf_valid(
+                state.auth.session_key.expose().as_bytes(),
+                &session,
+                Some(&csrf),
+            ) {
+                return Err(DeskError::new(
+                    "invalid_csrf",
+                    "This form is out of date (or came from another site): reload the desk and try again.",
+                ));
+            }
+            let report = report.trim();
+            if report.is_empty() || report.len() > 100 || report.chars().any(char::is_control) {
+                return Err(DeskError::new(
+                    "invalid_report",
+                    "report: the id of a quarantined report",
+                ));
+            }
+            let at = crate::clock::now_ms();
+            match state
+                .store
+                .mark_quarantine_handled(report, &account.id, at)
+                .await
+            {
+                Ok(Some(_)) => {
+                    tracing::info!(report, owner = %account.id, "quarantined report marked handled");
+                    Ok(())
+                }
+                Ok(None) => Err(DeskError::new(
+                    "not_found",
+                    "There is no quarantined report with that id (it may have been filed under another desk).",
+                )),
+                Err(error) => Err(refusal(Refused::storage(error))),
+            }
+        })
+    }
+}
