@@ -66,24 +66,31 @@ pub struct Listing {
 
 /// The `WHERE` clause shared by the page and its count, for one backend's SQL dialect.
 fn filter_sql(postgres: bool) -> String {
-    let (tier, contains_id, title_contains) = if postgres {
+    // Search reads every report of the bug, all of its redacted dossier: title, what
+    // happened, what was expected and the steps (never the raw text: there is none).
+    let (tier, contains_id, text_contains) = if postgres {
         (
             "(b.document::jsonb #>> '{pull_request,tier}')",
             "strpos(lower(b.id), $5) > 0",
-            "strpos(lower(r.dossier::jsonb ->> 'title'), $5) > 0",
+            "strpos(lower(concat_ws(' ', r.dossier::jsonb ->> 'title', \
+             r.dossier::jsonb ->> 'what_happened', r.dossier::jsonb ->> 'expected', \
+             r.dossier::jsonb ->> 'steps')), $5) > 0",
         )
     } else {
         (
             "json_extract(b.document, '$.pull_request.tier')",
             "instr(lower(b.id), $5) > 0",
-            "instr(lower(json_extract(r.dossier, '$.title')), $5) > 0",
+            "instr(lower(coalesce(json_extract(r.dossier, '$.title'), '') || ' ' || \
+             coalesce(json_extract(r.dossier, '$.what_happened'), '') || ' ' || \
+             coalesce(json_extract(r.dossier, '$.expected'), '') || ' ' || \
+             coalesce(json_extract(r.dossier, '$.steps'), '')), $5) > 0",
         )
     };
     format!(
         "WHERE ($1 = '' OR b.state = $1) AND ($2 = '' OR b.component = $2) \
          AND ($3 = '' OR {tier} = $3) AND ($4 = 0 OR b.created_at <= $4) \
          AND ($5 = '' OR {contains_id} OR EXISTS (SELECT 1 FROM reports r \
-              WHERE r.bug_id = b.id AND r.opens_bug = 1 AND {title_contains}))"
+              WHERE r.bug_id = b.id AND r.dossier IS NOT NULL AND {text_contains}))"
     )
 }
 

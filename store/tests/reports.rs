@@ -318,15 +318,24 @@ async fn the_bug_list_is_filtered_sorted_and_paged_by_the_database(backend: &str
         ("shoplite", "Gift card balance wrong"),
     ];
     for (n, (component, title)) in titles.iter().enumerate() {
+        let mut report = raw(component, title);
+        if n == 3 {
+            report.what_happened = "The courier's date picker jumps back a day.".into();
+        }
         let filed = file_at(
             &store,
-            &new_report(&format!("r-{n}"), &raw(component, title)),
+            &new_report(&format!("r-{n}"), &report),
             &format!("bug-{n}"),
             NOW + n as i64 * 1_000,
         )
         .await;
         assert!(filed.opened, "{title}");
     }
+    // A second report of bug-5, in other words than the first.
+    let mut second = raw("shoplite", "Footer links go nowhere");
+    second.steps = "Open the shop in Safari 17\nClick Imprint in the footer".into();
+    let joined = file_at(&store, &new_report("r-5b", &second), "bug-x", NOW + 9_000).await;
+    assert_eq!(joined.bug_id.as_deref(), Some("bug-5"));
     // Two wait for a person (set as someone with database access would; the engine's paths
     // are tested elsewhere).
     support::raw(
@@ -420,6 +429,23 @@ async fn the_bug_list_is_filtered_sorted_and_paged_by_the_database(backend: &str
             ..all.clone()
         },
         &["bug-4"],
+    )
+    .await;
+    // Report text, not only titles: what happened, and the steps of a later report.
+    check(
+        store::ListingQuery {
+            text: Some("Courier's DATE picker".into()),
+            ..all.clone()
+        },
+        &["bug-3"],
+    )
+    .await;
+    check(
+        store::ListingQuery {
+            text: Some("safari 17".into()),
+            ..all.clone()
+        },
+        &["bug-5"],
     )
     .await;
     check(
