@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # What a visitor downloads must stay small. The main WebAssembly module (the frame, the router,
-# the home page and what every page shares) and its JavaScript glue load on every page; each
-# page's own code (`cargo leptos --split`) is fetched the first time it is opened — its split
-# and the shared chunks the manifest lists for it. Every page a visitor reaches without
-# signing in (home, report, track, ShopLite, demo) must open within R2R_WASM_BUDGET_BYTES
-# (350,000) gzipped; the owners' desk is printed beside them. Run after the release build.
+# the home page and what every page shares) and its JavaScript glue load on every page: they
+# must stay within R2R_WASM_BUDGET_BYTES (350,000) gzipped. Each page's own code
+# (`cargo leptos --split`) is fetched the first time it is opened — its split and the shared
+# chunks the manifest lists for it; every page a visitor reaches without signing in (report,
+# track, ShopLite, demo) must open within R2R_WASM_PAGE_BUDGET_BYTES (400,000) in all. The
+# owners' desk is printed beside them. Run after the release build.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$R2R_ROOT"
 pkg="target/site/pkg"
 budget="${R2R_WASM_BUDGET_BYTES:-350000}"
+page_budget="${R2R_WASM_PAGE_BUDGET_BYTES:-400000}"
 [[ "$budget" =~ ^[0-9]+$ ]] || die "R2R_WASM_BUDGET_BYTES must be a number of bytes, got '$budget'"
+[[ "$page_budget" =~ ^[0-9]+$ ]] || die "R2R_WASM_PAGE_BUDGET_BYTES must be a number of bytes, got '$page_budget'"
 [ -f "$pkg/r2r.wasm" ] || die "$pkg/r2r.wasm is missing: run 'cargo leptos build --release --split' first"
 [ -f "$pkg/__wasm_split_manifest.json" ] || die "no split manifest in $pkg: the build ran without --split, so every visitor downloads every page"
-worst="$(python3 - "$pkg" <<'PY'
+sizes="$(python3 - "$pkg" <<'PY'
 import gzip, json, os, sys
 pkg = sys.argv[1]
 def gz(name):
     with open(os.path.join(pkg, name), "rb") as f:
         return len(gzip.compress(f.read(), 9))
 first = gz("r2r.wasm") + gz("r2r.js")
-worst = first
+worst = 0
 manifest = json.load(open(os.path.join(pkg, "__wasm_split_manifest.json")))
 for split, files in sorted(manifest.items()):
     page = split.strip("_").rsplit("_", 1)[0].removesuffix("_route_view")
@@ -28,10 +31,14 @@ for split, files in sorted(manifest.items()):
     if page != "desk":
         worst = max(worst, first + own)
 print(f"  every page: r2r.wasm + r2r.js, {first} bytes gzipped", file=sys.stderr)
-print(worst)
+print(first, worst)
 PY
 )"
-if [ "$worst" -gt "$budget" ]; then
-  die "a visitor's page opens with $worst bytes of WebAssembly gzipped, over the budget of $budget"
+read -r first worst <<<"$sizes"
+if [ "$first" -gt "$budget" ]; then
+  die "every page loads $first bytes of WebAssembly gzipped, over the budget of $budget"
 fi
-log "WASM size: the heaviest visitor page opens with $worst bytes gzipped (budget $budget)"
+if [ "$worst" -gt "$page_budget" ]; then
+  die "a visitor's page opens with $worst bytes of WebAssembly gzipped, over the budget of $page_budget"
+fi
+log "WASM size: every page loads $first bytes gzipped (budget $budget); the heaviest visitor page opens with $worst (budget $page_budget)"

@@ -5,7 +5,7 @@
 //! CSRF check and every engine guard live on the server, in the same service code as the REST
 //! API — nothing here decides anything.
 
-use crate::dto::{Dashboard, DeskError, DeskQuery};
+use crate::dto::{BugDesk, CrewDesk, Dashboard, DeskError, DeskQuery};
 use leptos::prelude::*;
 use leptos::server_fn::codec::JsonEncoding;
 use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
@@ -33,6 +33,21 @@ pub trait DeskBackend: Send + Sync + 'static {
         headers: http::HeaderMap,
         query: DeskQuery,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Dashboard, DeskError>> + Send>>;
+
+    /// The bug view of bug `id` (with the notice for `done`), for the owner these headers
+    /// sign in.
+    fn bug(
+        &self,
+        headers: http::HeaderMap,
+        id: String,
+        done: Option<String>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<BugDesk, DeskError>> + Send>>;
+
+    /// The crew page, for the owner these headers sign in.
+    fn crew(
+        &self,
+        headers: http::HeaderMap,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<CrewDesk, DeskError>> + Send>>;
 
     /// Marks quarantined report `report` handled, for the owner these headers sign in.
     fn quarantine_handled(
@@ -65,16 +80,19 @@ fn backend() -> Result<(DeskServer, http::HeaderMap), DeskError> {
     Ok((server, parts.headers))
 }
 
-/// The refusal's HTTP status for callers that read the answer (the hydrated page, scripts);
-/// a plain form post is answered with a redirect back instead, the refusal in its address.
+/// The refusal's HTTP status, for the page being rendered (a 404 for an unknown bug) and for
+/// callers that read the answer (the hydrated page, scripts); a plain form post is answered
+/// with a redirect back instead, the refusal in its address.
 #[cfg(feature = "ssr")]
 fn answer<T>(headers: &http::HeaderMap, result: Result<T, DeskError>) -> Result<T, DeskError> {
     if let Err(error) = &result {
-        let form_post = headers
+        let accepts_html = headers
             .get(http::header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/html"));
-        if !form_post {
+        let posted = use_context::<http::request::Parts>()
+            .is_some_and(|parts| parts.method == http::Method::POST);
+        if !(accepts_html && posted) {
             if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
                 response.set_status(error.status());
             }
@@ -88,6 +106,25 @@ fn answer<T>(headers: &http::HeaderMap, result: Result<T, DeskError>) -> Result<
 pub async fn desk_dashboard(#[server(default)] query: DeskQuery) -> Result<Dashboard, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.dashboard(headers.clone(), query).await;
+    answer(&headers, result)
+}
+
+/// The bug view of bug `id`; `done` names the action just taken (its notice).
+#[server(prefix = "/desk/fn", endpoint = "bug")]
+pub async fn desk_bug(
+    id: String,
+    #[server(default)] done: Option<String>,
+) -> Result<BugDesk, DeskError> {
+    let (server, headers) = backend()?;
+    let result = server.0.bug(headers.clone(), id, done).await;
+    answer(&headers, result)
+}
+
+/// The crew page: each role's heartbeat, spend and recent hand-offs.
+#[server(prefix = "/desk/fn", endpoint = "crew")]
+pub async fn desk_crew() -> Result<CrewDesk, DeskError> {
+    let (server, headers) = backend()?;
+    let result = server.0.crew(headers.clone()).await;
     answer(&headers, result)
 }
 

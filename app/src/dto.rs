@@ -337,10 +337,6 @@ pub enum DeskPage {
         /// Where to go after signing in.
         next: String,
     },
-    /// `/desk/bugs/{id}`.
-    Bug(Box<BugDesk>),
-    /// `/desk/crew`.
-    Crew(Box<CrewDesk>),
     /// A confirmation that states plainly what an action will do (`/desk/bugs/{id}/act`).
     Confirm(Box<Confirm>),
     /// `/desk/owners`: invite another owner.
@@ -423,6 +419,10 @@ pub struct Dashboard {
     /// What an action just did.
     #[serde(default)]
     pub notice: Option<String>,
+    /// The server's clock when the page was made (relative times are counted from it, so
+    /// the server's HTML and the hydrated page say the same).
+    #[serde(default)]
+    pub now: i64,
 }
 
 /// Where a page of the dashboard's list stands.

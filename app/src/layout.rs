@@ -58,7 +58,6 @@ pub fn Frame(children: Children) -> impl IntoView {
                     <li><A href="/shoplite">"ShopLite demo"</A></li>
                     <li><A href="/demo">"Demo"</A></li>
                     <li><a href="/desk" rel="external">"Desk"</a></li>
-                    <li><a href="/api/health">"Health"</a></li>
                 </ul>
             </nav>
         </header>

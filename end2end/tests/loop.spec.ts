@@ -6,7 +6,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Locator, Page } from '@playwright/test';
-import { test, expect, signIn, waitForHydration } from './fixtures';
+import { test, expect, owner as ownerAccount, signIn, waitForHydration } from './fixtures';
 
 // The whole loop with nothing played by `r2r demo drive`: the crew's roles are the real CLI
 // (`r2r crew reproduce`, `r2r crew fix`) with their own tokens and the scripted model, the desk
@@ -89,7 +89,8 @@ async function fileReport(page: Page, title: string, what: string): Promise<{ bu
   await page.getByLabel('Steps to reproduce').fill('Put ₹200 of goods in the cart\nApply coupon SAVE300\nRead the total');
   await page.getByRole('button', { name: 'Send report' }).click();
   await expect(page.getByTestId('receipt')).toBeVisible();
-  const link = (await page.getByTestId('tracking-link').textContent())!.trim();
+  // The link's target is the path (the text shows the whole address once hydrated).
+  const link = (await page.getByTestId('tracking-link').getAttribute('href'))!.trim();
   expect(link).toMatch(/^\/track#[0-9a-f]{64}$/);
   return {
     bug: (await page.getByTestId('bug-id').textContent())!.trim(),
@@ -192,6 +193,8 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
   await expect(owner.getByTestId('desk-notice')).toContainText('Approved');
   await expect(owner.getByTestId('bug-state')).toHaveText('approved');
   await expect(owner.getByTestId('approvals')).toContainText(head.slice(0, 12));
+  // The approver by name, not by account id.
+  await expect(owner.getByTestId('approvals')).toContainText(ownerAccount().email);
 
   const merge = await askFirst(owner, /merge/i, 'Merge this fix?');
   await expect(merge.getByTestId('consequences')).toContainText(head);

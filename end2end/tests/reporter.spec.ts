@@ -55,9 +55,22 @@ test('a reporter files, confirms the test, and reopens a fix that does not work 
   await expect(page.getByTestId('receipt-message')).toContainText('opened a new bug');
   const bug = (await page.getByTestId('bug-id').textContent())!.trim();
   const link = (await page.getByTestId('tracking-link').textContent())!.trim();
-  expect(link).toMatch(/^\/track#[0-9a-f]{64}$/);
+  // The whole address, to paste anywhere, with a Copy button that really copies it.
+  expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/track#[0-9a-f]{64}$/);
+  const secret = link.split('#')[1];
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  await page.getByTestId('copy-link').click();
+  await expect(page.getByTestId('copy-status')).toHaveText('Copied.');
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(link);
   await axe(page);
-  expect(page.url()).not.toContain(link.slice(7)); // the secret is not in the address bar
+  expect(page.url()).not.toContain(secret); // the secret is not in the address bar
+  // "Your report" in the menu reopens it from this browser's memory (never the server's).
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Your report' }).click();
+  await waitForHydration(page);
+  const reportId = (await page.getByTestId('remembered').getByRole('link').first().textContent())!.replace('Report ', '').trim();
+  await page.getByTestId('remembered').getByRole('link').first().click();
+  await expect(page.getByTestId('own-title')).toHaveText(title);
+  expect(reportId).toMatch(/^r-/);
 
   // A second reporter of the same bug: one cluster, two links.
   const second = await request.post('/api/v1/reports', {
@@ -66,7 +79,8 @@ test('a reporter files, confirms the test, and reopens a fix that does not work 
   expect(second.status()).toBe(201);
   expect((await second.json()).bug_id).toBe(bug);
 
-  await page.getByTestId('tracking-link').click();
+  await page.goto('/');
+  await page.goto(link);
   await waitForHydration(page);
   await expect(page.getByTestId('bug-state')).toContainText('waiting for triage');
   await expect(page.getByTestId('own-title')).toHaveText(title);

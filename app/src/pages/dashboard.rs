@@ -33,23 +33,12 @@ pub fn DashboardPage() -> impl IntoView {
         move || (query(), handled.version().get()),
         |(query, _)| desk_dashboard(query),
     );
-    let (status, set_status) = signal(String::new());
-    Effect::new(move |_| {
-        #[cfg(feature = "hydrate")]
-        super::live::on_change("/desk/live", move || {
-            set_status.set("Updating…".to_owned());
-            dashboard.refetch();
-        });
-        #[cfg(not(feature = "hydrate"))]
-        let _ = set_status;
-    });
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = dashboard.get() {
-            if !status.get_untracked().is_empty() {
-                set_status.set(format!("Updated {}.", super::live::clock_now()));
-            }
-        }
-    });
+    let status = super::live::status_line(
+        || "/desk/live".to_owned(),
+        None,
+        move || dashboard.refetch(),
+        move || matches!(dashboard.get(), Some(Ok(_))),
+    );
     view! {
         // Outside the suspended part: the server writes the document's head before the data
         // arrives, so a title set inside it would be missing from the HTML.

@@ -8,7 +8,7 @@ use crate::dto::{
     BugDesk, Confirm, CrewDesk, Dashboard, DeskPage, EvidenceView, InvitePage, OwnersDesk,
 };
 use crate::layout::PageTitle;
-use crate::net::format_time;
+use crate::net::{format_time, machine_time, relative_time};
 use leptos::prelude::*;
 
 /// `/desk`, `/desk/bugs/{id}`, `/desk/crew`, `/desk/sign-in`.
@@ -16,8 +16,6 @@ use leptos::prelude::*;
 pub fn Desk() -> impl IntoView {
     match use_context::<DeskPage>() {
         Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any(),
-        Some(DeskPage::Bug(bug)) => view! { <BugView bug=*bug/> }.into_any(),
-        Some(DeskPage::Crew(crew)) => view! { <CrewView crew=*crew/> }.into_any(),
         Some(DeskPage::Confirm(confirm)) => view! { <ConfirmView confirm=*confirm/> }.into_any(),
         Some(DeskPage::Owners(owners)) => view! { <OwnersView owners=*owners/> }.into_any(),
         Some(DeskPage::Invite(invite)) => view! { <InviteView invite=*invite/> }.into_any(),
@@ -64,18 +62,6 @@ fn DeskNav(owner: String) -> impl IntoView {
     }
 }
 
-/// Live updates: the page's event source, a polite status line, and the small scripts that
-/// swap fresh content in and show confirmations as modal dialogs (the page works without
-/// them).
-#[component]
-fn Live(url: String) -> impl IntoView {
-    view! {
-        <p id="live-status" class="hint" role="status" aria-live="polite" data-live=url></p>
-        <script src="/live.js" defer></script>
-        <script src="/dialog.js" defer></script>
-    }
-}
-
 #[component]
 fn SignIn(error: Option<String>, next: String) -> impl IntoView {
     view! {
@@ -98,6 +84,12 @@ fn SignIn(error: Option<String>, next: String) -> impl IntoView {
             </form>
         </section>
     }
+}
+
+/// A moment as "3 hours ago", with the exact time on hover and for machines.
+#[component]
+fn When(at: i64, now: i64) -> impl IntoView {
+    view! { <time datetime=machine_time(at) title=format_time(at)>{relative_time(at, now)}</time> }
 }
 
 fn state_words(state: &str) -> String {
@@ -134,6 +126,7 @@ pub(crate) fn DashboardView(
     let shown = dashboard.bugs.len();
     let paging = dashboard.paging.clone();
     let csrf = dashboard.csrf.clone();
+    let now = dashboard.now;
     view! {
         <DeskNav owner=dashboard.owner.clone()/>
         <section class="panel">
@@ -217,7 +210,7 @@ pub(crate) fn DashboardView(
                     format!("{} of {} bugs", paging.matching.max(shown), dashboard.total)
                 }
             }</p>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Bugs">
                 <table class="bugs" data-testid="bug-table">
                     <caption class="visually-hidden">"Bugs, what waits for a person first"</caption>
                     <thead>
@@ -227,11 +220,11 @@ pub(crate) fn DashboardView(
                         {dashboard.bugs.into_iter().map(|bug| view! {
                             <tr data-bug=bug.id.clone()>
                                 <td><a href=format!("/desk/bugs/{}", bug.id) rel="external">{bug.title.clone()}</a><br/><code>{bug.id.clone()}</code></td>
-                                <td><span class=format!("state state-{}", bug.state)>{state_words(&bug.state)}</span>{bug.tier.map(|t| format!(" · tier {t}"))}</td>
-                                <td>{bug.waiting_for.clone().unwrap_or_else(|| "—".into())}</td>
-                                <td>{bug.component.clone()}</td>
-                                <td>{bug.reports}</td>
-                                <td>{format_time(bug.opened_at)}</td>
+                                <td data-label="State"><span class=format!("state state-{}", bug.state)>{state_words(&bug.state)}</span>{bug.tier.map(|t| format!(" · tier {t}"))}</td>
+                                <td data-label="Waiting for">{bug.waiting_for.clone().unwrap_or_else(|| "—".into())}</td>
+                                <td data-label="Component">{bug.component.clone()}</td>
+                                <td data-label="Reports">{bug.reports}</td>
+                                <td data-label="Opened"><When at=bug.opened_at now/></td>
                             </tr>
                         }).collect_view()}
                     </tbody>
@@ -258,7 +251,7 @@ pub(crate) fn DashboardView(
                     <ul class="plain" data-testid="quarantine">
                         {dashboard.quarantine.into_iter().map(|q| { let target = format!("/desk/reports/{}/act", q.id); let csrf = csrf.clone(); view! {
                             <li>
-                                <code>{q.id.clone()}</code>" · "{q.component}" · "{format_time(q.at)}" · "{q.families.join(", ")}
+                                <code>{q.id.clone()}</code>" · "{q.component}" · "<When at=q.at now/>" · "{q.families.join(", ")}
                                 " · "{if q.contact { "the reporter left an email address" } else { "no way back to the reporter but their tracking page" }}
                                 <ActionForm target=target csrf=csrf.clone() action="contact" label=format!("Write to the reporter of {}…", q.id)/>
                                 <leptos::form::ActionForm action=handled>
@@ -414,13 +407,15 @@ fn ActionForm(
             <input type="hidden" name="step" value="confirm"/>
             {report.map(|r| view! { <input type="hidden" name="report" value=r/> })}
             {person.map(|p| view! { <input type="hidden" name="person" value=p/> })}
-            <button type="submit" class="button" data-testid=testid>{label}</button>
+            // Sending the bug back to the start is not the same kind of click as approving it.
+            <button type="submit" class=if action == "reopen" { "button danger" } else { "button" } data-testid=testid>{label}</button>
         </form>
     }
 }
 
+/// The bug view's content (sections, evidence, review, release, ledger and the actions).
 #[component]
-fn BugView(bug: BugDesk) -> impl IntoView {
+pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
     let id = bug.bug.id.clone();
     let csrf = bug.csrf.clone();
     let action = |name: &str| bug.actions.iter().any(|a| a == name);
@@ -430,7 +425,6 @@ fn BugView(bug: BugDesk) -> impl IntoView {
     view! {
         <PageTitle text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
         <DeskNav owner=bug.owner.clone()/>
-        <Live url=format!("/desk/live?bug={id}")/>
         <section class="panel">
             <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
             <h1>{bug.bug.title.clone()}</h1>
@@ -543,15 +537,15 @@ fn BugView(bug: BugDesk) -> impl IntoView {
     }
 }
 
+/// The crew page's content.
 #[component]
-fn CrewView(crew: CrewDesk) -> impl IntoView {
+pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
     let (committed, settled, total) = crew.spend;
     let dollars =
         |micros: u64| format!("${}.{:04}", micros / 1_000_000, (micros % 1_000_000) / 100);
     view! {
         <PageTitle text="Crew · Desk · Reporter-to-Release"/>
         <DeskNav owner=crew.owner.clone()/>
-        <Live url="/desk/live".to_owned()/>
         <section class="panel">
             <h1>"Crew"</h1>
             <p data-testid="crew-status" class=if crew.connected { "ok" } else { "error" }>
@@ -561,7 +555,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
                     "Not connected: a role has not sent a heartbeat in the last 90 seconds."
                 }}
             </p>
-            <div class="table-wrap">
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Crew roles">
                 <table data-testid="crew-roles">
                     <caption class="visually-hidden">"Each role's last heartbeat"</caption>
                     <thead><tr><th scope="col">"Role"</th><th scope="col">"Last heartbeat"</th><th scope="col">"Connection"</th><th scope="col">"Doing"</th></tr></thead>
@@ -588,7 +582,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
                 view! { <p>"No hand-offs yet."</p> }.into_any()
             } else {
                 view! {
-                    <div class="table-wrap">
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Recent hand-offs">
                         <table data-testid="crew-tasks">
                             <thead><tr><th scope="col">"Task"</th><th scope="col">"Bug"</th><th scope="col">"From → to"</th><th scope="col">"Where it is"</th><th scope="col">"Body hash"</th></tr></thead>
                             <tbody>
@@ -652,7 +646,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                     </div>
                 })}
                 <div class="actions">
-                    <button type="submit" class="button" data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), "confirm_owner" => "Yes, confirm".to_owned(), "retry" => "Yes, give it back to the crew".to_owned(), "take_over" => "Yes, take it over".to_owned(), other => format!("Yes, {other}") }}</button>
+                    <button type="submit" class=if confirm.action == "reopen" { "button danger" } else { "button" } data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), "confirm_owner" => "Yes, confirm".to_owned(), "retry" => "Yes, give it back to the crew".to_owned(), "take_over" => "Yes, take it over".to_owned(), other => format!("Yes, {other}") }}</button>
                     <a class="button secondary" href=back>"Cancel"</a>
                 </div>
             </form>

@@ -18,6 +18,10 @@ pub fn Home() -> impl IntoView {
                 "people review and merge. The desk checks that the exact commit is live, and the "
                 "reporter says whether it is fixed."
             </p>
+            <p class="actions">
+                <a class="button" href="/report" data-testid="cta-report">"Report a bug"</a>
+                <a class="button secondary" href="/shoplite" data-testid="cta-shoplite">"Break the demo shop"</a>
+            </p>
         </section>
         <section class="panel" aria-labelledby="loop-heading">
             <h2 id="loop-heading">"The loop"</h2>

@@ -21,6 +21,43 @@ pub(crate) fn on_change(url: &str, mut changed: impl FnMut() + 'static) {
     on_cleanup(move || held.0.close());
 }
 
+/// The polite status line of a page that redraws itself: once hydrated, each `changed` event
+/// of `events` (a `/desk/live` address) and, with `every`, each tick calls `refetch`; the line
+/// says "Updating…" and, once `loaded` says the fresh data arrived, when it was updated.
+pub(crate) fn status_line(
+    events: impl Fn() -> String + 'static,
+    every: Option<std::time::Duration>,
+    refetch: impl Fn() + Clone + 'static,
+    loaded: impl Fn() -> bool + 'static,
+) -> leptos::prelude::ReadSignal<String> {
+    use leptos::prelude::*;
+    let (status, set_status) = signal(String::new());
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let again = refetch.clone();
+            on_change(&events(), move || {
+                set_status.set("Updating…".to_owned());
+                again();
+            });
+            if let Some(every) = every {
+                let again = refetch.clone();
+                if let Ok(handle) = set_interval_with_handle(again, every) {
+                    on_cleanup(move || handle.clear());
+                }
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (&events, every, &refetch);
+    });
+    Effect::new(move |_| {
+        if loaded() && !status.get_untracked().is_empty() {
+            set_status.set(format!("Updated {}.", clock_now()));
+        }
+    });
+    status
+}
+
 /// The browser's local time of day (`14:03:07`), or nothing on the server.
 pub(crate) fn clock_now() -> String {
     #[cfg(feature = "hydrate")]

@@ -1,5 +1,7 @@
 //! One module a page.
 
+mod bug;
+mod crew;
 mod dashboard;
 mod demo;
 mod desk;
@@ -11,6 +13,8 @@ mod shoplite;
 mod track;
 
 pub use self::shoplite::ShopLite;
+pub use bug::BugPage;
+pub use crew::CrewPage;
 pub use dashboard::DashboardPage;
 pub use demo::Demo;
 pub use desk::Desk;
@@ -29,8 +33,10 @@ pub(crate) fn hydrated_signal() -> ReadSignal<bool> {
     hydrated
 }
 
-/// Every desk page: the dashboard is hydrated on its server function; the others are still
-/// rendered by the server alone (their data comes in the request's context).
+/// Every desk page: the dashboard, the bug view and the crew page are hydrated on their server
+/// functions;
+/// the others are still rendered by the server alone (their data comes in the request's
+/// context).
 #[component]
 pub fn DeskPages() -> impl IntoView {
     // A page the server rendered with its data in context (a refusal, a confirmation) is that
@@ -39,8 +45,14 @@ pub fn DeskPages() -> impl IntoView {
     let path = leptos_router::hooks::use_location()
         .pathname
         .get_untracked();
-    if !server_page && path.trim_end_matches('/') == "/desk" {
+    let path = path.trim_end_matches('/');
+    let bug_view = path.starts_with("/desk/bugs/") && path.matches('/').count() == 3;
+    if !server_page && path == "/desk" {
         view! { <DashboardPage/> }.into_any()
+    } else if !server_page && bug_view {
+        view! { <BugPage/> }.into_any()
+    } else if !server_page && path == "/desk/crew" {
+        view! { <CrewPage/> }.into_any()
     } else {
         view! { <Desk/> }.into_any()
     }

@@ -232,13 +232,45 @@ fn ErrorSummary(error: RwSignal<Option<ApiError>>) -> impl IntoView {
 fn Receipt(receipt: ReportReceipt) -> impl IntoView {
     let link = receipt.tracking_link.clone();
     let quarantined = receipt.status == "quarantined";
+    // In the browser: the whole address (to paste anywhere), remembered here so "Your report"
+    // reopens it. The page the server renders without scripts shows the path.
+    #[cfg(feature = "hydrate")]
+    let whole = {
+        crate::net::remember(&receipt.report_id, &link);
+        window()
+            .location()
+            .origin()
+            .map(|origin| format!("{origin}{link}"))
+            .unwrap_or_else(|_| link.clone())
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let whole = link.clone();
+    let hydrated = super::hydrated_signal();
+    let copied = RwSignal::new(None::<&'static str>);
+    let to_copy = whole.clone();
+    let copy = move |_| {
+        let text = to_copy.clone();
+        leptos::task::spawn_local(async move {
+            copied.set(Some(if crate::net::copy(text).await {
+                "Copied."
+            } else {
+                "Could not copy: select the link and copy it yourself."
+            }));
+        });
+    };
     view! {
         <section class="panel receipt" aria-labelledby="receipt-heading" data-testid="receipt">
             <h2 id="receipt-heading">{if quarantined { "Received and set aside" } else { "Thank you — your report is filed" }}</h2>
             <p data-testid="receipt-message">{receipt.message.clone()}</p>
             <p><strong>"Your private link"</strong>" (the only way back to your report; the desk keeps just a fingerprint of it, so it cannot send it again):"</p>
-            <p class="private-link"><a href=link.clone() rel="external" data-testid="tracking-link">{link.clone()}</a></p>
-            <p class="hint">"Bookmark it or copy it somewhere safe. Anyone with the link can answer for you."</p>
+            <p class="private-link"><a href=link.clone() rel="external" data-testid="tracking-link">{whole}</a></p>
+            {move || hydrated.get().then(|| view! {
+                <p class="actions">
+                    <button type="button" class="button secondary" data-testid="copy-link" on:click=copy.clone()>"Copy link"</button>
+                    <span role="status" aria-live="polite" data-testid="copy-status">{move || copied.get()}</span>
+                </p>
+            })}
+            <p class="hint">"Bookmark it or copy it somewhere safe: anyone with the link can answer for you. This browser remembers it too (\"Your report\" in the menu), and never sends it anywhere."</p>
             <dl class="facts">
                 <dt>"Report"</dt><dd data-testid="report-id">{receipt.report_id.clone()}</dd>
                 <dt>"Bug"</dt><dd data-testid="bug-id">{receipt.bug_id.clone().unwrap_or_else(|| "none yet".to_owned())}</dd>

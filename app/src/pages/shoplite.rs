@@ -72,6 +72,10 @@ pub fn ShopLite() -> impl IntoView {
                         "Computed on the server by ShopLite's Rust code."
                     }}
                 </p>
+                <p>
+                    "Does that total look wrong? "
+                    <a class="button" href="/report" data-testid="report-this-bug">"Report this bug"</a>
+                </p>
             </section>
         </div>
         <section class="panel deliberate" aria-labelledby="bugs-heading">

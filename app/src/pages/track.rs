@@ -68,6 +68,7 @@ fn LiveTrack() -> impl IntoView {
             match crate::net::call::<Tracking, ()>("GET", "/api/v1/track", Some(&cap), None).await {
                 Ok(view) => {
                     problem.set(None);
+                    crate::net::remember(&view.report.id, &format!("/track#{cap}"));
                     tracking.set(Some(view));
                 }
                 Err(error) => {
@@ -180,8 +181,44 @@ fn LiveTrack() -> impl IntoView {
         })}
         {move || match tracking.get() {
             Some(view) => view! { <TrackingView tracking=view mode=AnswerMode::Live(answer)/> }.into_any(),
-            None => view! { <PasteForm on_open=open_pasted/> }.into_any(),
+            None => view! {
+                <Remembered on_open=open_pasted/>
+                <PasteForm on_open=open_pasted/>
+            }.into_any(),
         }}
+    }
+}
+
+/// The reports this browser remembers (filed or opened here), to reopen with one click; and
+/// a way to forget them (a shared computer). Empty on the server and until hydrated.
+#[component]
+fn Remembered(on_open: Callback<String>) -> impl IntoView {
+    let list = RwSignal::new(Vec::<crate::net::Remembered>::new());
+    Effect::new(move |_| list.set(crate::net::remembered()));
+    let forget = move |_| {
+        crate::net::forget_all();
+        list.set(Vec::new());
+    };
+    move || {
+        (!list.with(Vec::is_empty)).then(|| view! {
+            <section class="panel" aria-labelledby="remembered-heading" data-testid="remembered">
+                <h2 id="remembered-heading">"Reports from this browser"</h2>
+                <ul class="plain">
+                    {list.get().into_iter().map(|r| {
+                        let link = r.link.clone();
+                        view! {
+                            <li>
+                                <a href=r.link.clone() on:click=move |ev| { ev.prevent_default(); on_open.run(link.clone()); }>
+                                    {format!("Report {}", r.report)}
+                                </a>
+                            </li>
+                        }
+                    }).collect_view()}
+                </ul>
+                <p class="hint">"Kept only in this browser. On a shared computer, forget them when you are done."</p>
+                <button type="button" class="button secondary" on:click=forget>"Forget these links"</button>
+            </section>
+        })
     }
 }
 

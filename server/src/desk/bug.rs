@@ -99,9 +99,18 @@ fn evidence_view(record: store::EvidenceRecord) -> EvidenceView {
     }
 }
 
-fn actor_words(kind: &str, id: &str) -> String {
+/// Owners by id → their email, to show people by name (an id alone tells an owner nothing).
+type Names = std::collections::HashMap<String, String>;
+
+fn owner_name(names: &Names, id: &str) -> String {
+    names
+        .get(id)
+        .map_or_else(|| format!("owner {id}"), |email| email.clone())
+}
+
+fn actor_words(names: &Names, kind: &str, id: &str) -> String {
     match kind {
-        "owner" => format!("owner {id}"),
+        "owner" => owner_name(names, id),
         "role" => id.to_owned(),
         "reporter" => "a reporter".to_owned(),
         "" => "the desk".to_owned(),
@@ -109,18 +118,31 @@ fn actor_words(kind: &str, id: &str) -> String {
     }
 }
 
-#[derive(Debug, Deserialize, Default)]
-pub struct BugQuery {
-    done: Option<String>,
+/// What the bug view says after an owner's action (`?done=…`).
+fn notice(done: Option<&str>) -> Option<String> {
+    let words = match done? {
+        "approve" => "Approved. The approval is for this exact head only: a new push clears it.",
+        "merge" => "Merged into the default branch. The recorder proves the merge commit is live before reporters are asked.",
+        "reopen" => "Reopened: the bug goes back to the start of the loop.",
+        "retry" => "Given back to the crew: it picks the bug up at the stage it reached.",
+        "take_over" => "Taken over: the crew does nothing more with this bug until an owner gives it back.",
+        "contact" => "Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.",
+        _ => return None,
+    };
+    Some(words.to_owned())
 }
 
-async fn bug_page(
+/// The bug view of bug `id` for `account` (signed in with `session`), with the notice for
+/// `done`; `None` when there is no such bug. The one builder of the bug view: its server
+/// function ([`super::fns`]) calls it while rendering and from the hydrated page.
+pub(crate) async fn bug_data(
     state: &AppState,
     account: &OwnerAccount,
     session: &str,
     id: &str,
-    notice: Option<String>,
-) -> Result<Option<DeskPage>, Refused> {
+    done: Option<&str>,
+) -> Result<Option<BugDesk>, Refused> {
+    let notice = notice(done);
     let Some(stored) = state.store.load_bug(id).await.map_err(Refused::storage)? else {
         return Ok(None);
     };
@@ -179,12 +201,20 @@ async fn bug_page(
         .filter(|e| e.event.kind == "advisory_note" || e.event.kind == "triaged")
         .flat_map(|e| e.event.evidence.clone())
         .collect();
+    let names: Names = state
+        .store
+        .owner_listing()
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .map(|o| (o.id, o.email))
+        .collect();
     let ledger: Vec<LedgerRow> = events
         .iter()
         .map(|e| LedgerRow {
             seq: e.seq,
             kind: e.event.kind.clone(),
-            actor: actor_words(&e.event.actor_kind, &e.event.actor_id),
+            actor: actor_words(&names, &e.event.actor_kind, &e.event.actor_id),
             at: e.event.at,
             evidence: e.event.evidence.clone(),
             detail: e
@@ -245,7 +275,7 @@ async fn bug_page(
         opened_at,
         waiting_for: waiting_for(&bug, &state.releases),
     };
-    Ok(Some(DeskPage::Bug(Box::new(BugDesk {
+    Ok(Some(BugDesk {
         owner: account.email.clone(),
         csrf: csrf(state, session),
         bug: row,
@@ -268,7 +298,12 @@ async fn bug_page(
                 (
                     format!(
                         "{}{}",
-                        a.approver.id,
+                        match a.approver.kind {
+                            domain::workflow::HumanKind::Owner =>
+                                owner_name(&names, &a.approver.id),
+                            domain::workflow::HumanKind::GitHub =>
+                                format!("GitHub @{}", a.approver.id),
+                        },
                         if a.code_owner { " (code owner)" } else { "" }
                     ),
                     a.head.as_str().to_owned(),
@@ -307,50 +342,20 @@ async fn bug_page(
             }
             working
         },
-    }))))
+    }))
 }
 
-/// `GET /desk/bugs/{id}`.
+/// `GET /desk/bugs/{id}`: the hydrated bug view (its data comes from its server function,
+/// run in place while rendering; an unknown bug is a 404 page); signed-out visitors go to
+/// the sign-in page.
 pub async fn bug(
     State(state): State<AppState>,
     credential: Credential,
     Path(id): Path<String>,
-    Query(query): Query<BugQuery>,
+    request: axum::extract::Request,
 ) -> Response {
-    let path = format!("/desk/bugs/{id}");
-    let Some((account, session)) = owner(&credential) else {
-        return to_sign_in(&path);
-    };
-    let notice = query.done.as_deref().and_then(|done| match done {
-        "approve" => Some("Approved. The approval is for this exact head only: a new push clears it.".to_owned()),
-        "merge" => Some("Merged into the default branch. The recorder proves the merge commit is live before reporters are asked.".to_owned()),
-        "reopen" => Some("Reopened: the bug goes back to the start of the loop.".to_owned()),
-        "retry" => Some("Given back to the crew: it picks the bug up at the stage it reached.".to_owned()),
-        "take_over" => Some("Taken over: the crew does nothing more with this bug until an owner gives it back.".to_owned()),
-        "contact" => Some("Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.".to_owned()),
-        _ => None,
-    });
-    match bug_page(&state, account, session, &id, notice).await {
-        Ok(Some(page)) => render(&state, &path, StatusCode::OK, page).await,
-        Ok(None) => {
-            problem(
-                &state,
-                Some(account.email.clone()),
-                StatusCode::NOT_FOUND,
-                format!("No bug {id}."),
-                "/desk",
-            )
-            .await
-        }
-        Err(refused) => {
-            problem(
-                &state,
-                Some(account.email.clone()),
-                refused.status,
-                refused.error.message,
-                "/desk",
-            )
-            .await
-        }
+    if owner(&credential).is_none() {
+        return to_sign_in(&format!("/desk/bugs/{id}"));
     }
+    crate::web::render_hydrated(&state, request, super::fns::desk_server(&state)).await
 }

@@ -5,7 +5,7 @@
 use crate::auth::{credential_of, csrf_valid, Credential};
 use crate::web::{AppState, Refused};
 use app::desk_fns::{DeskBackend, DeskServer};
-use app::dto::{Dashboard, DeskError, DeskQuery};
+use app::dto::{BugDesk, CrewDesk, Dashboard, DeskError, DeskQuery};
 use axum::http::HeaderMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -55,6 +55,34 @@ impl DeskBackend for Backend {
             super::dashboard_data(&state, &account, &session, query)
                 .await
                 .map_err(refusal)
+        })
+    }
+
+    fn bug(
+        &self,
+        headers: HeaderMap,
+        id: String,
+        done: Option<String>,
+    ) -> Pin<Box<dyn Future<Output = Result<BugDesk, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            match super::bug::bug_data(&state, &account, &session, &id, done.as_deref()).await {
+                Ok(Some(bug)) => Ok(bug),
+                Ok(None) => Err(DeskError::new("not_found", "There is no bug with that id.")),
+                Err(refused) => Err(refusal(refused)),
+            }
+        })
+    }
+
+    fn crew(
+        &self,
+        headers: HeaderMap,
+    ) -> Pin<Box<dyn Future<Output = Result<CrewDesk, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, _) = signed_in(&state, &headers).await?;
+            super::crew_data(&state, &account).await.map_err(refusal)
         })
     }
 

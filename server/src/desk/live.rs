@@ -38,8 +38,8 @@ async fn fingerprint(state: &AppState, bug: Option<&str>) -> Option<String> {
 }
 
 /// `GET /desk/live[?bug=ID]`: server-sent events. A `changed` event whenever what the page
-/// shows changed (checked every second); the page then fetches itself again and swaps its
-/// content in place (`/live.js`). Owners only.
+/// shows changed (checked every second); the hydrated page then fetches its data again
+/// through its server function. Owners only.
 pub async fn live(
     State(state): State<AppState>,
     credential: Credential,

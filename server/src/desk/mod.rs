@@ -14,7 +14,7 @@ mod live;
 mod owners;
 
 pub use actions::{act, act_on_report, ActForm};
-pub use bug::{bug, BugQuery};
+pub use bug::bug;
 pub use live::{live, LiveQuery};
 pub use owners::{invite_accept, invite_page, owners, owners_act, InviteForm};
 
@@ -442,6 +442,7 @@ pub(crate) async fn dashboard_data(
         crew_connected: crew["connected"] == Value::Bool(true),
         csrf: csrf(state, session),
         notice,
+        now,
     })
 }
 
@@ -469,23 +470,24 @@ pub async fn dashboard(
 // The crew page
 
 /// `GET /desk/crew`.
-pub async fn crew(State(state): State<AppState>, credential: Credential) -> Response {
-    let Some((account, _)) = owner(&credential) else {
+pub async fn crew(
+    State(state): State<AppState>,
+    credential: Credential,
+    request: axum::extract::Request,
+) -> Response {
+    if owner(&credential).is_none() {
         return to_sign_in("/desk/crew");
-    };
-    let status = match crate::service::crew::status_json(&state).await {
-        Ok(status) => status,
-        Err(refused) => {
-            return problem(
-                &state,
-                Some(account.email.clone()),
-                refused.status,
-                refused.error.message,
-                "/desk",
-            )
-            .await
-        }
-    };
+    }
+    crate::web::render_hydrated(&state, request, fns::desk_server(&state)).await
+}
+
+/// The crew page for `account`: each role's heartbeat, spend and recent hand-offs. The one
+/// builder of the crew page (its server function calls it).
+pub(crate) async fn crew_data(
+    state: &AppState,
+    account: &OwnerAccount,
+) -> Result<CrewDesk, Refused> {
+    let status = crate::service::crew::status_json(state).await?;
     let u = |v: &Value| v.as_u64().unwrap_or_default();
     let roles = status["roles"]
         .as_array()
@@ -527,7 +529,7 @@ pub async fn crew(State(state): State<AppState>, credential: Credential) -> Resp
             )
         })
         .collect();
-    let page = DeskPage::Crew(Box::new(CrewDesk {
+    Ok(CrewDesk {
         owner: account.email.clone(),
         connected: status["connected"] == Value::Bool(true),
         roles,
@@ -541,6 +543,5 @@ pub async fn crew(State(state): State<AppState>, credential: Credential) -> Resp
             u(&status["spend"]["budget"]["calls_per_hour"]),
         ),
         tasks,
-    }));
-    render(&state, "/desk/crew", StatusCode::OK, page).await
+    })
 }

@@ -46,13 +46,30 @@ pub async fn render_hydrated<B: Clone + Send + Sync + 'static>(
     let context_options = options.clone();
     let settings = state.site_settings();
     let desk = backend;
-    let handler = leptos_axum::render_app_to_stream_in_order_with_context(
+    // The page's nonce is chosen here and its policy set on the answer here, whatever the
+    // rendering does with its response options (a whole-page render once answered without
+    // it, and the browser then refused the page's own scripts).
+    let nonce = hex::encode(rand::random::<[u8; 16]>());
+    let policy = axum::http::HeaderValue::from_str(&app::content_security_policy(&nonce));
+    let page_nonce = nonce.clone();
+    // Whole (not streamed): the page's title and head come from its data.
+    let handler = leptos_axum::render_app_async_with_context(
         move || {
+            leptos::prelude::provide_context(leptos::nonce::Nonce::from_value(page_nonce.clone()));
             leptos::prelude::provide_context(context_options.clone());
             leptos::prelude::provide_context(settings.clone());
             leptos::prelude::provide_context(desk.clone());
         },
         move || app::shell(options.clone()),
     );
-    no_store(handler(request).await.into_response())
+    let mut response = handler(request).await.into_response();
+    match policy {
+        Ok(policy) => {
+            response
+                .headers_mut()
+                .insert(axum::http::header::CONTENT_SECURITY_POLICY, policy);
+        }
+        Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+    no_store(response)
 }

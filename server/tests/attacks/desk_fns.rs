@@ -321,3 +321,109 @@ async fn without_javascript_the_dashboard_is_whole_and_a_form_post_comes_back_to
         "{html}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bug_view_comes_from_its_function_for_owners_only() {
+    let target = Target::start(&[]);
+    let owner = target.owner().await;
+    let filed = target.file("Coupon total <b>below</b> zero", "−₹100").await;
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let (status, body) = call(
+        &target,
+        Some(&owner.cookie),
+        None,
+        "/desk/fn/bug",
+        &[("id", &bug)],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["bug"]["id"], bug.as_str());
+    assert_eq!(body["bug"]["title"], "Coupon total <b>below</b> zero");
+    for role in [
+        Role::Manager,
+        Role::Reproducer,
+        Role::Fixer,
+        Role::Reviewer,
+        Role::Recorder,
+        Role::Concierge,
+    ] {
+        let (status, body) = call(
+            &target,
+            None,
+            Some(&target.token(role)),
+            "/desk/fn/bug",
+            &[("id", &bug)],
+        )
+        .await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (403, Some("forbidden")),
+            "{role:?}: {body}"
+        );
+    }
+    let (status, body) = call(&target, None, None, "/desk/fn/bug", &[("id", &bug)]).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("signed_out")),
+        "{body}"
+    );
+    let (status, body) = call(
+        &target,
+        Some(&owner.cookie),
+        None,
+        "/desk/fn/bug",
+        &[("id", "no-such-bug")],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+    let (status, body) = call(&target, Some(&owner.cookie), None, "/desk/fn/bug", &[]).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+
+    // The page: rendered whole through the function (its title is the bug's, escaped), an
+    // unknown bug a 404 page that says so, and the hydration script on both.
+    let (status, _, html) = target.get_as(&owner, &format!("/desk/bugs/{bug}")).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<title>Coupon total &lt;b&gt;below&lt;/b&gt; zero · Desk"),
+        "{html}"
+    );
+    assert!(html.contains("/pkg/r2r.js") && html.contains("data-testid=\"bug-state\""));
+    let (status, _, html) = target.get_as(&owner, "/desk/bugs/no-such-bug").await;
+    assert_eq!(status, 404, "{html}");
+    assert!(html.contains("There is no bug with that id."), "{html}");
+
+    // The crew page's function: owners only, like the page.
+    let (status, body) = call(&target, Some(&owner.cookie), None, "/desk/fn/crew", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body["roles"].as_array().is_some_and(|r| r.len() == 5),
+        "{body}"
+    );
+    let (status, body) = call(
+        &target,
+        None,
+        Some(&target.token(Role::Manager)),
+        "/desk/fn/crew",
+        &[],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
+    let (status, _, html) = target.get_as(&owner, "/desk/crew").await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<title>Crew · Desk") && html.contains("data-testid=\"crew-status\""),
+        "{html}"
+    );
+}
