@@ -733,6 +733,20 @@ impl DeskError {
         }
     }
 
+    /// The desk's own words for the code: what a page shows for a refusal that came back in
+    /// its address (a form post without JavaScript), where anyone could have written the
+    /// message.
+    pub fn words(&self) -> &'static str {
+        match self.code.as_str() {
+            "signed_out" => "You are not signed in (or your session ended): sign in again.",
+            "forbidden" => "The desk's pages are for owners.",
+            "invalid_csrf" => "This form is out of date (or came from another site): reload the desk and try again.",
+            "not_found" => "There is nothing with that id here.",
+            code if code.starts_with("invalid_") => "The desk could not read that request.",
+            _ => "That did not work; nothing was changed. Try again.",
+        }
+    }
+
     /// Whether signing in again would help.
     pub fn is_signed_out(&self) -> bool {
         self.code == "signed_out"

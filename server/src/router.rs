@@ -215,16 +215,70 @@ fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>>
     ))
 }
 
-/// The desk's server functions answer arguments they cannot read (a missing or malformed
-/// field, decided before the function runs) with 500; that is the caller's mistake, so it
-/// becomes 400 with the same body.
+/// Where a desk server function's answer to a plain form post may send the browser: back to a
+/// page of this desk only. server_fn redirects to the `Referer` as sent; a foreign origin,
+/// a scheme-relative `//host` or `/\host`, or anything that is not a path becomes `/desk`.
+fn same_desk_location(location: &str, host: Option<&str>) -> String {
+    let path = match location.split_once("://") {
+        Some((scheme, rest)) if scheme == "http" || scheme == "https" => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            if Some(authority) == host && !authority.contains('@') {
+                if path.is_empty() {
+                    "/"
+                } else {
+                    path
+                }
+            } else {
+                return "/desk".to_owned();
+            }
+        }
+        Some(_) => return "/desk".to_owned(),
+        None => location,
+    };
+    let safe = path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/\\")
+        && !path.chars().any(|c| c.is_control() || c == '\\');
+    if safe {
+        path.to_owned()
+    } else {
+        "/desk".to_owned()
+    }
+}
+
+/// The desk's server functions' answers, made right: arguments they cannot read (a missing
+/// or malformed field, decided before the function runs) are answered 500 by server_fn —
+/// that is the caller's mistake, so 400 with the same body; a form post's redirect goes back
+/// to this desk only ([`same_desk_location`]); and nothing of theirs is cached (answers carry
+/// the session's CSRF token and owner data).
 async fn server_fn_statuses(
     request: Request<Body>,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let ours = request.uri().path().starts_with("/desk/fn/");
-    let response = next.run(request).await;
-    if !ours || response.status() != axum::http::StatusCode::INTERNAL_SERVER_ERROR {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned);
+    let mut response = next.run(request).await;
+    if !ours {
+        return response;
+    }
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Some(location) = response
+        .headers()
+        .get(header::LOCATION)
+        .and_then(|l| l.to_str().ok())
+    {
+        let safe = same_desk_location(location, host.as_deref());
+        if let Ok(value) = HeaderValue::from_str(&safe) {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
+    }
+    if response.status() != axum::http::StatusCode::INTERNAL_SERVER_ERROR {
         return response;
     }
     let (mut parts, body) = response.into_parts();
@@ -243,6 +297,34 @@ async fn server_fn_statuses(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_form_posts_redirect_stays_on_this_desk() {
+        let host = Some("127.0.0.1:3000");
+        for (location, expected) in [
+            ("http://127.0.0.1:3000/desk?state=new", "/desk?state=new"),
+            ("http://127.0.0.1:3000", "/"),
+            ("/desk?__err=x", "/desk?__err=x"),
+            ("https://evil.example/", "/desk"),
+            ("http://127.0.0.1:3000.evil.example/", "/desk"),
+            ("http://127.0.0.1:3000@evil.example/", "/desk"),
+            ("//evil.example/x", "/desk"),
+            ("/\\evil.example", "/desk"),
+            ("javascript:alert(1)?__err=x", "/desk"),
+            ("desk", "/desk"),
+            ("", "/desk"),
+        ] {
+            assert_eq!(
+                super::same_desk_location(location, host),
+                expected,
+                "{location}"
+            );
+        }
+        assert_eq!(
+            super::same_desk_location("http://127.0.0.1:3000/desk", None),
+            "/desk"
+        );
+    }
+
     use super::*;
 
     #[test]

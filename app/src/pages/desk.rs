@@ -241,8 +241,10 @@ pub(crate) fn DashboardView(
         <section class="panel">
             <h2>"Quarantine"</h2>
             <p class="hint">"Reports the airlock held back. Their text was never stored: only when, where and why. Mark an item handled once you have looked at it (and written to its reporter, if they left a way back)."</p>
+            // Its own words for the code, never the message: without JavaScript the refusal
+            // comes back in the address, where anyone could have written it.
             {move || handled.value().get().and_then(Result::err).map(|error| view! {
-                <p class="error" role="alert" data-testid="quarantine-error">{error.message}</p>
+                <p class="error" role="alert" data-testid="quarantine-error">{error.words()}</p>
             })}
             {if dashboard.quarantine.is_empty() {
                 view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any()
