@@ -23,7 +23,7 @@
 // form-post checks are plain HTTP and run once, in the desktop project.
 
 import { request as requests, type APIRequestContext, type Page } from '@playwright/test';
-import { test, expect, jsOff, owner, signIn, waitForHydration, MISSING_PAGE } from './fixtures';
+import { test, expect, jsOff, owner, signIn, waitForHydration, waitForLive, MISSING_PAGE } from './fixtures';
 import { CORPUS, packed, place, withoutSpaces, type Payload, type Placed } from './xss-corpus';
 import { csrfOf, drive, fileReport, pushBranch, role, tracking, Watch, words, type Filed } from './attack-tools';
 
@@ -232,6 +232,7 @@ test('hostile text from the crew, the reporter and the owners stays text on the 
   await watch.open('bug view', `/desk/bugs/${bug}`);
   await expect(page.getByTestId('notes')).toContainText('xss_');
   await expect(page.locator('#ledger')).toContainText('xss_');
+  await waitForLive(page);
   // A live update swaps the page's content in place: a fresh note arrives while it is open.
   const late = packed('late_note', 4_000, CORPUS.slice().reverse());
   placed.push(...late.placed);

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { APIRequestContext, Page } from '@playwright/test';
-import { test, expect, jsOff, owner, signIn, waitForHydration } from './fixtures';
+import { test, expect, jsOff, owner, signIn, waitForHydration, waitForLive } from './fixtures';
 
 // The owners' desk works the same without JavaScript: every scenario here runs in the
 // desktop, mobile and JavaScript-off projects. The dashboard is hydrated on its server
@@ -162,7 +162,7 @@ test('the dashboard hydrates on its server function: a new bug appears by itself
   const title = `Basket shows minus ${token()}`;
   await signIn(page);
   await page.goto(`/desk?q=${encodeURIComponent(title)}`);
-  if (!jsOff(info.project.name)) await waitForHydration(page);
+  if (!jsOff(info.project.name)) await waitForLive(page);
   await expect(page.getByTestId('shown-count')).toContainText('0 of');
   const filed = await file(request, title, 'The SAVE300 total shows -₹100');
   const row = page.locator(`tr[data-bug="${filed.bug_id}"]`);
@@ -268,6 +268,7 @@ test('an open bug view updates by itself when the ledger changes', async ({ page
   const filed = await file(request, `Coupon below zero ${token()}`, 'The SAVE300 total shows -₹100');
   await signIn(page, `/desk/bugs/${filed.bug_id}`);
   await expect(page.getByTestId('bug-state')).toHaveText('new');
+  await waitForLive(page);
   const triaged = await request.post(`/api/v1/bugs/${filed.bug_id}/triage`, {
     headers: { authorization: `Bearer ${secrets().R2R_MANAGER_TOKEN}` },
     data: { note: 'Advisory triage: the coupon discount is not capped at the subtotal.' },

@@ -12,6 +12,11 @@ export async function waitForHydration(page: Page): Promise<void> {
   await page.locator('html[data-hydrated="true"]').waitFor({ state: 'attached', timeout: 15_000 });
 }
 
+/** Waits until the page listens for the desk's changes (a change made before is caught up silently). */
+export async function waitForLive(page: Page): Promise<void> {
+  await expect(page.locator('#live-status')).toContainText('Live', { timeout: 15_000 });
+}
+
 /**
  * Every test fails if the page logged a console error or threw: a broken hydration or a
  * missing asset shows up here first.

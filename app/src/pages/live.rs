@@ -1,10 +1,16 @@
 //! Hearing of changes: the desk's server-sent events (`changed`), for pages that then fetch
 //! their data again through their server function.
 
-/// Calls `changed` on every `changed` event of the stream at `url`, for as long as the
-/// current reactive owner lives (the stream is closed when it goes).
+/// Calls `changed` on every `changed` event of the stream at `url` and `opened` each time the
+/// stream (re)opens, for as long as the current reactive owner lives (the stream is closed
+/// when it goes). A change made between the page's render and the stream's opening, or while
+/// it was reconnecting, is never sent as an event: `opened` is where a page catches up.
 #[cfg(feature = "hydrate")]
-pub(crate) fn on_change(url: &str, mut changed: impl FnMut() + 'static) {
+pub(crate) fn on_change(
+    url: &str,
+    mut changed: impl FnMut() + 'static,
+    mut opened: impl FnMut() + 'static,
+) {
     use leptos::prelude::on_cleanup;
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::JsCast;
@@ -15,11 +21,19 @@ pub(crate) fn on_change(url: &str, mut changed: impl FnMut() + 'static) {
     }) else {
         return;
     };
-    let callback = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event| changed());
+    let callback =
+        Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| changed());
+    let on_open = Closure::<dyn FnMut(web_sys::Event)>::new(move |_event: web_sys::Event| opened());
     let _ = source.add_event_listener_with_callback("changed", callback.as_ref().unchecked_ref());
-    let held = send_wrapper::SendWrapper::new((source, callback));
+    let _ = source.add_event_listener_with_callback("open", on_open.as_ref().unchecked_ref());
+    let held = send_wrapper::SendWrapper::new((source, callback, on_open));
     on_cleanup(move || held.0.close());
 }
+
+/// What the status line says while fresh data is on its way after a change.
+const UPDATING: &str = "Updating…";
+/// What it says once the page listens for changes (and has caught up with any it missed).
+const LIVE: &str = "Live: this page updates itself when anything changes.";
 
 /// The polite status line of a page that redraws itself: once hydrated, each `changed` event
 /// of `events` (a `/desk/live` address) and, with `every`, each tick calls `refetch`; the line
@@ -36,10 +50,18 @@ pub(crate) fn status_line(
         #[cfg(feature = "hydrate")]
         {
             let again = refetch.clone();
-            on_change(&events(), move || {
-                set_status.set("Updating…".to_owned());
-                again();
-            });
+            let catch_up = refetch.clone();
+            on_change(
+                &events(),
+                move || {
+                    set_status.set(UPDATING.to_owned());
+                    again();
+                },
+                move || {
+                    set_status.set(LIVE.to_owned());
+                    catch_up();
+                },
+            );
             if let Some(every) = every {
                 let again = refetch.clone();
                 if let Ok(handle) = set_interval_with_handle(again, every) {
@@ -51,7 +73,7 @@ pub(crate) fn status_line(
         let _ = (&events, every, &refetch);
     });
     Effect::new(move |_| {
-        if loaded() && !status.get_untracked().is_empty() {
+        if loaded() && status.get_untracked() == UPDATING {
             set_status.set(format!("Updated {}.", clock_now()));
         }
     });
