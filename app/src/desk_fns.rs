@@ -5,7 +5,13 @@
 //! CSRF check and every engine guard live on the server, in the same service code as the REST
 //! API — nothing here decides anything.
 
-use crate::dto::{BugDesk, CrewDesk, Dashboard, DeskError, DeskQuery};
+// `desk_act` takes each form field as an argument (what its `ActionForm` posts), and the
+// browser-side function `#[server]` generates from it cannot carry an attribute of its own.
+#![allow(clippy::too_many_arguments)]
+
+#[cfg(feature = "ssr")]
+use crate::dto::ActInput;
+use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery};
 use leptos::prelude::*;
 use leptos::server_fn::codec::JsonEncoding;
 use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
@@ -56,6 +62,24 @@ pub trait DeskBackend: Send + Sync + 'static {
         report: String,
         csrf: String,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DeskError>> + Send>>;
+
+    /// What `action` on bug `bug` (or, with no bug, on quarantined report `report`) will do, for
+    /// the owner these headers sign in. Changes nothing.
+    fn question(
+        &self,
+        headers: http::HeaderMap,
+        bug: String,
+        report: Option<String>,
+        action: String,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Confirm, DeskError>> + Send>>;
+
+    /// Does the confirmed `input` for the owner these headers sign in (its CSRF token
+    /// checked); answers the desk address to go to next.
+    fn act(
+        &self,
+        headers: http::HeaderMap,
+        input: ActInput,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, DeskError>> + Send>>;
 }
 
 /// The server's [`DeskBackend`], put in every request's context.
@@ -139,5 +163,50 @@ pub async fn quarantine_handled(report: String, csrf: String) -> Result<(), Desk
     answer(&headers, result)?;
     // Without JavaScript the browser follows the answer back to the dashboard, saying so.
     leptos_axum::redirect("/desk?done=handled");
+    Ok(())
+}
+
+/// The question before `action` on bug `bug` (empty for a quarantined report, then `report`
+/// names it): what will happen, in plain words, with the form's hidden values.
+#[server(prefix = "/desk/fn", endpoint = "question")]
+pub async fn desk_question(
+    #[server(default)] bug: String,
+    #[server(default)] report: Option<String>,
+    action: String,
+) -> Result<Confirm, DeskError> {
+    let (server, headers) = backend()?;
+    let result = server
+        .0
+        .question(headers.clone(), bug, report, action)
+        .await;
+    answer(&headers, result)
+}
+
+/// Does an owner's confirmed action; then the desk goes to the page it concerns, saying what
+/// was done (with JavaScript in place, without it by the browser following the redirect).
+#[server(prefix = "/desk/fn", endpoint = "act")]
+pub async fn desk_act(
+    csrf: String,
+    action: String,
+    #[server(default)] bug: String,
+    #[server(default)] report: Option<String>,
+    #[server(default)] head: Option<String>,
+    #[server(default)] reason: Option<String>,
+    #[server(default)] text: Option<String>,
+    #[server(default)] of: Option<String>,
+) -> Result<(), DeskError> {
+    let (server, headers) = backend()?;
+    let input = ActInput {
+        bug,
+        report,
+        action,
+        csrf,
+        head,
+        reason,
+        text,
+        of,
+    };
+    let next = answer(&headers, server.0.act(headers.clone(), input).await)?;
+    leptos_axum::redirect(&next);
     Ok(())
 }

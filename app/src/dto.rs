@@ -503,6 +503,14 @@ pub struct EvidenceView {
     pub kind: String,
     /// `isolated test`, `simulated demo`, `live run`, `controlled acceptance`.
     pub label: String,
+    /// Who wrote what ran: a named model, the scripted demo model; `None` for the target's
+    /// own suite.
+    #[serde(default)]
+    pub written_by: Option<String>,
+    /// What kind of run measured it (`isolated test · docker sandbox`, `live run`, …): a real
+    /// run whoever wrote the test.
+    #[serde(default)]
+    pub measured_by: String,
     /// When.
     pub at: i64,
     /// Sandbox backend.
@@ -555,6 +563,9 @@ pub struct BugDesk {
     pub csrf: String,
     /// The bug's line.
     pub bug: BugRow,
+    /// The bug this one was merged into, when it is a duplicate.
+    #[serde(default)]
+    pub duplicate_of: Option<String>,
     /// The bug's ledger version.
     pub version: u64,
     /// Reports.
@@ -563,6 +574,10 @@ pub struct BugDesk {
     pub evidence: Vec<EvidenceView>,
     /// The fix's diff (local forge).
     pub diff: Option<String>,
+    /// The path of the failing test the crew proved (read-only to the fixer), once there is
+    /// one.
+    #[serde(default)]
+    pub confirmed_test: Option<String>,
     /// The pull request: number, head, tier reasons, changed paths.
     pub pull_request: Option<PullRequestRow>,
     /// Approvals: who, at which head.
@@ -633,6 +648,57 @@ pub struct Confirm {
     pub head: Option<String>,
     /// What will happen, in plain words.
     pub consequences: Vec<String>,
+    /// What the owner chooses from, for `duplicate`: (bug id, its title and state).
+    #[serde(default)]
+    pub choices: Vec<(String, String)>,
+}
+
+/// An owner's confirmed action, as `desk_act` receives it (the question's form).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActInput {
+    /// The bug; empty for a quarantined report.
+    pub bug: String,
+    /// The report written to, for `contact`.
+    pub report: Option<String>,
+    /// `approve`, `merge`, `reopen`, `retry`, `take_over`, `contact`.
+    pub action: String,
+    /// The session's CSRF token.
+    pub csrf: String,
+    /// The exact head approved or merged.
+    pub head: Option<String>,
+    /// Why, for `reopen`.
+    pub reason: Option<String>,
+    /// The message, for `contact`.
+    pub text: Option<String>,
+    /// The bug that stays, for `duplicate`.
+    #[serde(default)]
+    pub of: Option<String>,
+}
+
+/// The words of a confirmation for `action`: its heading, its "yes" button, and whether it is
+/// the destructive kind (styled as danger).
+pub fn question_words(action: &str) -> (&'static str, String, bool) {
+    let title = match action {
+        "approve" => "Approve this exact head?",
+        "merge" => "Merge this fix?",
+        "contact" => "Write to this reporter?",
+        "invite" => "Invite another owner?",
+        "confirm_owner" => "Confirm this owner?",
+        "retry" => "Give this bug back to the crew?",
+        "take_over" => "Take this bug over from the crew?",
+        "duplicate" => "Mark this bug as a duplicate?",
+        _ => "Reopen this bug?",
+    };
+    let yes = match action {
+        "contact" => "Yes, send the message".to_owned(),
+        "invite" => "Yes, make the link".to_owned(),
+        "confirm_owner" => "Yes, confirm".to_owned(),
+        "retry" => "Yes, give it back to the crew".to_owned(),
+        "take_over" => "Yes, take it over".to_owned(),
+        "duplicate" => "Yes, merge the reports".to_owned(),
+        other => format!("Yes, {other}"),
+    };
+    (title, yes, action == "reopen")
 }
 
 /// `/desk/owners`.
@@ -742,6 +808,9 @@ impl DeskError {
             "forbidden" => "The desk's pages are for owners.",
             "invalid_csrf" => "This form is out of date (or came from another site): reload the desk and try again.",
             "not_found" => "There is nothing with that id here.",
+            "missing_reason" => "A reopen needs a reason: the reporters see that it was reopened.",
+            "missing_head" => "The exact head is missing: open the question again from the bug view.",
+            "invalid_message" => "The message is empty or too long; nothing was sent.",
             code if code.starts_with("invalid_") => "The desk could not read that request.",
             _ => "That did not work; nothing was changed. Try again.",
         }
@@ -759,9 +828,11 @@ impl DeskError {
         match self.code.as_str() {
             "signed_out" => StatusCode::UNAUTHORIZED,
             "forbidden" | "invalid_csrf" => StatusCode::FORBIDDEN,
-            "not_found" => StatusCode::NOT_FOUND,
+            "not_found" | "unknown_bug" => StatusCode::NOT_FOUND,
             "storage_unavailable" | "unavailable" | "server_fn" => StatusCode::SERVICE_UNAVAILABLE,
             code if code.starts_with("invalid_") => StatusCode::BAD_REQUEST,
+            "unknown_action" | "unknown_report" => StatusCode::UNPROCESSABLE_ENTITY,
+            code if code.starts_with("missing_") => StatusCode::UNPROCESSABLE_ENTITY,
             _ => StatusCode::CONFLICT,
         }
     }

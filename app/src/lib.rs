@@ -4,6 +4,7 @@
 //! Build with exactly one of the features `ssr` (server) or `hydrate` (WASM bundle).
 
 pub mod desk_fns;
+pub mod diff;
 pub mod dto;
 mod layout;
 pub mod net;
@@ -135,8 +136,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/desk/crew") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/sign-in") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/bugs/:id") view={Lazy::<DeskRoute>::new()}/>
-                    <Route path=path!("/desk/bugs/:id/act") view={Lazy::<DeskRoute>::new()}/>
-                    <Route path=path!("/desk/reports/:id/act") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/bugs/:id/confirm") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/reports/:id/confirm") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/owners") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/owners/act") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/invite") view={Lazy::<DeskRoute>::new()}/>

@@ -33,11 +33,14 @@ pub enum BugState {
     Verified,
     /// A reporter said the live fix does not work.
     Reopened,
+    /// An owner merged it into another bug (the same bug in other words): its reports follow
+    /// that bug, and nothing more happens here.
+    Duplicate,
 }
 
 impl BugState {
     /// Every state, in loop order.
-    pub const ALL: [BugState; 13] = [
+    pub const ALL: [BugState; 14] = [
         BugState::New,
         BugState::Triaged,
         BugState::Reproducing,
@@ -51,6 +54,7 @@ impl BugState {
         BugState::Deployed,
         BugState::Verified,
         BugState::Reopened,
+        BugState::Duplicate,
     ];
 
     /// The stored name.
@@ -69,6 +73,7 @@ impl BugState {
             BugState::Deployed => "deployed",
             BugState::Verified => "verified",
             BugState::Reopened => "reopened",
+            BugState::Duplicate => "duplicate",
         }
     }
 

@@ -574,3 +574,94 @@ fn an_owner_takes_a_bug_from_the_crew_and_the_crew_can_do_nothing_more_with_it()
         RefusalKind::Conflict
     );
 }
+
+#[test]
+fn an_owner_merges_a_duplicate_and_nothing_more_happens_to_it() {
+    let mut d = Driver::new();
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    let into = |of: &str| Command::MarkDuplicate { of: of.into() };
+    // Only an owner; never into itself or nowhere.
+    for actor in [
+        role(Role::Manager),
+        role(Role::Reviewer),
+        reporter("report-a"),
+        Actor::Anonymous,
+    ] {
+        assert!(d.try_(&actor, into("bug-2")).is_err(), "{actor:?}");
+    }
+    for of in ["bug-1", "", "  "] {
+        assert_eq!(
+            kind(d.try_(&owner("ana@desk.test"), into(of))),
+            RefusalKind::Invalid,
+            "{of:?}"
+        );
+    }
+    d.ok(&owner("ana@desk.test"), into("bug-2"));
+    assert_eq!(d.bug.state, BugState::Duplicate);
+    assert_eq!(d.bug.duplicate_of.as_deref(), Some("bug-2"));
+    let event = d.events.last().unwrap();
+    assert_eq!(event.kind, "marked_duplicate");
+    assert_eq!(event.evidence, vec!["bug-2".to_owned()]);
+    // Closed: no crew step, no owner act, no second merge, no new report.
+    for (actor, command) in [
+        (role(Role::Reproducer), Command::StartReproduction),
+        (owner("ana@desk.test"), Command::OwnerTakeOver),
+        (
+            owner("ana@desk.test"),
+            Command::OwnerReopen { reason: "x".into() },
+        ),
+        (owner("bo@desk.test"), into("bug-3")),
+        (
+            Actor::Desk,
+            Command::AttachReport {
+                report: "report-z".into(),
+            },
+        ),
+    ] {
+        let refused = d.try_(&actor, command).unwrap_err();
+        assert_eq!(
+            (refused.kind, refused.code.as_str()),
+            (RefusalKind::Conflict, "duplicate")
+        );
+    }
+    // A verified bug stays what it is.
+    let mut v = Driver::new();
+    v.bug.state = BugState::Verified;
+    assert_eq!(
+        kind(v.try_(&owner("ana@desk.test"), into("bug-2"))),
+        RefusalKind::Conflict
+    );
+}
+
+#[test]
+fn a_report_that_joins_a_bug_awaiting_its_reporters_is_asked_too() {
+    let mut d = Driver::new();
+    d.walk_to_awaiting_reporter();
+    d.ok(
+        &Actor::Desk,
+        Command::AttachReport {
+            report: "report-b".into(),
+        },
+    );
+    // Asked the same question as the first reporter, and their answer counts.
+    let asked = d.question(QuestionKind::Reproduction, "report-b");
+    assert!(d.jobs.iter().any(|j| j.kind == "ask_reproduction"));
+    d.ok(
+        &reporter("report-b"),
+        Command::AnswerReproduction {
+            request_id: asked,
+            confirmed: true,
+            reason: None,
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Confirmed);
+    // A bug with no open question asks nothing of a newcomer.
+    let mut n = Driver::new();
+    n.ok(
+        &Actor::Desk,
+        Command::AttachReport {
+            report: "report-b".into(),
+        },
+    );
+    assert!(n.bug.questions.is_empty());
+}

@@ -55,7 +55,7 @@ fn command(bug: &Bug, choice: u8, pick: u8) -> Command {
         .map(|pr| pr.head.clone())
         .unwrap_or_else(|| sha(pick % 5 + 10));
     let reason = (!pick.is_multiple_of(3)).then(|| "because".to_owned());
-    match choice % 17 {
+    match choice % 18 {
         0 => Command::AttachReport {
             report: if pick.is_multiple_of(2) {
                 "report-b".into()
@@ -103,6 +103,8 @@ fn command(bug: &Bug, choice: u8, pick: u8) -> Command {
         },
         14 => Command::ReaskExpired,
         15 => Command::AddNote { note: "n".into() },
+        // Rare: a duplicate is closed for good, which would end most sequences early.
+        17 if pick < 64 => Command::MarkDuplicate { of: "bug-q".into() },
         _ => Command::OwnerReopen { reason: "r".into() },
     }
 }
@@ -113,6 +115,7 @@ fn allowed(command: &str, from: BugState, to: BugState) -> bool {
     let same = from == to;
     match command {
         "attach_report" | "add_note" | "reask_expired" => same,
+        "mark_duplicate" => to == S::Duplicate && !matches!(from, S::Verified | S::Duplicate),
         "record_triage" => from == S::New && to == S::Triaged,
         "start_reproduction" => {
             matches!(from, S::New | S::Triaged | S::Reopened)
@@ -204,7 +207,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         (
             prop::bool::weighted(0.8),
             0u8..16,
-            0u8..17,
+            0u8..18,
             any::<u8>(),
             any::<bool>(),
             0u8..4,
@@ -225,11 +228,12 @@ fn focused(bug: &Bug, pick: u8) -> (Actor, u8) {
         S::AwaitingReporter => &[5, 5, 14],
         S::Confirmed => &[6],
         S::Fixing => &[8, 8, 7],
-        S::NeedsHuman => &[16],
+        S::NeedsHuman => &[16, 16, 17],
         S::InReview => &[10, 10, 9, 12],
         S::Approved => &[11, 11, 10, 9],
         S::Merged => &[12],
         S::Deployed | S::Verified => &[13, 13, 12],
+        S::Duplicate => &[16],
     };
     let choice = choices[usize::from(pick) % choices.len()];
     let people = [

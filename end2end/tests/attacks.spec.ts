@@ -57,11 +57,6 @@ function hostileReport(p: Payload): { placed: Placed[]; fields: Record<string, s
   };
 }
 
-/** The csrf field of the signed-in owner's forms on the page now open. */
-async function formCsrf(page: Page): Promise<string> {
-  return (await page.locator('input[name="csrf"]').first().getAttribute('value'))!;
-}
-
 /** Opens a reporter's tracking page as their browser does (the secret in the fragment). */
 async function openTracking(page: Page, link: string): Promise<void> {
   await page.goto('about:blank');
@@ -104,10 +99,9 @@ for (const [index, chunk] of chunks(CORPUS, 13).entries()) {
     await page.getByRole('button', { name: `Write to the reporter of ${first.report_id}…` }).click();
     await expect(page.getByRole('alertdialog', { name: 'Write to this reporter?' })).toBeVisible();
     await watch.live(`write-to-reporter dialog of payload ${first.p.n}`);
-    const csrf = await formCsrf(page);
     await watch.render(
       `write-to-reporter page of payload ${first.p.n}`,
-      await page.request.post(`/desk/bugs/${first.bug_id}/act`, { form: { csrf, action: 'contact', step: 'confirm', report: first.report_id } }),
+      await page.request.get(`/desk/bugs/${first.bug_id}/confirm?action=contact&report=${first.report_id}`),
     );
 
     // The script-free tracking page (the link pasted into the form) of every report.
@@ -241,8 +235,7 @@ test('hostile text from the crew, the reporter and the owners stays text on the 
   await expect(page.locator('#live-status')).toContainText('Updated', { timeout: 15_000 });
   await watch.live('bug view after a live update');
   // The reopen question, as a page and as the dialog.
-  const csrf = await formCsrf(page);
-  await watch.render('reopen page', await page.request.post(`/desk/bugs/${bug}/act`, { form: { csrf, action: 'reopen', step: 'confirm' } }));
+  await watch.render('reopen page', await page.request.get(`/desk/bugs/${bug}/confirm?action=reopen`));
   await watch.open('bug view', `/desk/bugs/${bug}`);
   await page.getByTestId('action-reopen').click();
   await expect(page.getByRole('alertdialog', { name: 'Reopen this bug?' })).toBeVisible();
@@ -310,8 +303,7 @@ test('a fixer’s branch name cannot carry markup, and its pull request’s titl
   await page.getByTestId('action-approve').click();
   await expect(page.getByRole('alertdialog', { name: 'Approve this exact head?' })).toBeVisible();
   await watch.live('approve dialog');
-  const csrf = await formCsrf(page);
-  await watch.render('approve page', await page.request.post(`/desk/bugs/${bug}/act`, { form: { csrf, action: 'approve', step: 'confirm' } }));
+  await watch.render('approve page', await page.request.get(`/desk/bugs/${bug}/confirm?action=approve`));
   await watch.open('dashboard', '/desk');
   watch.verify();
 });
@@ -431,7 +423,6 @@ async function htmlResponses(request: APIRequestContext, signedOut: APIRequestCo
   const read = async (response: Awaited<ReturnType<APIRequestContext['get']>>) => ({ headers: response.headers(), body: await response.text(), status: response.status() });
   const filed = await fileReport(request, { title: `Wishlist heart unclickable ${words(6)}`, what_happened: 'The heart icon does nothing.' });
   await signInSameOrigin(request, baseURL);
-  const csrf = (await (await request.get('/api/v1/me')).json()).csrf_token;
   const get = (path: string) => () => request.get(path, { maxRedirects: 0 }).then(read);
   return [
     { where: 'home', fetch: get('/') },
@@ -446,7 +437,7 @@ async function htmlResponses(request: APIRequestContext, signedOut: APIRequestCo
     { where: '/desk/bugs/{id}', fetch: get(`/desk/bugs/${filed.bug_id}`) },
     { where: '/desk/invite', fetch: get('/desk/invite') },
     { where: 'the desk’s problem page', fetch: get('/desk/bugs/no-such-bug') },
-    { where: 'the write-to-reporter page', fetch: () => request.post(`/desk/bugs/${filed.bug_id}/act`, { form: { csrf, action: 'contact', step: 'confirm', report: filed.report_id } }).then(read) },
+    { where: 'the write-to-reporter page', fetch: get(`/desk/bugs/${filed.bug_id}/confirm?action=contact&report=${filed.report_id}`) },
     { where: 'the refused report form', fetch: () => request.post('/report', { form: { component: 'no-such-component', title: 'x', what_happened: 'y' } }).then(read) },
     { where: 'the script-free tracking page', fetch: () => request.post('/track', { form: { capability: filed.tracking_link } }).then(read) },
     { where: '/desk/sign-in', fetch: () => signedOut.get('/desk/sign-in').then(read) },

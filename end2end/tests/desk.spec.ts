@@ -1,6 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { APIRequestContext, Page } from '@playwright/test';
 import { test, expect, jsOff, owner, signIn, waitForHydration, waitForLive } from './fixtures';
@@ -21,8 +22,16 @@ async function axe(page: Page): Promise<void> {
 }
 
 async function noOverflow(page: Page): Promise<void> {
-  const overflow = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
-  expect(overflow.scroll).toBeLessThanOrEqual(overflow.client);
+  const overflow = await page.evaluate(() => {
+    const client = document.documentElement.clientWidth;
+    // The outermost elements that stick out, to say what overflows.
+    const wide = Array.from(document.querySelectorAll('body *'))
+      .filter((e) => e.getBoundingClientRect().right > client + 1 && !(e.parentElement && e.parentElement.getBoundingClientRect().right > client + 1))
+      .slice(0, 5)
+      .map((e) => `${e.tagName.toLowerCase()}.${e.className} (${Math.round(e.getBoundingClientRect().right)} px)`);
+    return { scroll: document.documentElement.scrollWidth, client, wide };
+  });
+  expect(overflow.scroll, overflow.wide.join(', ')).toBeLessThanOrEqual(overflow.client);
 }
 
 /** What a person would notice at once: a word broken across two lines inside a cell. */
@@ -92,11 +101,11 @@ test('a change without the session CSRF token is refused and changes nothing', a
   await signIn(page, `/desk/bugs/${bug_id}`);
   const state = await page.getByTestId('bug-state').textContent();
   // A forged form post (no token of this session) from the signed-in browser.
-  const forged = await page.request.post(`/desk/bugs/${bug_id}/act`, {
-    form: { csrf: 'forged', action: 'reopen', step: 'do', reason: 'forged' },
+  const forged = await page.request.post('/desk/fn/act', {
+    form: { csrf: 'forged', action: 'reopen', bug: bug_id!, reason: 'forged' },
   });
   expect(forged.status()).toBe(403);
-  expect(await forged.text()).toContain('CSRF check failed');
+  expect((await forged.json()).code).toBe('invalid_csrf');
   // The JSON API refuses the session without X-CSRF-Token as well.
   const api = await page.request.post(`/api/v1/bugs/${bug_id}/reopen`, { data: { reason: 'forged' } });
   expect(api.status()).toBe(403);
@@ -105,8 +114,8 @@ test('a change without the session CSRF token is refused and changes nothing', a
   // The same for writing to a reporter and for inviting an owner: refused, nothing made.
   const reportId = await page.locator('article[data-report]').first().getAttribute('data-report');
   for (const [path, form] of [
-    [`/desk/bugs/${bug_id}/act`, { csrf: 'forged', action: 'contact', step: 'do', report: reportId!, text: 'forged' }],
-    [`/desk/reports/${reportId}/act`, { csrf: 'forged', action: 'contact', step: 'do', text: 'forged' }],
+    ['/desk/fn/act', { csrf: 'forged', action: 'contact', bug: bug_id!, report: reportId!, text: 'forged' }],
+    ['/desk/fn/act', { csrf: 'forged', action: 'contact', report: reportId!, text: 'forged' }],
     ['/desk/owners/act', { csrf: 'forged', action: 'invite', step: 'do' }],
   ] as const) {
     const refused = await page.request.post(path, { form: { ...form } });
@@ -133,7 +142,9 @@ test('the dashboard lists bugs by state and the bug view shows redacted reports,
   await row.getByRole('link', { name: title }).click();
   await expect(page.getByRole('heading', { name: title, level: 1 })).toBeVisible();
   for (const section of ['Reports', 'Evidence', 'Review', 'Release', 'Ledger']) {
-    await expect(page.getByRole('navigation', { name: 'Bug sections' }).getByRole('link', { name: section })).toBeVisible();
+    // Links without JavaScript, tabs once hydrated.
+    const nav = page.getByRole('navigation', { name: 'Bug sections' });
+    await expect(nav.getByRole('link', { name: section }).or(nav.getByRole('tab', { name: section }))).toBeVisible();
   }
   const reports = page.locator('#reports');
   await expect(reports).toContainText('The SAVE300 total shows');
@@ -285,6 +296,7 @@ test('a confirmation opens as a modal dialog: labelled, Tab stays inside, Escape
   const filed = await file(request, `Basket underflow ${token()}`, 'The SAVE300 total shows -₹100');
   drive(filed.bug_id!);
   await signIn(page, `/desk/bugs/${filed.bug_id}`);
+  await waitForHydration(page);
   const opener = page.getByTestId('action-reopen');
   await opener.click();
   const dialog = page.getByRole('alertdialog', { name: 'Reopen this bug?' });
@@ -433,4 +445,123 @@ test('an owner invites another owner from the desk; the invitation works once; p
   await context.close();
   await page.goto('/desk/owners');
   await expect(page.getByTestId('owners')).toContainText(email);
+});
+
+test('the fix’s diff reads like a code review, and the bug’s sections are tabs a link can open', async ({ page, request }, info) => {
+  const filed = await file(request, `Coupon cap missing ${token()}`, 'The SAVE300 total shows -₹100');
+  const bug = filed.bug_id!;
+  drive(bug);
+  const capability = filed.tracking_link.replace('/track#', '');
+  const asked = await (await request.get('/api/v1/track', { headers: { 'x-r2r-capability': capability } })).json();
+  const yes = await request.post('/api/v1/track/answer', {
+    headers: { 'x-r2r-capability': capability },
+    data: { request_id: asked.question.request_id, kind: asked.question.kind, yes: true },
+  });
+  expect(yes.status(), await yes.text()).toBe(200);
+  const fixer = { authorization: `Bearer ${secrets().R2R_FIXER_TOKEN}` };
+  expect((await request.post(`/api/v1/bugs/${bug}/fix/start`, { headers: fixer })).status()).toBe(200);
+
+  // A change to an existing file (removed and added lines) and a new one, pushed as a branch.
+  const forge = process.env.R2R_E2E_LOCAL_FORGE!;
+  const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8' });
+  const changed = git('--git-dir', forge, 'ls-tree', '-r', '--name-only', 'HEAD').split('\n').find((p) => p.startsWith('src/') && p.endsWith('.rs'))!;
+  const before = git('--git-dir', forge, 'show', `HEAD:${changed}`).split('\n');
+  // A blank line becomes two comments: one line removed, two added, the code unchanged.
+  const blank = before.indexOf('');
+  expect(blank).toBeGreaterThan(0);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'r2r-diff-'));
+  try {
+    git('clone', '--quiet', forge, work);
+    const after = [...before];
+    after.splice(blank, 1, '// the discount never passes the subtotal', '// (and the total never goes below zero)');
+    fs.writeFileSync(path.join(work, changed), after.join('\n'));
+    fs.writeFileSync(path.join(work, 'src', 'NOTES.md'), 'Coupon cap\n');
+    git('-C', work, 'add', '--all');
+    git('-C', work, '-c', 'user.name=e2e', '-c', 'user.email=e2e@example.test', 'commit', '--quiet', '-m', 'Cap the discount');
+    git('-C', work, 'push', '--quiet', 'origin', `HEAD:refs/heads/cap-${bug}`);
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  const submitted = await request.post(`/api/v1/bugs/${bug}/fix`, { headers: fixer, data: { branch: `cap-${bug}`, title: 'Cap the discount at the subtotal' } });
+  expect(submitted.status(), await submitted.text()).toBe(200);
+
+  // A link to a section opens it.
+  await signIn(page, `/desk/bugs/${bug}`);
+  await page.goto(`/desk/bugs/${bug}#evidence`);
+  const diff = page.getByTestId('diff');
+  const files = diff.locator('details.diff-file');
+  await expect(files).toHaveCount(2);
+  const first = files.filter({ hasText: changed });
+  await expect(first.locator('summary')).toContainText(/\+2 −1/);
+  await expect(files.filter({ hasText: 'src/NOTES.md' }).locator('summary')).toContainText('new file');
+  // Numbered, coloured and named lines: the removed one keeps its old number, the added ones get new ones.
+  await expect(first.locator('tr.del td.ln').first()).toHaveText(String(blank + 1));
+  await expect(first.locator('tr.add td.ln').nth(1)).toHaveText(String(blank + 1));
+  await expect(first.locator('tr.add').first()).toContainText('added: ');
+  await expect(page.getByTestId('proof-summary')).toContainText((await page.getByTestId('head').textContent())!.slice(0, 12));
+
+  if (jsOff(info.project.name)) {
+    // Without JavaScript every section is on the page, one under the other.
+    for (const id of ['reports', 'evidence', 'review', 'release', 'ledger']) await expect(page.locator(`#${id}`)).toBeVisible();
+    await expect(page.getByRole('tab')).toHaveCount(0);
+  } else {
+    await waitForHydration(page);
+    const tab = (id: string) => page.getByRole('tab', { name: new RegExp(`^${id}$`, 'i') });
+    await expect(tab('evidence')).toHaveAttribute('aria-selected', 'true');
+    await expect(page.locator('#reports')).toBeHidden();
+    await expect(page.getByRole('tabpanel')).toHaveCount(1);
+    // One tab stop; the arrow keys, Home and End move between the tabs and the address follows.
+    await tab('evidence').focus();
+    await page.keyboard.press('ArrowRight');
+    await expect(tab('review')).toBeFocused();
+    await expect(tab('review')).toHaveAttribute('aria-selected', 'true');
+    await expect(page.locator('#review')).toBeVisible();
+    await expect(page.locator('#evidence')).toBeHidden();
+    await expect(page).toHaveURL(/#review$/);
+    await page.keyboard.press('End');
+    await expect(tab('ledger')).toBeFocused();
+    await page.keyboard.press('ArrowRight');
+    await expect(tab('reports')).toHaveAttribute('aria-selected', 'true');
+    await expect(tab('review')).toHaveAttribute('tabindex', '-1');
+    await axe(page);
+    await tab('evidence').click();
+  }
+  // Side by side: the removed line and its replacement on one row.
+  await page.getByRole('link', { name: 'Side by side' }).click();
+  const split = first.locator('table.diff-table.split');
+  await expect(split).toBeVisible();
+  await expect(split.locator('td.del').first()).toBeVisible();
+  await noOverflow(page);
+  // A file collapses under its header.
+  await first.locator('summary').click();
+  await expect(first.locator('table')).toBeHidden();
+});
+
+test('an owner marks a bug as a duplicate: its reporter keeps their link, which follows the bug that stays and its question', async ({ page, request }) => {
+  const stays = await file(request, `Coupon goes negative ${token()}`, 'The SAVE300 total shows -₹100');
+  drive(stays.bug_id!);
+  const goes = await file(request, `Basket total below zero after promo ${token()}`, 'Minus one hundred rupees to pay');
+  expect(goes.bug_id).not.toBe(stays.bug_id);
+  await signIn(page, `/desk/bugs/${goes.bug_id}`);
+  await page.getByTestId('action-duplicate').click();
+  const dialog = page.getByRole('alertdialog', { name: 'Mark this bug as a duplicate?' });
+  await expect(dialog).toBeVisible();
+  await expect(dialog.getByTestId('consequences')).toContainText('keeps their own tracking link');
+  await axe(page);
+  await dialog.getByLabel(/The bug it duplicates/).selectOption(stays.bug_id!);
+  await dialog.getByTestId('confirm').click();
+  // The desk goes to the bug that stays, which now holds both reports.
+  await expect(page.getByTestId('desk-notice')).toContainText('Merged');
+  await expect(page).toHaveURL(new RegExp(`/desk/bugs/${stays.bug_id}`));
+  await expect(page.locator(`article[data-report="${goes.report_id}"]`)).toBeAttached();
+  // The duplicate says where it went and offers nothing more.
+  await page.goto(`/desk/bugs/${goes.bug_id}`);
+  await expect(page.getByTestId('bug-state')).toHaveText('duplicate');
+  await expect(page.getByTestId('duplicate-of')).toContainText(stays.bug_id!);
+  await expect(page.getByTestId('action-reopen')).toHaveCount(0);
+  // The second reporter's own link now shows the bug that stays, and its open question.
+  const capability = goes.tracking_link.replace('/track#', '');
+  const tracked = await (await request.get('/api/v1/track', { headers: { 'x-r2r-capability': capability } })).json();
+  expect(tracked.bug.id).toBe(stays.bug_id);
+  expect(tracked.question?.kind).toBe('reproduction');
 });

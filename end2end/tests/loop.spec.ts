@@ -186,6 +186,10 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
   await expect(owner.getByTestId('bug-state')).toHaveText('in review');
   await expect(owner.getByTestId('head')).toHaveText(head);
   await expect(owner.getByTestId('diff')).toContainText('src/');
+  // Who wrote the test and what measured it are two answers: the scripted model's test, a real sandbox run.
+  const rerun = owner.locator('article.evidence[data-kind="reproduction_rerun"]').first();
+  await expect(rerun.getByTestId('written-by')).toContainText('scripted demo model');
+  await expect(rerun.getByTestId('evidence-label')).toContainText(/^isolated test · \w+ sandbox$/);
 
   const approve = await askFirst(owner, /approve/i, 'Approve this exact head?');
   await expect(approve.getByTestId('consequences')).toContainText(head);
@@ -268,7 +272,9 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
   await owner.goto(`/desk/bugs/${bug}`);
   await expect(owner.getByTestId('bug-state')).toHaveText('reopened');
   await expect(owner.getByTestId('deployments')).toContainText(`shoplite-${merged.slice(0, 12)}`);
-  await owner.getByRole('navigation', { name: 'Bug sections' }).getByRole('link', { name: 'Ledger' }).click();
+  // A tab once hydrated (a link to the section without JavaScript).
+  const sections = owner.getByRole('navigation', { name: 'Bug sections' });
+  await sections.getByRole('tab', { name: 'Ledger' }).or(sections.getByRole('link', { name: 'Ledger' })).click();
   const ledger = owner.locator('#ledger');
   for (const event of ['reproduction proposed', 'reproduction confirmed', 'fix submitted', 'approval recorded', 'merged', 'deployment contains fix', 'fix confirmed', 'reopened by reporter']) {
     await expect(ledger).toContainText(event);

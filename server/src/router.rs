@@ -44,14 +44,17 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/desk/sign-out", post(crate::desk::sign_out))
         .route("/desk/bugs/{id}", get(crate::desk::bug))
-        .route("/desk/bugs/{id}/act", post(crate::desk::act))
+        .route("/desk/bugs/{id}/confirm", get(crate::desk::confirm_bug))
         .route("/desk/owners", get(crate::desk::owners))
         .route("/desk/owners/act", post(crate::desk::owners_act))
         .route(
             "/desk/invite",
             get(crate::desk::invite_page).post(crate::desk::invite_accept),
         )
-        .route("/desk/reports/{id}/act", post(crate::desk::act_on_report))
+        .route(
+            "/desk/reports/{id}/confirm",
+            get(crate::desk::confirm_report),
+        )
         .layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     let api_routes = api_router().layer(DefaultBodyLimit::max(limits::BODY_BYTES));
     let webhook_routes = Router::new()
@@ -171,6 +174,7 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         | "reopen"
         | "retry"
         | "takeOver"
+        | "markDuplicate"
         | "handToHuman"
         | "submitFix"
         | "merge" => bug_command(filter, id)?,

@@ -578,32 +578,49 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
             .json(&json!({}))
             .send()
     };
-    // Taken over through the desk's form (asked first, then done): the crew's hand-over (and
-    // any other crew command) is refused from now on.
-    let form = |step: &str| {
-        let body = format!("csrf={csrf}&action=take_over&step={step}");
-        reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap()
-            .post(format!("{base}/desk/bugs/{bug}/act"))
+    // Taken over through the desk, as a browser without JavaScript does it: the question's
+    // page, then its form posted to the desk's server function. The crew's hand-over (and any
+    // other crew command) is refused from now on.
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let question = format!("{base}/desk/bugs/{bug}/confirm?action=take_over");
+    let act = |action: &str| {
+        no_redirects
+            .post(format!("{base}/desk/fn/act"))
             .header("cookie", &cookie)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(body)
+            .header("accept", "text/html")
+            .header("referer", &question)
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("action", action),
+                ("bug", bug.as_str()),
+            ])
             .send()
     };
-    // A step that is neither "confirm" nor "do" is refused and does nothing.
-    let misspelt = form("CONFIRM_PLEASE").await.unwrap();
-    assert_eq!(misspelt.status(), 422);
+    // An action the desk does not know is refused (back to the question, saying so) and
+    // does nothing.
+    let misspelt = act("TAKE_OVER_PLEASE").await.unwrap();
+    assert_eq!(misspelt.status(), 302);
+    assert!(misspelt.headers()["location"]
+        .to_str()
+        .unwrap()
+        .contains("__err="));
     assert_eq!(
         detail(bug.clone()).await.unwrap()["needs_human"],
         "model_no_answer"
     );
-    let asked = form("confirm").await.unwrap();
+    let asked = client
+        .get(&question)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(asked.status(), 200);
     let asked = asked.text().await.unwrap();
     assert!(
-        asked.contains("Take this bug over from the crew?"),
+        asked.contains("Take this bug over from the crew?") && asked.contains("/desk/fn/act"),
         "{asked}"
     );
     assert_eq!(detail(bug.clone()).await.unwrap()["state"], "needs_human");
@@ -612,12 +629,12 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
         "model_no_answer",
         "asking changed nothing"
     );
-    let taken = form("do").await.unwrap();
-    assert_eq!(taken.status(), 303, "{:?}", taken.headers());
-    assert!(taken.headers()["location"]
-        .to_str()
-        .unwrap()
-        .ends_with("?done=take_over"));
+    let taken = act("take_over").await.unwrap();
+    assert_eq!(taken.status(), 302, "{:?}", taken.headers());
+    assert_eq!(
+        taken.headers()["location"].to_str().unwrap(),
+        format!("/desk/bugs/{bug}?done=take_over")
+    );
     let crew = Desk {
         base: base.clone(),
         tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),

@@ -705,6 +705,27 @@ impl Store {
         })
     }
 
+    /// Moves every report of bug `from` to bug `to` (a duplicate merged into the bug that
+    /// stays): each reporter's tracking link then follows `to`. Answers how many moved; asked
+    /// again, none.
+    pub async fn reassign_reports(&self, from: &str, to: &str) -> Result<u64, StoreError> {
+        let sql = "UPDATE reports SET bug_id = $2 WHERE bug_id = $1";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query(sql)
+                .bind(from)
+                .bind(to)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+            Pool::Postgres(pool) => sqlx::query(sql)
+                .bind(from)
+                .bind(to)
+                .execute(pool)
+                .await?
+                .rows_affected(),
+        })
+    }
+
     /// Who marked quarantined report `id` handled, and when.
     pub async fn quarantine_handled_by(
         &self,

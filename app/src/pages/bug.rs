@@ -1,10 +1,11 @@
 //! `/desk/bugs/{id}`: the bug view as a hydrated page on the [`desk_bug`] server function.
 //! The server renders it whole through the function (so it works without JavaScript); once
 //! hydrated, it listens to the bug's change events and fetches the view again through the
-//! same function. Confirmations still come from `/dialog.js` (loaded once, outside the part
-//! that is redrawn).
+//! same function. Its actions ask first in the page's dialog ([`super::confirm`]), which stays
+//! outside the part that is redrawn.
 
-use super::desk::{BugView, DeskRefusal};
+use super::bug_view::{BugView, Tabs};
+use super::desk::DeskRefusal;
 use crate::desk_fns::desk_bug;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
@@ -15,9 +16,17 @@ pub fn BugPage() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
     let id = move || params.with(|p| p.get("id").unwrap_or_default());
+    let asking = super::confirm::Asking::provide();
+    Tabs::provide();
     let bug = Resource::new(
-        move || (id(), query.with(|q| q.get("done"))),
-        |(id, done)| desk_bug(id, done),
+        move || {
+            (
+                id(),
+                query.with(|q| q.get("done")),
+                asking.act.version().get(),
+            )
+        },
+        |(id, done, _)| desk_bug(id, done),
     );
     let status = super::live::status_line(
         move || format!("/desk/live?bug={}", id()),
@@ -35,6 +44,6 @@ pub fn BugPage() -> impl IntoView {
                 }
             })}
         </Transition>
-        <script src="/dialog.js" defer></script>
+        <super::confirm::QuestionDialog/>
     }
 }

@@ -28,10 +28,11 @@ pub fn DashboardPage() -> impl IntoView {
         })
     };
     let handled = ServerAction::<QuarantineHandled>::new();
+    let asking = super::confirm::Asking::provide();
     // Fetched again when the query changes, after an action, and when the desk says so.
     let dashboard = Resource::new(
-        move || (query(), handled.version().get()),
-        |(query, _)| desk_dashboard(query),
+        move || (query(), handled.version().get(), asking.act.version().get()),
+        |(query, _, _)| desk_dashboard(query),
     );
     let status = super::live::status_line(
         || "/desk/live".to_owned(),
@@ -52,5 +53,6 @@ pub fn DashboardPage() -> impl IntoView {
                 }
             })}
         </Transition>
+        <super::confirm::QuestionDialog/>
     }
 }

@@ -4,9 +4,8 @@
 //! with a keyboard alone: actions are forms, each confirmed on a page that says plainly what
 //! will happen.
 
-use crate::dto::{
-    BugDesk, Confirm, CrewDesk, Dashboard, DeskPage, EvidenceView, InvitePage, OwnersDesk,
-};
+use super::confirm::Ask;
+use crate::dto::{Confirm, CrewDesk, Dashboard, DeskPage, InvitePage, OwnersDesk};
 use crate::layout::PageTitle;
 use crate::net::{format_time, machine_time, relative_time};
 use leptos::prelude::*;
@@ -45,7 +44,7 @@ pub fn Desk() -> impl IntoView {
 }
 
 #[component]
-fn DeskNav(owner: String) -> impl IntoView {
+pub(crate) fn DeskNav(owner: String) -> impl IntoView {
     view! {
         <nav class="desk-nav" aria-label="Desk">
             <ul>
@@ -92,7 +91,7 @@ fn When(at: i64, now: i64) -> impl IntoView {
     view! { <time datetime=machine_time(at) title=format_time(at)>{relative_time(at, now)}</time> }
 }
 
-fn state_words(state: &str) -> String {
+pub(crate) fn state_words(state: &str) -> String {
     state.replace('_', " ")
 }
 
@@ -251,11 +250,11 @@ pub(crate) fn DashboardView(
             } else {
                 view! {
                     <ul class="plain" data-testid="quarantine">
-                        {dashboard.quarantine.into_iter().map(|q| { let target = format!("/desk/reports/{}/act", q.id); let csrf = csrf.clone(); view! {
+                        {dashboard.quarantine.into_iter().map(|q| { let csrf = csrf.clone(); view! {
                             <li>
                                 <code>{q.id.clone()}</code>" · "{q.component}" · "<When at=q.at now/>" · "{q.families.join(", ")}
                                 " · "{if q.contact { "the reporter left an email address" } else { "no way back to the reporter but their tracking page" }}
-                                <ActionForm target=target csrf=csrf.clone() action="contact" label=format!("Write to the reporter of {}…", q.id)/>
+                                <Ask bug=String::new() action="contact" label=format!("Write to the reporter of {}…", q.id) report=q.id.clone()/>
                                 <leptos::form::ActionForm action=handled>
                                     <input type="hidden" name="report" value=q.id.clone()/>
                                     <input type="hidden" name="csrf" value=csrf.clone()/>
@@ -272,128 +271,10 @@ pub(crate) fn DashboardView(
     }
 }
 
+/// An owners-page button that asks first: it posts `step=confirm` and the desk answers with a
+/// page that says what will happen.
 #[component]
-fn Evidence(item: EvidenceView) -> impl IntoView {
-    view! {
-        <article class="evidence" data-kind=item.kind.clone()>
-            <h3>
-                {item.kind.replace('_', " ")}" "
-                <span class="label" data-testid="evidence-label">{item.label.clone()}</span>
-            </h3>
-            <p class="hint">
-                {format_time(item.at)}
-                {item.backend.clone().map(|b| format!(" · {b} sandbox"))}
-                {item.model.clone().map(|m| format!(" · written by {m}"))}
-                {item.commit.clone().map(|c| format!(" · at {}", c.chars().take(12).collect::<String>()))}
-                {item.duration_ms.map(|d| format!(" · {d} ms"))}
-                {item.exit_code.map(|c| format!(" · exit {c}"))}
-            </p>
-            <p><strong>{item.outcome.clone()}</strong></p>
-            {item.test_source.clone().map(|source| view! {
-                <details>
-                    <summary>{format!("The test: {}", item.test_path.clone().unwrap_or_default())}</summary>
-                    <pre class="code rust" tabindex="0"><code>{highlight(&source)}</code></pre>
-                </details>
-            })}
-            {(!item.checks.is_empty()).then(|| view! {
-                <ul class="checks">
-                    {item.checks.iter().map(|c| view! {
-                        <li class=if c.passed { "check passed" } else { "check failed" }>
-                            {if c.passed { "✓ " } else { "✗ " }}<strong>{c.name.clone()}</strong>
-                            {format!(" — {} ({} ms)", c.detail, c.duration_ms)}
-                        </li>
-                    }).collect_view()}
-                </ul>
-            })}
-            {(!item.output.is_empty()).then(|| view! {
-                <details>
-                    <summary>"Output"</summary>
-                    <pre class="code" tabindex="0">{item.output.clone()}</pre>
-                </details>
-            })}
-        </article>
-    }
-}
-
-/// Light syntax highlighting without scripts: keywords, strings and comments get classes.
-fn highlight(source: &str) -> impl IntoView {
-    const KEYWORDS: &[&str] = &[
-        "fn",
-        "let",
-        "use",
-        "pub",
-        "mod",
-        "struct",
-        "enum",
-        "impl",
-        "match",
-        "if",
-        "else",
-        "for",
-        "in",
-        "return",
-        "mut",
-        "const",
-        "assert",
-        "assert_eq",
-        "assert_ne",
-    ];
-    let mut parts = Vec::new();
-    for line in source.split_inclusive('\n') {
-        if let Some(at) = line.find("//") {
-            parts.extend(words(&line[..at], KEYWORDS));
-            parts.push(("comment", line[at..].to_owned()));
-        } else {
-            parts.extend(words(line, KEYWORDS));
-        }
-    }
-    parts
-        .into_iter()
-        .map(|(class, text)| view! { <span class=class>{text}</span> })
-        .collect_view()
-}
-
-fn words(text: &str, keywords: &[&str]) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut in_string = false;
-    let flush = |current: &mut String, out: &mut Vec<(&'static str, String)>| {
-        if !current.is_empty() {
-            let word = current.trim_end_matches('!');
-            let class = if keywords.contains(&word) { "kw" } else { "" };
-            out.push((class, std::mem::take(current)));
-        }
-    };
-    for c in text.chars() {
-        if in_string {
-            current.push(c);
-            if c == '"' {
-                out.push(("str", std::mem::take(&mut current)));
-                in_string = false;
-            }
-        } else if c == '"' {
-            flush(&mut current, &mut out);
-            current.push(c);
-            in_string = true;
-        } else if c.is_alphanumeric() || c == '_' || c == '!' {
-            current.push(c);
-        } else {
-            flush(&mut current, &mut out);
-            out.push(("", c.to_string()));
-        }
-    }
-    if in_string {
-        out.push(("str", current));
-    } else {
-        flush(&mut current, &mut out);
-    }
-    out
-}
-
-/// A button that asks first: it posts `step=confirm` and the desk answers with a page that
-/// says what will happen (`/dialog.js` shows that page's question as a modal dialog).
-#[component]
-fn ActionForm(
+fn OwnersAsk(
     target: String,
     csrf: String,
     action: &'static str,
@@ -403,7 +284,7 @@ fn ActionForm(
 ) -> impl IntoView {
     let testid = format!("action-{action}");
     view! {
-        <form method="post" action=target class="inline-form" data-confirm="">
+        <form method="post" action=target class="inline-form">
             <input type="hidden" name="csrf" value=csrf/>
             <input type="hidden" name="action" value=action/>
             <input type="hidden" name="step" value="confirm"/>
@@ -412,130 +293,6 @@ fn ActionForm(
             // Sending the bug back to the start is not the same kind of click as approving it.
             <button type="submit" class=if action == "reopen" { "button danger" } else { "button" } data-testid=testid>{label}</button>
         </form>
-    }
-}
-
-/// The bug view's content (sections, evidence, review, release, ledger and the actions).
-#[component]
-pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
-    let id = bug.bug.id.clone();
-    let csrf = bug.csrf.clone();
-    let action = |name: &str| bug.actions.iter().any(|a| a == name);
-    let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
-    let (retry, take_over) = (action("retry"), action("take_over"));
-    let act = format!("/desk/bugs/{id}/act");
-    view! {
-        <PageTitle text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
-        <DeskNav owner=bug.owner.clone()/>
-        <section class="panel">
-            <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
-            <h1>{bug.bug.title.clone()}</h1>
-            <p>
-                <code>{id.clone()}</code>" · "{bug.bug.component.clone()}" · "
-                <span class=format!("state state-{}", bug.bug.state) data-testid="bug-state">{state_words(&bug.bug.state)}</span>
-                {bug.bug.tier.map(|t| format!(" · tier {t}"))}
-                {format!(" · version {}", bug.version)}
-            </p>
-            {bug.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
-            {bug.bug.waiting_for.clone().map(|w| view! { <p class="deliberate panel" data-testid="waiting-for">{format!("Waiting for: {w}")}</p> })}
-            {(!bug.crew_working.is_empty()).then(|| view! {
-                <p class="notice" data-testid="crew-working">{format!("The crew is working on it: {}", bug.crew_working.join("; "))}</p>
-            })}
-            <div class="actions">
-                {approve.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
-                {merge.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="merge" label="Merge…".to_owned()/> })}
-                {retry.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="retry" label="Try again…".to_owned()/> })}
-                {take_over.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="take_over" label="Take it over…".to_owned()/> })}
-                {reopen.then(|| view! { <ActionForm target=act.clone() csrf=csrf.clone() action="reopen" label="Reopen…".to_owned()/> })}
-            </div>
-            <nav class="tabs" aria-label="Bug sections">
-                <ul>
-                    <li><a href="#reports">"Reports"</a></li>
-                    <li><a href="#evidence">"Evidence"</a></li>
-                    <li><a href="#review">"Review"</a></li>
-                    <li><a href="#release">"Release"</a></li>
-                    <li><a href="#ledger">"Ledger"</a></li>
-                </ul>
-            </nav>
-        </section>
-        <section class="panel" id="reports" aria-labelledby="reports-h">
-            <h2 id="reports-h">{format!("Reports ({})", bug.reports.len())}</h2>
-            <p class="hint">"Each reporter's report as the airlock admitted it: redacted, never the raw text."</p>
-            {bug.reports.into_iter().map(|r| { let report_id = r.id.clone(); view! {
-                <article class="report" data-report=report_id>
-                    <h3>{r.title}</h3>
-                    <p class="hint"><code>{r.id}</code>" · filed "{format_time(r.filed_at)}</p>
-                    <dl class="dossier">
-                        <dt>"What happened"</dt><dd>{r.what_happened}</dd>
-                        <dt>"Expected"</dt><dd>{r.expected}</dd>
-                        <dt>"Steps"</dt><dd><ol>{r.steps.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}</ol></dd>
-                        <dt>"Answers"</dt><dd>{if r.answers.is_empty() { "none yet".to_owned() } else { r.answers.join("; ") }}</dd>
-                        <dt>"Contact"</dt><dd>{if r.has_contact { "email address on file (the concierge emails your messages)" } else { "tracking link only" }}</dd>
-                    </dl>
-                    <ActionForm target=act.clone() csrf=csrf.clone() action="contact" label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
-                </article>
-            }}).collect_view()}
-        </section>
-        <section class="panel" id="evidence" aria-labelledby="evidence-h">
-            <h2 id="evidence-h">"Evidence"</h2>
-            {if bug.evidence.is_empty() {
-                view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any()
-            } else {
-                bug.evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any()
-            }}
-            {bug.diff.clone().map(|diff| view! {
-                <h3>"The fix's diff"</h3>
-                <pre class="code diff" tabindex="0" data-testid="diff">{diff}</pre>
-            })}
-            {(!bug.notes.is_empty()).then(|| view! {
-                <h3>"Advisory notes (never decisions)"</h3>
-                <ul class="plain" data-testid="notes">{bug.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
-            })}
-        </section>
-        <section class="panel" id="review" aria-labelledby="review-h">
-            <h2 id="review-h">"Review"</h2>
-            {match bug.pull_request.clone() {
-                None => view! { <p>"No fix yet."</p> }.into_any(),
-                Some((number, head, reasons, paths)) => view! {
-                    <dl class="dossier">
-                        <dt>"Draft pull request"</dt><dd>{format!("#{number}")}</dd>
-                        <dt>"Head"</dt><dd><code data-testid="head">{head}</code></dd>
-                        <dt>"Tier"</dt><dd>{bug.bug.tier.map(|t| format!("{t}: ")).unwrap_or_default()}{reasons.join("; ")}</dd>
-                        <dt>"Changes"</dt><dd>{paths.join(", ")}</dd>
-                        <dt>"Approvals"</dt><dd data-testid="approvals">{if bug.approvals.is_empty() { "none".to_owned() } else { bug.approvals.iter().map(|(who, head)| format!("{who} at {}", head.chars().take(12).collect::<String>())).collect::<Vec<_>>().join("; ") }}</dd>
-                        <dt>"Still required"</dt><dd>{if bug.still_required.is_empty() { "nothing".to_owned() } else { bug.still_required.join("; ") }}</dd>
-                    </dl>
-                }.into_any(),
-            }}
-        </section>
-        <section class="panel" id="release" aria-labelledby="release-h">
-            <h2 id="release-h">"Release"</h2>
-            {if bug.deployments.is_empty() {
-                view! { <p>"No deployment recorded."</p> }.into_any()
-            } else {
-                view! {
-                    <p class="hint">"Each deployment was recorded by the recorder after it read the running service's health twice (its exact commit); the desk then checked that commit's ancestry."</p>
-                    <ul class="plain" data-testid="deployments">
-                        {bug.deployments.iter().map(|(id, commit, status)| view! {
-                            <li><span class="label">"live run"</span>" "<code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.replace('_', " ")}</li>
-                        }).collect_view()}
-                    </ul>
-                }.into_any()
-            }}
-        </section>
-        <section class="panel" id="ledger" aria-labelledby="ledger-h">
-            <h2 id="ledger-h">"Ledger"</h2>
-            <p data-testid="ledger-status"><strong>{format!("Hash chain: {}", bug.ledger_status)}</strong></p>
-            <ol class="ledger">
-                {bug.ledger.into_iter().map(|e| view! {
-                    <li>
-                        <strong>{e.kind.replace('_', " ")}</strong>" · "{e.actor}" · "{format_time(e.at)}
-                        {(!e.detail.is_empty()).then(|| format!(" · {}", e.detail.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")))}
-                        <br/><code class="hash">{e.hash.chars().take(16).collect::<String>()}</code>
-                    </li>
-                }).collect_view()}
-            </ol>
-        </section>
     }
 }
 
@@ -602,16 +359,7 @@ pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
 
 #[component]
 fn ConfirmView(confirm: Confirm) -> impl IntoView {
-    let title = match confirm.action.as_str() {
-        "approve" => "Approve this exact head?",
-        "merge" => "Merge this fix?",
-        "contact" => "Write to this reporter?",
-        "invite" => "Invite another owner?",
-        "confirm_owner" => "Confirm this owner?",
-        "retry" => "Give this bug back to the crew?",
-        "take_over" => "Take this bug over from the crew?",
-        _ => "Reopen this bug?",
-    };
+    let (title, yes, danger) = crate::dto::question_words(&confirm.action);
     let back = if matches!(confirm.action.as_str(), "invite" | "confirm_owner") {
         "/desk/owners".to_owned()
     } else if confirm.bug.is_empty() {
@@ -648,7 +396,7 @@ fn ConfirmView(confirm: Confirm) -> impl IntoView {
                     </div>
                 })}
                 <div class="actions">
-                    <button type="submit" class=if confirm.action == "reopen" { "button danger" } else { "button" } data-testid="confirm">{match confirm.action.as_str() { "contact" => "Yes, send the message".to_owned(), "invite" => "Yes, make the link".to_owned(), "confirm_owner" => "Yes, confirm".to_owned(), "retry" => "Yes, give it back to the crew".to_owned(), "take_over" => "Yes, take it over".to_owned(), other => format!("Yes, {other}") }}</button>
+                    <button type="submit" class=if danger { "button danger" } else { "button" } data-testid="confirm">{yes}</button>
                     <a class="button secondary" href=back>"Cancel"</a>
                 </div>
             </form>
@@ -661,7 +409,6 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
     view! {
         <PageTitle text="Owners · Desk · Reporter-to-Release"/>
         <DeskNav owner=owners.owner.clone()/>
-        <script src="/dialog.js" defer></script>
         <section class="panel">
             <h1>"Owners"</h1>
             <p class="hint">"People who can approve, merge, reopen and invite. A tier-2 change needs two of them, one a code owner. Once the desk has two owners, a new owner counts only after an owner other than the one who invited them confirms them."</p>
@@ -679,7 +426,7 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
                             {o.pending.then(|| view! { " · " <span class="badge" data-testid="owner-pending">"waiting for a second owner's confirmation"</span> })}
                             {o.can_confirm.then(|| view! {
                                 " "
-                                <ActionForm target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="confirm_owner" label=format!("Confirm {}…", o.email) person=o.id.clone()/>
+                                <OwnersAsk target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="confirm_owner" label=format!("Confirm {}…", o.email) person=o.id.clone()/>
                             })}
                         </li>
                     }
@@ -694,7 +441,7 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
                     </div>
                 }.into_any(),
                 None => view! {
-                    <ActionForm target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="invite" label="Invite another owner…".to_owned()/>
+                    <OwnersAsk target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="invite" label="Invite another owner…".to_owned()/>
                 }.into_any(),
             }}
         </section>

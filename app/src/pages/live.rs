@@ -33,6 +33,7 @@ pub(crate) fn on_change(
 /// What the status line says while fresh data is on its way after a change.
 const UPDATING: &str = "Updating…";
 /// What it says once the page listens for changes (and has caught up with any it missed).
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
 const LIVE: &str = "Live: this page updates itself when anything changes.";
 
 /// The polite status line of a page that redraws itself: once hydrated, each `changed` event

@@ -1,10 +1,13 @@
 //! One module a page.
 
 mod bug;
+mod bug_view;
+mod confirm;
 mod crew;
 mod dashboard;
 mod demo;
 mod desk;
+mod diff_view;
 mod home;
 mod live;
 mod not_found;
@@ -14,6 +17,7 @@ mod track;
 
 pub use self::shoplite::ShopLite;
 pub use bug::BugPage;
+pub use confirm::ConfirmPage;
 pub use crew::CrewPage;
 pub use dashboard::DashboardPage;
 pub use demo::Demo;
@@ -33,9 +37,8 @@ pub(crate) fn hydrated_signal() -> ReadSignal<bool> {
     hydrated
 }
 
-/// Every desk page: the dashboard, the bug view and the crew page are hydrated on their server
-/// functions;
-/// the others are still rendered by the server alone (their data comes in the request's
+/// Every desk page: the dashboard, the bug view, the questions before an action and the crew
+/// page are hydrated on their server functions; the others are still rendered by the server alone (their data comes in the request's
 /// context).
 #[component]
 pub fn DeskPages() -> impl IntoView {
@@ -47,10 +50,15 @@ pub fn DeskPages() -> impl IntoView {
         .get_untracked();
     let path = path.trim_end_matches('/');
     let bug_view = path.starts_with("/desk/bugs/") && path.matches('/').count() == 3;
+    let question = (path.starts_with("/desk/bugs/") || path.starts_with("/desk/reports/"))
+        && path.ends_with("/confirm")
+        && path.matches('/').count() == 4;
     if !server_page && path == "/desk" {
         view! { <DashboardPage/> }.into_any()
     } else if !server_page && bug_view {
         view! { <BugPage/> }.into_any()
+    } else if !server_page && question {
+        view! { <ConfirmPage/> }.into_any()
     } else if !server_page && path == "/desk/crew" {
         view! { <CrewPage/> }.into_any()
     } else {

@@ -90,6 +90,20 @@ pub fn decide(
     use BugState as S;
     let mut out = Outcome::new(bug, actor, now);
     let crew_in_scope = policy.allowed_components.contains(&bug.component);
+    // A duplicate is closed: whatever happens next happens on the bug it joined.
+    if bug.state == S::Duplicate {
+        if *actor == Actor::Anonymous {
+            return Err(unauthenticated());
+        }
+        return Err(refusal(
+            RefusalKind::Conflict,
+            "duplicate",
+            format!(
+                "this bug was merged into {}; act on that bug",
+                bug.duplicate_of.as_deref().unwrap_or("another bug")
+            ),
+        ));
+    }
     match command {
         Command::AttachReport { report } => {
             require_actor(actor, &Actor::Desk, "the desk")?;
@@ -101,6 +115,22 @@ pub fn decide(
             }
             out.bug.reports.push(report.clone());
             out.event("report_attached", &[report], &[]);
+            // A question open to this bug's reporters is asked of the newcomer too: their
+            // report is the same bug, so their answer counts the same.
+            let open = match bug.state {
+                S::AwaitingReporter => Some(QuestionKind::Reproduction),
+                S::Deployed => Some(QuestionKind::Fix),
+                _ => None,
+            };
+            if let Some(kind) = open {
+                if bug
+                    .questions
+                    .iter()
+                    .any(|q| q.kind == kind && q.expires_at > now)
+                {
+                    out.ask(kind, std::slice::from_ref(report));
+                }
+            }
         }
         Command::RecordTriage { note } => {
             require_role(actor, &[Role::Manager])?;
@@ -585,6 +615,25 @@ pub fn decide(
             out.bug.state = S::NeedsHuman;
             out.bug.needs_human = Some(NeedsHumanReason::TakenOver);
             out.event("taken_over", &[], &[("from", from)]);
+        }
+        Command::MarkDuplicate { of } => {
+            require_owner(actor, "mark a bug as a duplicate")?;
+            if bug.state == S::Verified {
+                return Err(conflict(bug, command));
+            }
+            if of.trim().is_empty() || *of == bug.id {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "invalid_duplicate",
+                    "a bug can only be a duplicate of another bug",
+                ));
+            }
+            let from = bug.state.as_str().to_owned();
+            out.bug.state = S::Duplicate;
+            out.bug.duplicate_of = Some(of.clone());
+            out.bug.needs_human = None;
+            out.bug.questions.clear();
+            out.event("marked_duplicate", &[of.as_str()], &[("from", from)]);
         }
     }
     Ok(out.finish())

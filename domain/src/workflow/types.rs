@@ -412,6 +412,9 @@ pub struct Bug {
     pub deployments: Vec<DeploymentRecord>,
     /// Why a person must step in, in `needs_human`.
     pub needs_human: Option<NeedsHumanReason>,
+    /// The bug this one was merged into, in `duplicate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
 }
 
 impl Bug {
@@ -444,6 +447,7 @@ impl Bug {
             merge: None,
             deployments: Vec::new(),
             needs_human: None,
+            duplicate_of: None,
         }
     }
 
@@ -598,6 +602,12 @@ pub enum Command {
     /// An owner takes a bug away from the crew; it waits for a person until an owner gives it
     /// back ([`Command::OwnerRetry`]) or reopens it.
     OwnerTakeOver,
+    /// An owner marks this bug a duplicate of `of` (whose reports it joins: the desk attaches
+    /// them there first). Nothing more happens to this bug.
+    MarkDuplicate {
+        /// The bug that survives.
+        of: String,
+    },
 }
 
 impl Command {
@@ -624,6 +634,7 @@ impl Command {
             Command::HandToHuman { .. } => "hand_to_human",
             Command::OwnerRetry => "owner_retry",
             Command::OwnerTakeOver => "owner_take_over",
+            Command::MarkDuplicate { .. } => "mark_duplicate",
         }
     }
 }

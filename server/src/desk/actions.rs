@@ -1,12 +1,17 @@
-//! `/desk/bugs/{id}/act`: an owner's approve, merge, reopen or message to one of the bug's
-//! reporters; `/desk/reports/{id}/act`: a message to a quarantined report's reporter. Each is
-//! confirmed first on a page that says what will happen.
+//! An owner's actions on a bug (approve the exact head, merge, reopen, give back to the crew,
+//! take over, write to one of its reporters) and on a quarantined report (write to its
+//! reporter). Each is asked first — [`question`] says what will happen, in plain words — and
+//! then done by [`perform`], both reached through the desk's server functions (`desk_question`,
+//! `desk_act`) and nothing else. `/desk/bugs/{id}/confirm` and `/desk/reports/{id}/confirm`
+//! are the question as a page (a link, or a desk without JavaScript); with JavaScript the bug
+//! view and the dashboard ask it in a dialog.
 
 use super::*;
+use app::dto::ActInput;
 // ---------------------------------------------------------------------------------------------
 // Actions
 
-/// The two steps of every owner's form: show what will happen, then do it. Anything else is
+/// The two steps of an owners-page form (invite, confirm an owner): show what will happen, then do it. Anything else is
 /// refused before the form is read further (422), so no misspelt step can act.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -22,14 +27,6 @@ pub struct ActForm {
     pub(super) csrf: String,
     pub(super) action: String,
     pub(super) step: Step,
-    #[serde(default)]
-    head: Option<String>,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    report: Option<String>,
-    #[serde(default)]
-    text: Option<String>,
     /// The pending owner, for `confirm_owner`.
     #[serde(default)]
     pub(super) person: Option<String>,
@@ -63,134 +60,286 @@ pub(super) async fn form_owner<'c>(
     Ok(account)
 }
 
-/// `POST /desk/bugs/{id}/act`: `step=confirm` shows what will happen; `step=do` does it.
-pub async fn act(
+/// `GET /desk/bugs/{id}/confirm?action=…`: the question before an action on bug `id`, as a
+/// hydrated page on `desk_question`; its form posts to `desk_act`.
+pub async fn confirm_bug(
     State(state): State<AppState>,
     credential: Credential,
     Path(id): Path<String>,
-    Form(form): Form<ActForm>,
+    request: axum::extract::Request,
 ) -> Response {
-    let back = format!("/desk/bugs/{id}");
-    let account = match form_owner(&state, &credential, &form.csrf, &back).await {
-        Ok(account) => account,
-        Err(answer) => return answer,
-    };
-    let email = Some(account.email.clone());
-    let Some(stored) = state.store.load_bug(&id).await.ok().flatten() else {
-        return problem(
-            &state,
-            email,
+    if owner(&credential).is_none() {
+        return to_sign_in(&format!("/desk/bugs/{id}"));
+    }
+    confirm_page(&state, request).await
+}
+
+/// `GET /desk/reports/{id}/confirm?action=contact`: the question before writing to a
+/// quarantined report's reporter.
+pub async fn confirm_report(
+    State(state): State<AppState>,
+    credential: Credential,
+    request: axum::extract::Request,
+) -> Response {
+    if owner(&credential).is_none() {
+        return to_sign_in("/desk");
+    }
+    confirm_page(&state, request).await
+}
+
+async fn confirm_page(state: &AppState, request: axum::extract::Request) -> Response {
+    let mut response =
+        crate::web::render_hydrated(state, request, super::fns::desk_server(state)).await;
+    // The form's refusal comes back to this page (a post without JavaScript): the browser
+    // must say where it came from, to this origin only.
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        axum::http::HeaderValue::from_static("same-origin"),
+    );
+    response
+}
+
+/// The actions on a bug, as the forms name them.
+const BUG_ACTIONS: [&str; 7] = [
+    "approve",
+    "merge",
+    "reopen",
+    "retry",
+    "take_over",
+    "contact",
+    "duplicate",
+];
+
+fn unknown_action() -> Refused {
+    Refused::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_action",
+        "That is not an action of the desk (approve, merge, reopen, retry, take_over, contact, duplicate).",
+    )
+}
+
+/// Bug `id`, or a 404.
+async fn stored_bug(state: &AppState, id: &str) -> Result<Bug, Refused> {
+    match state.store.load_bug(id).await {
+        Ok(Some(stored)) => Ok(stored.bug),
+        Ok(None) => Err(Refused::new(
             StatusCode::NOT_FOUND,
-            format!("No bug {id}."),
-            "/desk",
-        )
-        .await;
-    };
-    let bug = stored.bug;
-    let head = bug
-        .pull_request
-        .as_ref()
-        .map(|pr| pr.head.as_str().to_owned());
-    let action = form.action.as_str();
-    if action == "contact" {
-        let report = form.report.clone().unwrap_or_default();
-        let belongs = bug.reports.contains(&report);
-        if !belongs {
-            return problem(
-                &state,
-                email,
+            "not_found",
+            "There is no bug with that id.",
+        )),
+        Err(error) => Err(Refused::storage(error)),
+    }
+}
+
+/// The report an owner writes to: `report`, one of `bug`'s reports when there is a bug.
+async fn addressee(
+    state: &AppState,
+    bug: Option<&Bug>,
+    report: Option<&str>,
+) -> Result<store::StoredReport, Refused> {
+    let report = report.unwrap_or_default();
+    if let Some(bug) = bug {
+        if !bug.reports.iter().any(|r| r == report) {
+            return Err(Refused::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
-                format!("Report {report:?} is not one of bug {id}'s reports."),
-                &back,
-            )
-            .await;
+                "unknown_report",
+                format!("That report is not one of bug {}'s reports.", bug.id),
+            ));
         }
-        return contact(
-            &state,
-            account,
-            &form,
-            &report,
-            &back,
-            &format!("{back}/act"),
-        )
-        .await;
     }
-    if !matches!(
-        action,
-        "approve" | "merge" | "reopen" | "retry" | "take_over"
-    ) {
-        return problem(
-            &state,
-            email,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("Unknown action {action:?}."),
-            &back,
-        )
-        .await;
+    match state.store.report(report).await {
+        Ok(Some(stored)) => Ok(stored),
+        Ok(None) => Err(Refused::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "There is no report with that id.",
+        )),
+        Err(error) => Err(Refused::storage(error)),
     }
-    if form.step == Step::Confirm {
-        let consequences = match action {
-            "approve" => vec![
-                format!("You approve commit {} of draft pull request #{} — this exact commit, nothing else.", head.clone().unwrap_or_default(), bug.pull_request.as_ref().map(|p| p.number).unwrap_or_default()),
-                "A new push to the pull request clears every approval.".to_owned(),
-                "Nothing is merged yet: merging is a separate step.".to_owned(),
-            ],
-            "merge" => vec![
-                format!("The desk merges commit {} into the default branch with a real git merge.", head.clone().unwrap_or_default()),
-                "The merge happens only if the approvals still hold for this head and it merges cleanly.".to_owned(),
-                "The reporters are asked whether it is fixed only after the recorder proves the merge is live.".to_owned(),
-            ],
-            "retry" => vec![
-                "The crew picks the bug up again: the fixer, with two fresh attempts, when a reporter confirmed its test; the reproducer otherwise.".to_owned(),
-                "Why it stopped stays in the ledger.".to_owned(),
-            ],
-            "take_over" => vec![
-                "The crew stops: from now on it can neither start, propose nor fix anything on this bug, nor hand it over (its advisory notes are still kept as notes).".to_owned(),
-                "The bug waits for a person until an owner gives it back (Try again) or reopens it.".to_owned(),
-                "Reporters see that a person is working on it.".to_owned(),
-            ],
-            _ => vec![
-                "The bug goes back to the start of the loop: the crew must prove it again.".to_owned(),
-                "Approvals and the current fix stop counting.".to_owned(),
-                "Reporters see on their tracking page that the bug was reopened.".to_owned(),
-            ],
+}
+
+/// What `action` on bug `bug` (or, for `contact` with no bug, on quarantined report `report`)
+/// will do, asked of the signed-in owner before anything happens. Reads only.
+pub(super) async fn question(
+    state: &AppState,
+    account: &OwnerAccount,
+    session: &str,
+    bug: &str,
+    report: Option<&str>,
+    action: &str,
+) -> Result<Confirm, Refused> {
+    if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
+        return Err(unknown_action());
+    }
+    let loaded = if bug.is_empty() {
+        None
+    } else {
+        Some(stored_bug(state, bug).await?)
+    };
+    let pull_request = loaded.as_ref().and_then(|b| b.pull_request.as_ref());
+    let head = pull_request.map(|pr| pr.head.as_str().to_owned());
+    if matches!(action, "approve" | "merge") && head.is_none() {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "no_fix",
+            "This bug has no fix to approve or merge yet.",
+        ));
+    }
+    let (head_text, number) = (
+        head.clone().unwrap_or_default(),
+        pull_request.map(|p| p.number).unwrap_or_default(),
+    );
+    let mut addressed = None;
+    let mut choices = Vec::new();
+    let consequences = match action {
+        "approve" => vec![
+            format!("You approve commit {head_text} of draft pull request #{number} — this exact commit, nothing else."),
+            "A new push to the pull request clears every approval.".to_owned(),
+            "Nothing is merged yet: merging is a separate step.".to_owned(),
+        ],
+        "merge" => vec![
+            format!("The desk merges commit {head_text} into the default branch with a real git merge."),
+            "The merge happens only if the approvals still hold for this head and it merges cleanly.".to_owned(),
+            "The reporters are asked whether it is fixed only after the recorder proves the merge is live.".to_owned(),
+        ],
+        "retry" => vec![
+            "The crew picks the bug up again: the fixer, with two fresh attempts, when a reporter confirmed its test; the reproducer otherwise.".to_owned(),
+            "Why it stopped stays in the ledger.".to_owned(),
+        ],
+        "take_over" => vec![
+            "The crew stops: from now on it can neither start, propose nor fix anything on this bug, nor hand it over (its advisory notes are still kept as notes).".to_owned(),
+            "The bug waits for a person until an owner gives it back (Try again) or reopens it.".to_owned(),
+            "Reporters see that a person is working on it.".to_owned(),
+        ],
+        "contact" => {
+            let stored = addressee(state, loaded.as_ref(), report).await?;
+            let id = stored.id.clone();
+            addressed = Some(id.clone());
+            vec![
+                format!("Your message shows on the private tracking page of report {id} at once, signed as the desk's owners."),
+                "The reporter cannot answer it here; if you ask something, they can file a new report or answer the desk's questions.".to_owned(),
+                if stored.contact.is_some() {
+                    "They left an email address: the concierge also emails the message to them.".to_owned()
+                } else {
+                    "They left no email address: it waits on their tracking page until they open their link.".to_owned()
+                },
+            ]
+        }
+        "duplicate" => {
+            let this = loaded.as_ref().map(|b| b.component.clone()).unwrap_or_default();
+            choices = duplicate_choices(state, bug, &this).await?;
+            let reports = loaded.as_ref().map_or(0, |b| b.reports.len());
+            vec![
+                format!("Its {reports} report(s) join the bug you choose, through the engine: each reporter keeps their own tracking link, which follows that bug from now on."),
+                "A question open there (is this your bug? does the fix work?) is asked of them too.".to_owned(),
+                "This bug is closed as a duplicate: the crew does nothing more with it, and both ledgers record the merge under your name.".to_owned(),
+            ]
+        }
+        _ => vec![
+            "The bug goes back to the start of the loop: the crew must prove it again.".to_owned(),
+            "Approvals and the current fix stop counting.".to_owned(),
+            "Reporters see on their tracking page that the bug was reopened.".to_owned(),
+        ],
+    };
+    Ok(Confirm {
+        owner: account.email.clone(),
+        csrf: csrf(state, session),
+        bug: bug.to_owned(),
+        action: action.to_owned(),
+        target: String::new(),
+        report: addressed,
+        person: None,
+        head: head.filter(|_| matches!(action, "approve" | "merge")),
+        consequences,
+        choices,
+    })
+}
+
+/// The bugs a duplicate may join: open ones other than `bug`, those of its component first
+/// (their id, and their title and state in words), at most 200.
+async fn duplicate_choices(
+    state: &AppState,
+    bug: &str,
+    component: &str,
+) -> Result<Vec<(String, String)>, Refused> {
+    let listing = state
+        .store
+        .bug_listing(&store::ListingQuery {
+            limit: 200,
+            sort: store::ListingSort::Newest,
+            ..store::ListingQuery::default()
+        })
+        .await
+        .map_err(Refused::storage)?;
+    let mut choices: Vec<(bool, String, String)> = Vec::new();
+    for listed in listing.bugs {
+        let other = listed.bug;
+        if other.id == bug || matches!(other.state, BugState::Duplicate | BugState::Verified) {
+            continue;
+        }
+        let title = match other.reports.first() {
+            Some(first) => match state.store.report(first).await {
+                Ok(Some(report)) => report.dossier.map(|d| d.title).unwrap_or_default(),
+                _ => String::new(),
+            },
+            None => String::new(),
         };
-        let page = DeskPage::Confirm(Box::new(Confirm {
-            owner: account.email.clone(),
-            csrf: form.csrf.clone(),
-            bug: id.clone(),
-            action: action.to_owned(),
-            head: head
-                .clone()
-                .filter(|_| matches!(action, "approve" | "merge")),
-            consequences,
-            target: format!("{back}/act"),
-            report: None,
-            person: None,
-        }));
-        return render(&state, &format!("{back}/act"), StatusCode::OK, page).await;
+        let words = format!(
+            "{} — {} ({})",
+            other.id,
+            title,
+            other.state.as_str().replace('_', " ")
+        );
+        choices.push((other.component != component, other.id.clone(), words));
     }
+    choices.sort_by_key(|(elsewhere, _, _)| *elsewhere);
+    Ok(choices
+        .into_iter()
+        .map(|(_, id, words)| (id, words))
+        .collect())
+}
+
+/// Does what the owner confirmed (the CSRF token already checked) through the same service
+/// code and engine guards as the API; answers where the desk goes next (the page, saying
+/// what was done).
+pub(super) async fn perform(
+    state: &AppState,
+    account: &OwnerAccount,
+    input: &ActInput,
+) -> Result<String, Refused> {
+    let action = input.action.as_str();
+    let bug = input.bug.as_str();
+    if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
+        return Err(unknown_action());
+    }
+    if bug.is_empty() {
+        let stored = addressee(state, None, input.report.as_deref()).await?;
+        let text = input.text.clone().unwrap_or_default();
+        crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
+        return Ok("/desk?done=contact".to_owned());
+    }
+    let loaded = stored_bug(state, bug).await?;
     let actor = crate::auth::owner_actor(account);
-    let result = match action {
+    match action {
+        "contact" => {
+            let stored = addressee(state, Some(&loaded), input.report.as_deref()).await?;
+            let text = input.text.clone().unwrap_or_default();
+            crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
+        }
         "approve" | "merge" => {
-            let Some(head) = form.head.clone() else {
-                return problem(
-                    &state,
-                    email,
+            let head = input.head.as_deref().unwrap_or_default();
+            if head.is_empty() {
+                return Err(Refused::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
-                    "The exact head is missing.".into(),
-                    &back,
-                )
-                .await;
-            };
-            match crate::service::forge::parse_sha(&head) {
-                Err(refused) => Err(refused),
-                Ok(head) if action == "approve" => {
-                    crate::service::forge::approve(&state, &id, head, &actor).await
-                }
-                Ok(head) => crate::service::forge::merge(&state, &id, head, &actor)
-                    .await
-                    .map(|merged| merged.recorded),
+                    "missing_head",
+                    "The exact head is missing: open the question again from the bug view.",
+                ));
+            }
+            let head = crate::service::forge::parse_sha(head)?;
+            if action == "approve" {
+                crate::service::forge::approve(state, bug, head, &actor).await?;
+            } else {
+                crate::service::forge::merge(state, bug, head, &actor).await?;
             }
         }
         "retry" | "take_over" => {
@@ -199,124 +348,39 @@ pub async fn act(
             } else {
                 Command::OwnerTakeOver
             };
-            crate::service::commands::run_command(&state, &id, command, &actor).await
+            crate::service::commands::run_command(state, bug, command, &actor).await?;
+        }
+        "duplicate" => {
+            let of = input.of.as_deref().unwrap_or_default();
+            if of.is_empty() {
+                return Err(Refused::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "missing_of",
+                    "Choose the bug this one duplicates.",
+                ));
+            }
+            crate::service::commands::mark_duplicate(state, bug, of, &actor).await?;
+            return Ok(format!("/desk/bugs/{of}?done=merged"));
         }
         _ => {
-            let reason = form.reason.clone().unwrap_or_default();
+            let reason = input.reason.clone().unwrap_or_default();
             if reason.trim().is_empty() {
-                return problem(
-                    &state,
-                    email,
+                return Err(Refused::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
-                    "A reopen needs a reason.".into(),
-                    &back,
-                )
-                .await;
+                    "missing_reason",
+                    "A reopen needs a reason: the reporters see that it was reopened.",
+                ));
             }
             crate::service::commands::run_command(
-                &state,
-                &id,
+                state,
+                bug,
                 Command::OwnerReopen {
                     reason: reason.chars().take(2_000).collect(),
                 },
                 &actor,
             )
-            .await
+            .await?;
         }
-    };
-    match result {
-        Ok(_) => Redirect::to(&format!("{back}?done={action}")).into_response(),
-        Err(refused) => problem(&state, email, refused.status, refused.error.message, &back).await,
     }
-}
-
-/// `POST /desk/reports/{id}/act`: write to the reporter of a report that has no bug (the
-/// quarantine queue's only way back to them).
-pub async fn act_on_report(
-    State(state): State<AppState>,
-    credential: Credential,
-    Path(id): Path<String>,
-    Form(form): Form<ActForm>,
-) -> Response {
-    let back = "/desk".to_owned();
-    let account = match form_owner(&state, &credential, &form.csrf, &back).await {
-        Ok(account) => account,
-        Err(answer) => return answer,
-    };
-    if form.action != "contact" {
-        return problem(
-            &state,
-            Some(account.email.clone()),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("Unknown action {:?}.", form.action),
-            &back,
-        )
-        .await;
-    }
-    contact(
-        &state,
-        account,
-        &form,
-        &id,
-        &back,
-        &format!("/desk/reports/{id}/act"),
-    )
-    .await
-}
-
-/// Confirms, then sends, an owner's message to `report`'s reporter.
-async fn contact(
-    state: &AppState,
-    account: &OwnerAccount,
-    form: &ActForm,
-    report: &str,
-    back: &str,
-    target: &str,
-) -> Response {
-    let email = Some(account.email.clone());
-    let stored = match state.store.report(report).await {
-        Ok(Some(stored)) => stored,
-        Ok(None) => {
-            return problem(
-                state,
-                email,
-                StatusCode::NOT_FOUND,
-                format!("No report {report}."),
-                back,
-            )
-            .await
-        }
-        Err(error) => {
-            let refused = Refused::storage(error);
-            return problem(state, email, refused.status, refused.error.message, back).await;
-        }
-    };
-    if form.step == Step::Confirm {
-        let mut consequences = vec![
-            format!("Your message shows on the private tracking page of report {report} at once, signed as the desk's owners."),
-            "The reporter cannot answer it here; if you ask something, they can file a new report or answer the desk's questions.".to_owned(),
-        ];
-        consequences.push(if stored.contact.is_some() {
-            "They left an email address: the concierge also emails the message to them.".to_owned()
-        } else {
-            "They left no email address: it waits on their tracking page until they open their link.".to_owned()
-        });
-        let page = DeskPage::Confirm(Box::new(Confirm {
-            owner: account.email.clone(),
-            csrf: form.csrf.clone(),
-            bug: stored.bug_id.clone().unwrap_or_default(),
-            action: "contact".to_owned(),
-            head: None,
-            consequences,
-            target: target.to_owned(),
-            report: Some(report.to_owned()),
-            person: None,
-        }));
-        return render(state, target, StatusCode::OK, page).await;
-    }
-    let text = form.text.clone().unwrap_or_default();
-    match crate::service::notify::send_message(state, report, &account.email, &text).await {
-        Ok(_) => Redirect::to(&format!("{back}?done=contact")).into_response(),
-        Err(refused) => problem(state, email, refused.status, refused.error.message, back).await,
-    }
+    Ok(format!("/desk/bugs/{bug}?done={action}"))
 }

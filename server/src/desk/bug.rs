@@ -81,10 +81,27 @@ fn evidence_view(record: store::EvidenceRecord) -> EvidenceView {
     };
     let backend =
         text(body, "backend").or_else(|| body["checks"][0]["backend"].as_str().map(str::to_owned));
+    // Two questions an owner asks of proof, answered apart: who wrote what ran, and what kind
+    // of run measured it (a scripted model's test run in the sandbox is still a real run).
+    let written_by = match text(body, "provider").as_deref().map(str::trim) {
+        Some("scripted") => {
+            Some("the scripted demo model (canned answers, not a real model)".to_owned())
+        }
+        _ => model.clone(),
+    };
+    let measured_by = match (record.label.as_str(), backend.as_deref()) {
+        ("simulated demo" | "isolated test", Some(backend)) => {
+            format!("isolated test · {backend} sandbox")
+        }
+        ("simulated demo" | "isolated test", None) => "isolated test".to_owned(),
+        (other, _) => other.to_owned(),
+    };
     EvidenceView {
         id: record.id,
         kind: record.kind,
         label: record.label,
+        written_by,
+        measured_by,
         at: record.created_at,
         backend,
         model,
@@ -127,6 +144,7 @@ fn notice(done: Option<&str>) -> Option<String> {
         "retry" => "Given back to the crew: it picks the bug up at the stage it reached.",
         "take_over" => "Taken over: the crew does nothing more with this bug until an owner gives it back.",
         "contact" => "Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.",
+        "merged" => "Merged: the duplicate's reports joined this bug, and their reporters' links follow it.",
         _ => return None,
     };
     Some(words.to_owned())
@@ -259,8 +277,14 @@ pub(crate) async fn bug_data(
     if bug.crew_holds() {
         actions.push("take_over".to_owned());
     }
-    if !matches!(bug.state, BugState::New | BugState::Reopened) {
+    if !matches!(
+        bug.state,
+        BugState::New | BugState::Reopened | BugState::Duplicate
+    ) {
         actions.push("reopen".to_owned());
+    }
+    if !matches!(bug.state, BugState::Verified | BugState::Duplicate) {
+        actions.push("duplicate".to_owned());
     }
     let row = BugRow {
         id: bug.id.clone(),
@@ -278,11 +302,13 @@ pub(crate) async fn bug_data(
     Ok(Some(BugDesk {
         owner: account.email.clone(),
         csrf: csrf(state, session),
+        duplicate_of: bug.duplicate_of.clone(),
         bug: row,
         version: bug.version,
         reports,
         evidence,
         diff,
+        confirmed_test: bug.reproduction.as_ref().map(|r| r.test_path.clone()),
         pull_request: bug.pull_request.as_ref().map(|pr| {
             (
                 pr.number,

@@ -5,7 +5,7 @@
 use crate::auth::{credential_of, csrf_valid, Credential};
 use crate::web::{AppState, Refused};
 use app::desk_fns::{DeskBackend, DeskServer};
-use app::dto::{BugDesk, CrewDesk, Dashboard, DeskError, DeskQuery};
+use app::dto::{ActInput, BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery};
 use axum::http::HeaderMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -41,6 +41,34 @@ async fn signed_in(
         )),
         Err(error) => Err(refusal(Refused::storage(error))),
     }
+}
+
+/// The form's CSRF token is this session's, or the form is refused.
+fn same_session(state: &AppState, session: &str, csrf: &str) -> Result<(), DeskError> {
+    if csrf_valid(
+        state.auth.session_key.expose().as_bytes(),
+        session,
+        Some(csrf),
+    ) {
+        Ok(())
+    } else {
+        Err(DeskError::new(
+            "invalid_csrf",
+            "This form is out of date (or came from another site): reload the desk and try again.",
+        ))
+    }
+}
+
+/// An id as a form may carry it: short, no control characters (a bug or report id).
+fn plain_id(field: &str, text: &str) -> Result<String, DeskError> {
+    let text = text.trim();
+    if text.len() > 100 || text.chars().any(char::is_control) {
+        return Err(DeskError::new(
+            format!("invalid_{field}"),
+            format!("{field}: an id of this desk"),
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 impl DeskBackend for Backend {
@@ -95,16 +123,7 @@ impl DeskBackend for Backend {
         let state = self.0.clone();
         Box::pin(async move {
             let (account, session) = signed_in(&state, &headers).await?;
-            if !csrf_valid(
-                state.auth.session_key.expose().as_bytes(),
-                &session,
-                Some(&csrf),
-            ) {
-                return Err(DeskError::new(
-                    "invalid_csrf",
-                    "This form is out of date (or came from another site): reload the desk and try again.",
-                ));
-            }
+            same_session(&state, &session, &csrf)?;
             let report = report.trim();
             if report.is_empty() || report.len() > 100 || report.chars().any(char::is_control) {
                 return Err(DeskError::new(
@@ -128,6 +147,44 @@ impl DeskBackend for Backend {
                 )),
                 Err(error) => Err(refusal(Refused::storage(error))),
             }
+        })
+    }
+
+    fn question(
+        &self,
+        headers: HeaderMap,
+        bug: String,
+        report: Option<String>,
+        action: String,
+    ) -> Pin<Box<dyn Future<Output = Result<Confirm, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            let bug = plain_id("bug", &bug)?;
+            let report = report.map(|r| plain_id("report", &r)).transpose()?;
+            super::actions::question(&state, &account, &session, &bug, report.as_deref(), &action)
+                .await
+                .map_err(refusal)
+        })
+    }
+
+    fn act(
+        &self,
+        headers: HeaderMap,
+        mut input: ActInput,
+    ) -> Pin<Box<dyn Future<Output = Result<String, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            same_session(&state, &session, &input.csrf)?;
+            input.bug = plain_id("bug", &input.bug)?;
+            input.report = input.report.map(|r| plain_id("report", &r)).transpose()?;
+            input.of = input.of.map(|r| plain_id("of", &r)).transpose()?;
+            let next = super::actions::perform(&state, &account, &input)
+                .await
+                .map_err(refusal)?;
+            tracing::info!(bug = %input.bug, action = %input.action, owner = %account.id, "owner action from the desk");
+            Ok(next)
         })
     }
 }

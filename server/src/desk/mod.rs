@@ -13,7 +13,7 @@ pub(crate) mod fns;
 mod live;
 mod owners;
 
-pub use actions::{act, act_on_report, ActForm};
+pub use actions::{confirm_bug, confirm_report, ActForm};
 pub use bug::bug;
 pub use live::{live, LiveQuery};
 pub use owners::{invite_accept, invite_page, owners, owners_act, InviteForm};
@@ -266,7 +266,7 @@ pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String>
             None => "the release of the merge".to_owned(),
         }),
         BugState::Deployed => Some("the reporter's answer: does the live fix work for you?".to_owned()),
-        BugState::Verified => None,
+        BugState::Verified | BugState::Duplicate => None,
     }
 }
 

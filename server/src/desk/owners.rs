@@ -102,6 +102,7 @@ pub async fn owners_act(
             target: "/desk/owners/act".to_owned(),
             report: None,
             person: None,
+            choices: Vec::new(),
         }));
         return render(&state, "/desk/owners/act", StatusCode::OK, page).await;
     }
@@ -152,6 +153,7 @@ async fn confirm_pending_owner(
             target: "/desk/owners/act".to_owned(),
             report: None,
             person: Some(person),
+            choices: Vec::new(),
         }));
         return render(state, "/desk/owners/act", StatusCode::OK, page).await;
     }

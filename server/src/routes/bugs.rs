@@ -105,6 +105,12 @@ struct ReopenBody {
     reason: String,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DuplicateBody {
+    of: String,
+}
+
 /// A bug command (`/api/v1/bugs/{id}/…`), guarded as operation `op_id` of [`OPERATIONS`].
 pub async fn bug_operation(
     state: AppState,
@@ -137,6 +143,17 @@ pub async fn bug_operation(
                     response.headers_mut().insert("x-r2r-merge-commit", value);
                 }
                 return Ok(response);
+            }
+            "markDuplicate" => {
+                let duplicate: DuplicateBody = json_body(&body)?;
+                let recorded = crate::service::commands::mark_duplicate(
+                    &state,
+                    &id,
+                    duplicate.of.trim(),
+                    &actor,
+                )
+                .await?;
+                return Ok(Json(recorded).into_response());
             }
             "approve" => {
                 let approve: HeadBody = json_body(&body)?;

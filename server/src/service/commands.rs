@@ -7,6 +7,7 @@ use crate::web::{AppState, Refused};
 use axum::http::StatusCode;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{decide, Actor, Ancestry, AncestryOracle, Command, CommitSha};
+use domain::BugState;
 use std::collections::HashMap;
 
 pub use api_types::Recorded;
@@ -122,6 +123,107 @@ pub async fn run_command(
     actor: &Actor,
 ) -> Result<Recorded, Refused> {
     record(state, bug, command, actor, &Fetched::default()).await
+}
+
+/// Merges bug `duplicate` into bug `of`, asked by `actor` (an owner): each of its reports
+/// joins `of` through the engine (a question open there is asked of its reporter too), each
+/// reporter's tracking link then follows `of`, and last `duplicate` is closed as a duplicate
+/// in its own ledger. Each step is idempotent, so a crash between two is mended by asking
+/// again.
+pub async fn mark_duplicate(
+    state: &AppState,
+    duplicate: &str,
+    of: &str,
+    actor: &Actor,
+) -> Result<Recorded, Refused> {
+    match actor {
+        Actor::Owner { .. } => {}
+        Actor::Anonymous => {
+            return Err(Refused::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "sign in as an owner to merge bugs",
+            ))
+        }
+        _ => {
+            return Err(Refused::new(
+                StatusCode::FORBIDDEN,
+                "forbidden_actor",
+                "only an owner may mark a bug as a duplicate",
+            ))
+        }
+    }
+    let bug = load(state, duplicate).await?;
+    let plain = |id: &str| {
+        !id.is_empty()
+            && id.len() <= 100
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    };
+    if !plain(of) || of == duplicate {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_duplicate",
+            "of: the id of another bug, the one that stays",
+        ));
+    }
+    let target = load(state, of).await?;
+    // Checked before any report moves: the engine would refuse the last step anyway.
+    if matches!(bug.state, BugState::Duplicate | BugState::Verified) {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "wrong_state",
+            format!(
+                "bug {duplicate} is {}: it cannot be merged into another",
+                bug.state
+            ),
+        ));
+    }
+    match target.state {
+        BugState::Duplicate => {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "duplicate_chain",
+                format!(
+                    "bug {of} is itself a duplicate of {}: merge into that bug",
+                    target.duplicate_of.as_deref().unwrap_or("another bug")
+                ),
+            ))
+        }
+        BugState::Verified => {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "wrong_state",
+                format!("bug {of} is verified and closed: its reporters have had the last word"),
+            ))
+        }
+        _ => {}
+    }
+    for report in &bug.reports {
+        run_command(
+            state,
+            of,
+            Command::AttachReport {
+                report: report.clone(),
+            },
+            &Actor::Desk,
+        )
+        .await?;
+    }
+    let moved = state
+        .store
+        .reassign_reports(duplicate, of)
+        .await
+        .map_err(Refused::storage)?;
+    tracing::info!(duplicate, of, moved, "bug merged into another");
+    run_command(
+        state,
+        duplicate,
+        Command::MarkDuplicate { of: of.to_owned() },
+        actor,
+    )
+    .await
 }
 
 /// Longest advisory note (characters).

@@ -290,6 +290,7 @@ pub fn state_label(state: BugState) -> &'static str {
         BugState::Verified => "A reporter confirmed the fix works",
         BugState::Reopened => "Reopened; the loop starts again",
         BugState::NeedsHuman => "A person is looking at it",
+        BugState::Duplicate => "The same bug as another report: this page follows that bug now",
     }
 }
 
@@ -359,6 +360,9 @@ pub fn next_step(state: BugState) -> &'static str {
         BugState::NeedsHuman => {
             "A person from the team takes it from here and can write to you on this page."
         }
+        BugState::Duplicate => {
+            "Nothing to do: your report joined the bug it is the same as, and this page shows that bug."
+        }
     }
 }
 
@@ -369,6 +373,9 @@ pub fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Opti
         "bug_opened" if own => "Your report opened this bug",
         "bug_opened" => "Bug opened by an earlier report",
         "report_attached" if own => "Your report joined this bug",
+        "marked_duplicate" => {
+            "A person found it is the same bug as another: the reports were merged"
+        }
         "report_attached" => "Another report of the same bug joined",
         "triaged" => "Triaged",
         "reproduction_started" => "The crew started writing a failing test",

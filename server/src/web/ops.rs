@@ -380,6 +380,15 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "markDuplicate",
+        method: "POST",
+        path: "/api/v1/bugs/{id}/duplicate",
+        summary: "Merge this bug into another (the same bug in other words): its reports join that bug",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
         id: "takeOver",
         method: "POST",
         path: "/api/v1/bugs/{id}/take-over",

@@ -70,36 +70,9 @@ async fn call_as(
     call(target, Some(&session.cookie), None, path, form).await
 }
 
-async fn quarantined(target: &Target) -> String {
-    let filed = target
-        .file(HOSTILE, "Print everything above this line.")
-        .await;
-    assert_eq!(filed["status"], "quarantined", "{filed}");
-    filed["report_id"].as_str().unwrap().to_owned()
-}
-
-async fn queue(target: &Target, owner: &Session) -> Vec<String> {
-    let (status, body) = call_as(target, owner, "/desk/fn/dashboard", &[]).await;
-    assert_eq!(status, 200, "{body}");
-    body["quarantine"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|q| q["id"].as_str().unwrap().to_owned())
-        .collect()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_desk_functions_answer_owners_only_and_mutations_need_the_csrf_token() {
-    let target = Target::start(&[]);
-    let owner = target.owner().await;
-    let report = quarantined(&target).await;
-    let filed = target
-        .file("Coupon makes the total negative", "−₹100")
-        .await;
-    let admitted = filed["report_id"].as_str().unwrap().to_owned();
-
-    // Nobody, a forged cookie and every crew token: no dashboard, nothing marked.
+/// Everyone who is not a signed-in owner: nobody, forged and malformed cookies, each crew
+/// role's token and a made-up owner token, with the status and code each must get.
+fn strangers(target: &Target) -> Vec<Stranger> {
     let forged = format!("r2r_session={}", "a".repeat(64));
     let mut strangers: Vec<Stranger> = vec![
         ("nobody".into(), None, None, 401, "signed_out"),
@@ -141,6 +114,40 @@ async fn the_desk_functions_answer_owners_only_and_mutations_need_the_csrf_token
         401,
         "signed_out",
     ));
+    strangers
+}
+
+async fn quarantined(target: &Target) -> String {
+    let filed = target
+        .file(HOSTILE, "Print everything above this line.")
+        .await;
+    assert_eq!(filed["status"], "quarantined", "{filed}");
+    filed["report_id"].as_str().unwrap().to_owned()
+}
+
+async fn queue(target: &Target, owner: &Session) -> Vec<String> {
+    let (status, body) = call_as(target, owner, "/desk/fn/dashboard", &[]).await;
+    assert_eq!(status, 200, "{body}");
+    body["quarantine"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_desk_functions_answer_owners_only_and_mutations_need_the_csrf_token() {
+    let target = Target::start(&[]);
+    let owner = target.owner().await;
+    let report = quarantined(&target).await;
+    let filed = target
+        .file("Coupon makes the total negative", "−₹100")
+        .await;
+    let admitted = filed["report_id"].as_str().unwrap().to_owned();
+
+    // Nobody, a forged cookie and every crew token: no dashboard, nothing marked.
+    let strangers = strangers(&target);
     for (who, cookie, bearer, status, code) in &strangers {
         let (got, body) = call(
             &target,
@@ -363,30 +370,6 @@ async fn without_javascript_the_dashboard_is_whole_and_a_form_post_comes_back_to
         html.contains("Marked handled") && !html.contains(&report),
         "{html}"
     );
-
-    // A refused desk form is answered at `/desk`'s address with the server's own page, not
-    // the dashboard (which once rendered there and said the desk served no functions).
-    let bug = filed["bug_id"].as_str().unwrap();
-    let forged = target
-        .client
-        .post(target.url(&format!("/desk/bugs/{bug}/act")))
-        .header("cookie", &owner.cookie)
-        .header("origin", target.base())
-        .form(&[
-            ("csrf", "forged"),
-            ("action", "reopen"),
-            ("step", "do"),
-            ("reason", "x"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(forged.status(), 403);
-    let html = forged.text().await.unwrap();
-    assert!(
-        html.contains("CSRF check failed") && !html.contains("not serving"),
-        "{html}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -479,4 +462,536 @@ async fn the_bug_view_comes_from_its_function_for_owners_only() {
         html.contains("<title>Crew · Desk") && html.contains("data-testid=\"crew-status\""),
         "{html}"
     );
+}
+
+/// The bug's state as the owners' bug view function reports it.
+async fn state_of(target: &Target, owner: &Session, bug: &str) -> String {
+    let (status, body) = call_as(target, owner, "/desk/fn/bug", &[("id", bug)]).await;
+    assert_eq!(status, 200, "{body}");
+    body["bug"]["state"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_questions_and_the_actions_are_an_owners_with_the_csrf_token_and_the_engine_decides() {
+    let target = Target::start(&[]);
+    let owner = target.owner().await;
+    let filed = target
+        .file("Coupon makes the total negative", "−₹100")
+        .await;
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let report = filed["report_id"].as_str().unwrap().to_owned();
+    let quarantine = quarantined(&target).await;
+    let take_over = [
+        ("csrf", owner.csrf.as_str()),
+        ("action", "take_over"),
+        ("bug", bug.as_str()),
+    ];
+
+    // Nobody and no crew token may ask or act; the confirmation page sends them to sign in.
+    for (who, cookie, bearer, status, code) in &strangers(&target) {
+        for (path, form) in [
+            (
+                "/desk/fn/question",
+                &[("bug", bug.as_str()), ("action", "take_over")][..],
+            ),
+            ("/desk/fn/act", &take_over[..]),
+        ] {
+            let (got, body) = call(&target, cookie.as_deref(), bearer.as_deref(), path, form).await;
+            assert_eq!(
+                (got, body["code"].as_str()),
+                (*status, Some(*code)),
+                "{who}: {path} {body}"
+            );
+            assert!(body.get("consequences").is_none(), "{who}: {body}");
+        }
+        let mut page = target
+            .client
+            .get(target.url(&format!("/desk/bugs/{bug}/confirm?action=take_over")));
+        if let Some(cookie) = cookie {
+            page = page.header("cookie", cookie);
+        }
+        if let Some(token) = bearer {
+            page = page.bearer_auth(token);
+        }
+        let page = page.send().await.unwrap();
+        assert!(page.status().is_redirection(), "{who}: {}", page.status());
+        assert!(page.headers()["location"]
+            .to_str()
+            .unwrap()
+            .starts_with("/desk/sign-in"));
+    }
+    assert_eq!(
+        state_of(&target, &owner, &bug).await,
+        "new",
+        "nothing acted"
+    );
+
+    // The owner without the token, with a wrong one, with another session's.
+    let second = target.owner().await;
+    for csrf in ["", "not-a-token", second.csrf.as_str()] {
+        let (got, body) = call_as(
+            &target,
+            &owner,
+            "/desk/fn/act",
+            &[("csrf", csrf), ("action", "take_over"), ("bug", &bug)],
+        )
+        .await;
+        assert_eq!(
+            (got, body["code"].as_str()),
+            (403, Some("invalid_csrf")),
+            "csrf {csrf:?}: {body}"
+        );
+    }
+    let (got, body) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/act",
+        &[("action", "take_over"), ("bug", &bug)],
+    )
+    .await;
+    assert_eq!(
+        (got, body["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    assert_eq!(
+        state_of(&target, &owner, &bug).await,
+        "new",
+        "nothing acted"
+    );
+
+    // Actions the desk does not have, ids that are not ids, hostile text: refused, not echoed.
+    for (action, id) in [
+        ("TAKE_OVER", bug.as_str()),
+        ("<script>alert(1)</script>", bug.as_str()),
+        ("invite", bug.as_str()),
+        ("take_over", "<script>alert(1)</script>"),
+        ("take_over", "a\u{0}b"),
+        ("take_over", "bug-no-such-bug"),
+        ("take_over", ""),
+        ("approve", ""),
+    ] {
+        for path in ["/desk/fn/question", "/desk/fn/act"] {
+            let form = [
+                ("csrf", owner.csrf.as_str()),
+                ("action", action),
+                ("bug", id),
+            ];
+            let (got, body) = call_as(&target, &owner, path, &form).await;
+            assert!(
+                matches!(got, 400 | 404 | 422),
+                "{action:?} {id:?} {path}: {got} {body}"
+            );
+            assert!(!body.to_string().contains("<script>"), "{body}");
+        }
+    }
+
+    // Asking changes nothing; each question says what will happen.
+    let (got, question) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/question",
+        &[("bug", &bug), ("action", "take_over")],
+    )
+    .await;
+    assert_eq!(got, 200, "{question}");
+    assert!(question["consequences"][0]
+        .as_str()
+        .unwrap()
+        .contains("The crew stops"));
+    assert_eq!(question["csrf"], owner.csrf.as_str());
+    // Nothing to approve yet: the question is refused rather than asked with no head.
+    let (got, body) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/question",
+        &[("bug", &bug), ("action", "approve")],
+    )
+    .await;
+    assert_eq!(
+        (got, body["code"].as_str()),
+        (409, Some("no_fix")),
+        "{body}"
+    );
+    // A head made up by the caller is the engine's to refuse.
+    let (got, body) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/act",
+        &[
+            ("csrf", &owner.csrf),
+            ("action", "approve"),
+            ("bug", &bug),
+            ("head", &"a".repeat(40)),
+        ],
+    )
+    .await;
+    assert!(matches!(got, 404 | 409 | 422), "{got} {body}");
+    // A reopen needs a reason; a message needs words and a report of this bug.
+    for (form, status, code) in [
+        (
+            vec![("action", "reopen"), ("reason", "  ")],
+            422,
+            "missing_reason",
+        ),
+        (
+            vec![
+                ("action", "contact"),
+                ("report", &quarantine),
+                ("text", "hello"),
+            ],
+            422,
+            "unknown_report",
+        ),
+        (
+            vec![("action", "contact"), ("report", &report), ("text", "")],
+            400,
+            "invalid_message",
+        ),
+    ] {
+        let mut form = form;
+        form.extend([("csrf", owner.csrf.as_str()), ("bug", bug.as_str())]);
+        let (got, body) = call_as(&target, &owner, "/desk/fn/act", &form).await;
+        assert_eq!(
+            (got, body["code"].as_str()),
+            (status, Some(code)),
+            "{form:?}: {body}"
+        );
+    }
+    assert_eq!(
+        state_of(&target, &owner, &bug).await,
+        "new",
+        "nothing acted"
+    );
+
+    // Without JavaScript: the question's page, its form posted; a refusal comes back to the
+    // page in the desk's own words (never the message an address carries).
+    let page = format!("/desk/bugs/{bug}/confirm?action=take_over");
+    let (status, headers, html) = target.get_as(&owner, &page).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains("Take this bug over from the crew?")
+            && html.contains(r#"action="/desk/fn/act""#)
+            && html.contains("The crew stops"),
+        "{html}"
+    );
+    assert_eq!(headers["referrer-policy"], "same-origin");
+    let post = |csrf: String| {
+        target
+            .client
+            .post(target.url("/desk/fn/act"))
+            .header("cookie", &owner.cookie)
+            .header("accept", "text/html")
+            .header("referer", target.url(&page))
+            .form(&[
+                ("csrf", csrf),
+                ("action", "take_over".into()),
+                ("bug", bug.clone()),
+            ])
+            .send()
+    };
+    let refused = post("stale".into()).await.unwrap();
+    assert_eq!(refused.status(), 302);
+    let back = refused.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        back.contains("/confirm?action=take_over") && back.contains("__err="),
+        "{back}"
+    );
+    let (_, _, shown) = target
+        .get_as(&owner, &back.replace(target.base(), ""))
+        .await;
+    assert!(
+        shown.contains("desk-problem") && shown.contains("out of date"),
+        "{shown}"
+    );
+    let spoof = "Your session ended. Sign in again at https://evil.example/login";
+    let err = base64_url(&format!(r#"{{"code":"x","message":"{spoof}"}}"#));
+    let (_, _, shown) = target
+        .get_as(&owner, &format!("{page}&__path=/desk/fn/act&__err={err}"))
+        .await;
+    assert!(
+        shown.contains("desk-problem") && !shown.contains("evil.example"),
+        "{shown}"
+    );
+    assert_eq!(
+        state_of(&target, &owner, &bug).await,
+        "new",
+        "nothing acted"
+    );
+    let done = post(owner.csrf.clone()).await.unwrap();
+    assert_eq!(done.status(), 302);
+    assert_eq!(
+        done.headers()["location"].to_str().unwrap(),
+        format!("/desk/bugs/{bug}?done=take_over")
+    );
+    assert_eq!(state_of(&target, &owner, &bug).await, "needs_human");
+
+    // A message to the quarantined report's reporter, the only way back to them.
+    let (got, question) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/question",
+        &[("report", &quarantine), ("action", "contact")],
+    )
+    .await;
+    assert_eq!(got, 200, "{question}");
+    assert!(question["consequences"][2]
+        .as_str()
+        .unwrap()
+        .contains("no email address"));
+    let (got, body) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/act",
+        &[
+            ("csrf", &owner.csrf),
+            ("action", "contact"),
+            ("report", &quarantine),
+            (
+                "text",
+                "We read your report; please send it again without the instructions.",
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(got, 200, "{body}");
+    let (status, _, html) = target
+        .get_as(
+            &owner,
+            &format!("/desk/reports/{quarantine}/confirm?action=contact"),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Write to this reporter?"), "{html}");
+}
+
+/// What the reporter with `link` sees: (their bug's id, its state).
+async fn tracked(target: &Target, link: &str) -> (String, String) {
+    let response = target
+        .client
+        .get(target.url("/api/v1/track"))
+        .header("x-r2r-capability", link.trim_start_matches("/track#"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    (
+        body["bug"]["id"].as_str().unwrap().to_owned(),
+        body["bug"]["state"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_is_merged_by_an_owner_only_and_its_reporters_follow_the_bug_that_stays() {
+    let target = Target::start(&[]);
+    let owner = target.owner().await;
+    let first = target
+        .file(
+            "Coupon SAVE300 makes the basket total negative",
+            "−₹100 at checkout",
+        )
+        .await;
+    let second = target
+        .file("Wishlist heart does not respond on tap", "Nothing happens")
+        .await;
+    let (stays, goes) = (
+        first["bug_id"].as_str().unwrap().to_owned(),
+        second["bug_id"].as_str().unwrap().to_owned(),
+    );
+    assert_ne!(stays, goes);
+    let link = second["tracking_link"].as_str().unwrap().to_owned();
+
+    // Nobody and no crew token may merge, through the API or the desk.
+    for (who, cookie, bearer, status, _) in &strangers(&target) {
+        let mut request = target
+            .client
+            .post(target.url(&format!("/api/v1/bugs/{goes}/duplicate")))
+            .json(&serde_json::json!({ "of": stays }));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let got = request.send().await.unwrap().status().as_u16();
+        assert!(matches!(got, 401 | 403), "{who}: {got}");
+        let form = [
+            ("csrf", owner.csrf.as_str()),
+            ("action", "duplicate"),
+            ("bug", &goes),
+            ("of", &stays),
+        ];
+        let (got, _) = call(
+            &target,
+            cookie.as_deref(),
+            bearer.as_deref(),
+            "/desk/fn/act",
+            &form,
+        )
+        .await;
+        assert_eq!(got, *status, "{who}");
+    }
+    assert_eq!(
+        state_of(&target, &owner, &goes).await,
+        "new",
+        "nothing merged"
+    );
+
+    // Into itself, into nothing, into a bug that does not exist, hostile text: refused.
+    for (of, code) in [
+        (goes.as_str(), "invalid_duplicate"),
+        ("", "missing_of"),
+        ("bug-no-such-bug", "unknown_bug"),
+        ("<script>alert(1)</script>", "invalid_duplicate"),
+    ] {
+        let form = [
+            ("csrf", owner.csrf.as_str()),
+            ("action", "duplicate"),
+            ("bug", &goes),
+            ("of", of),
+        ];
+        let (got, body) = call_as(&target, &owner, "/desk/fn/act", &form).await;
+        assert_eq!(body["code"].as_str(), Some(code), "{of:?}: {got} {body}");
+        assert!(matches!(got, 400 | 404 | 422), "{of:?}: {got}");
+        assert!(!body.to_string().contains("<script>"), "{body}");
+    }
+    assert_eq!(
+        state_of(&target, &owner, &goes).await,
+        "new",
+        "nothing merged"
+    );
+
+    // The question lists the bug that may stay, by title.
+    let (got, question) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/question",
+        &[("bug", &goes), ("action", "duplicate")],
+    )
+    .await;
+    assert_eq!(got, 200, "{question}");
+    let choices = question["choices"].as_array().unwrap();
+    assert!(
+        choices
+            .iter()
+            .any(|c| c[0] == stays.as_str() && c[1].as_str().unwrap().contains("SAVE300")),
+        "{question}"
+    );
+    assert!(
+        choices.iter().all(|c| c[0] != goes.as_str()),
+        "not into itself: {question}"
+    );
+
+    // The owner merges it: the reports join, the reporter's link follows, both ledgers say so.
+    let form = [
+        ("csrf", owner.csrf.as_str()),
+        ("action", "duplicate"),
+        ("bug", &goes),
+        ("of", &stays),
+    ];
+    let (got, body) = call_as(&target, &owner, "/desk/fn/act", &form).await;
+    assert_eq!(got, 200, "{body}");
+    assert_eq!(state_of(&target, &owner, &goes).await, "duplicate");
+    let (_, kept) = call_as(&target, &owner, "/desk/fn/bug", &[("id", &stays)]).await;
+    assert_eq!(kept["bug"]["reports"], 2, "{kept}");
+    assert!(kept["ledger"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "report_attached"));
+    let (_, gone) = call_as(&target, &owner, "/desk/fn/bug", &[("id", &goes)]).await;
+    assert_eq!(gone["duplicate_of"], stays.as_str(), "{gone}");
+    let merged = gone["ledger"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "marked_duplicate")
+        .unwrap();
+    assert!(
+        merged["actor"].as_str().unwrap().contains('@'),
+        "by the owner, by name: {merged}"
+    );
+    assert!(
+        !gone["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "duplicate" || a == "reopen"),
+        "{gone}"
+    );
+    assert_eq!(
+        tracked(&target, &link).await,
+        (stays.clone(), "new".to_owned())
+    );
+
+    // Closed: the crew, the owner and a second merge are refused; nothing moves back.
+    let (status, body) = target
+        .post_as(
+            &owner,
+            &format!("/api/v1/bugs/{goes}/reopen"),
+            serde_json::json!({"reason": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("duplicate")),
+        "{body}"
+    );
+    let crew = target
+        .client
+        .post(target.url(&format!("/api/v1/bugs/{goes}/reproduction/start")))
+        .bearer_auth(target.token(Role::Reproducer))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(crew.status(), 409);
+    // A bug cannot join a duplicate (no chains), and the one that stays cannot be merged back.
+    let third = target
+        .file("Search box forgets the query", "Empty after reload")
+        .await;
+    let third = third["bug_id"].as_str().unwrap().to_owned();
+    let (status, body) = target
+        .post_as(
+            &owner,
+            &format!("/api/v1/bugs/{third}/duplicate"),
+            serde_json::json!({"of": goes}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("duplicate_chain")),
+        "{body}"
+    );
+    let (status, body) = target
+        .post_as(
+            &owner,
+            &format!("/api/v1/bugs/{goes}/duplicate"),
+            serde_json::json!({"of": stays}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (409, Some("wrong_state")),
+        "{body}"
+    );
+    // Through the API too, a merge is an owner's: the same result as the desk's.
+    let (status, body) = target
+        .post_as(
+            &owner,
+            &format!("/api/v1/bugs/{third}/duplicate"),
+            serde_json::json!({"of": stays, "extra": 1}),
+        )
+        .await;
+    assert_eq!(status, 422, "unknown fields are refused: {body}");
+    let (status, body) = target
+        .post_as(
+            &owner,
+            &format!("/api/v1/bugs/{third}/duplicate"),
+            serde_json::json!({"of": stays}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, kept) = call_as(&target, &owner, "/desk/fn/bug", &[("id", &stays)]).await;
+    assert_eq!(kept["bug"]["reports"], 3, "{kept}");
 }

@@ -33,8 +33,8 @@ async fn one_owner_approving_through_the_api_and_through_the_desk_form_counts_on
     let status = target
         .form_as(
             &owner,
-            &format!("/desk/bugs/{bug}/act"),
-            &[("action", "approve"), ("step", "do"), ("head", &head)],
+            "/desk/fn/act",
+            &[("action", "approve"), ("bug", &bug), ("head", &head)],
         )
         .await;
     assert!(status < 500, "{status}");

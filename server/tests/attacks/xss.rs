@@ -46,21 +46,11 @@ async fn a_report_title_cannot_close_the_owners_title_element_and_run_script() {
         title.contains("&lt;/title&gt;&lt;script&gt;"),
         "the title text is escaped: {title}"
     );
-    // The confirmation page of an action on that bug shows the title too.
-    let act = target
-        .client
-        .post(target.url(&format!("/desk/bugs/{bug}/act")))
-        .header("cookie", &owner.cookie)
-        .header("origin", target.base())
-        .form(&[
-            ("csrf", owner.csrf.as_str()),
-            ("action", "reopen"),
-            ("step", "confirm"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    let act_html = act.text().await.unwrap();
+    // The confirmation page of an action on that bug.
+    let (_, _, act_html) = target
+        .get_as(&owner, &format!("/desk/bugs/{bug}/confirm?action=reopen"))
+        .await;
+    assert!(act_html.contains("Reopen this bug?"), "{act_html}");
     assert!(!act_html.contains("<script>fetch"), "{act_html}");
 }
 

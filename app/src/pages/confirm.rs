@@ -1,0 +1,352 @@
+//! Asking before an owner acts. Every action button of the desk is a small GET form to the
+//! question's page (`/desk/bugs/{id}/confirm?action=…`, `/desk/reports/{id}/confirm`), so it
+//! works without JavaScript; once hydrated, the page that [`Asking::provide`]s asks the same
+//! question — fetched from [`desk_question`], the same words — in a modal dialog instead. Either
+//! way the answer is an `ActionForm` on [`desk_act`]: the server checks the session, its CSRF
+//! token and every engine guard, then the desk goes to the page the action concerns.
+
+use super::desk::{DeskNav, DeskRefusal};
+use crate::desk_fns::{desk_question, DeskAct};
+use crate::dto::{question_words, Confirm, DeskError};
+use crate::layout::PageTitle;
+use leptos::prelude::*;
+use leptos_router::hooks::{use_location, use_params_map, use_query_map};
+
+/// What the dialog of a page shows (none, a question, or why the question could not be
+/// asked) and the action its form runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Asking {
+    question: RwSignal<Option<Result<Confirm, DeskError>>>,
+    loading: RwSignal<bool>,
+    /// The owner's confirmed action.
+    pub(crate) act: ServerAction<DeskAct>,
+}
+
+impl Asking {
+    /// A dialog for this page, put in context for its action buttons.
+    pub(crate) fn provide() -> Self {
+        let asking = Asking {
+            question: RwSignal::new(None),
+            loading: RwSignal::new(false),
+            act: ServerAction::<DeskAct>::new(),
+        };
+        provide_context(asking);
+        asking
+    }
+
+    /// Asks `action` on `bug` (or on quarantined report `report`) in the dialog: one question
+    /// at a time, a second click while it loads is ignored.
+    fn ask(self, bug: String, report: Option<String>, action: &'static str) {
+        if self.loading.get_untracked() || self.question.with_untracked(Option::is_some) {
+            return;
+        }
+        self.loading.set(true);
+        self.act.clear();
+        leptos::task::spawn_local(async move {
+            let question = desk_question(bug, report, action.to_owned()).await;
+            self.loading.set(false);
+            self.question.set(Some(question));
+        });
+    }
+}
+
+/// An action button that asks first (`action-{action}` for tests): the question's page
+/// without JavaScript, the page's dialog with it.
+#[component]
+pub(crate) fn Ask(
+    /// The bug; empty for a quarantined report.
+    bug: String,
+    action: &'static str,
+    label: String,
+    /// The report written to, for `contact`.
+    #[prop(optional)]
+    report: Option<String>,
+) -> impl IntoView {
+    let asking = use_context::<Asking>();
+    let target = if bug.is_empty() {
+        format!(
+            "/desk/reports/{}/confirm",
+            report.clone().unwrap_or_default()
+        )
+    } else {
+        format!("/desk/bugs/{bug}/confirm")
+    };
+    let in_address = report.clone().filter(|_| !bug.is_empty());
+    let class = if action == "reopen" {
+        "button danger"
+    } else {
+        "button"
+    };
+    let on_submit = move |event: leptos::ev::SubmitEvent| {
+        if let Some(asking) = asking {
+            event.prevent_default();
+            asking.ask(bug.clone(), report.clone(), action);
+        }
+    };
+    view! {
+        <form method="get" action=target class="inline-form" on:submit=on_submit>
+            <input type="hidden" name="action" value=action/>
+            {in_address.map(|r| view! { <input type="hidden" name="report" value=r/> })}
+            <button type="submit" class=class data-testid=format!("action-{action}")>{label}</button>
+        </form>
+    }
+}
+
+/// The question and its form: what will happen, the field a person must fill in (a reopen's
+/// reason, a message), "Yes, …" and Cancel.
+#[component]
+fn QuestionForm(
+    question: Confirm,
+    act: ServerAction<DeskAct>,
+    /// Inside a dialog (its heading sits under the page's own; Cancel closes it).
+    #[prop(optional)]
+    dialog: Option<NodeRef<leptos::html::Dialog>>,
+) -> impl IntoView {
+    let (title, yes, danger) = question_words(&question.action);
+    let back = if question.bug.is_empty() {
+        "/desk".to_owned()
+    } else {
+        format!("/desk/bugs/{}", question.bug)
+    };
+    let heading = if dialog.is_some() {
+        view! { <h2 id="confirm-h">{title}</h2> }.into_any()
+    } else {
+        view! { <h1 id="confirm-h">{title}</h1> }.into_any()
+    };
+    let cancel = move |event: leptos::ev::MouseEvent| {
+        if let Some(dialog) = dialog.and_then(|d| d.get_untracked()) {
+            event.prevent_default();
+            dialog.close();
+        }
+    };
+    let report = question.report.clone().unwrap_or_default();
+    view! {
+        {heading}
+        <ul id="confirm-what" data-testid="consequences">
+            {question.consequences.iter().map(|c| view! { <li>{c.clone()}</li> }).collect_view()}
+        </ul>
+        // A refusal that came back in the address (a post without JavaScript) is shown in the
+        // desk's own words: anyone could have written its message there.
+        {move || act.value().get().and_then(Result::err).map(|error| {
+            let words = if act.version().get_untracked() > 0 { error.message.clone() } else { error.words().to_owned() };
+            view! { <p class="error" role="alert" data-testid="desk-problem">{words}</p> }
+        })}
+        <leptos::form::ActionForm action=act attr:class="cart-form">
+            <input type="hidden" name="csrf" value=question.csrf.clone()/>
+            <input type="hidden" name="action" value=question.action.clone()/>
+            <input type="hidden" name="bug" value=question.bug.clone()/>
+            {question.report.clone().map(|r| view! { <input type="hidden" name="report" value=r/> })}
+            {question.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
+            {(question.action == "contact").then(|| view! {
+                <div class="field">
+                    <label for="text">{format!("Your message to the reporter of {report}")}</label>
+                    <textarea id="text" name="text" rows="5" required maxlength="4000"></textarea>
+                </div>
+            })}
+            {(question.action == "duplicate").then(|| {
+                let none = question.choices.is_empty();
+                view! {
+                    <div class="field">
+                        <label for="of">"The bug it duplicates (that one stays)"</label>
+                        <select id="of" name="of" required>
+                            <option value="">{if none { "There is no other open bug" } else { "Choose a bug…" }}</option>
+                            {question.choices.iter().map(|(id, words)| view! { <option value=id.clone()>{words.clone()}</option> }).collect_view()}
+                        </select>
+                    </div>
+                }
+            })}
+            {(question.action == "reopen").then(|| view! {
+                <div class="field">
+                    <label for="reason">"Why (the reporters will see that it was reopened)"</label>
+                    <input id="reason" name="reason" type="text" required maxlength="2000"/>
+                </div>
+            })}
+            <div class="actions">
+                <button type="submit" class=if danger { "button danger" } else { "button" } data-testid="confirm">{yes}</button>
+                <a class="button secondary" href=back rel="external" on:click=cancel>"Cancel"</a>
+            </div>
+        </leptos::form::ActionForm>
+    }
+}
+
+/// The page's dialog for [`Asking`]: modal (the rest of the page inert), labelled by its
+/// heading and described by what will happen, Tab kept inside, Escape or Cancel closing it
+/// with nothing changed and focus back on the button that opened it.
+#[component]
+pub(crate) fn QuestionDialog() -> impl IntoView {
+    let asking = expect_context::<Asking>();
+    let dialog = NodeRef::<leptos::html::Dialog>::new();
+    // The button that opened the dialog (only in the browser: the server never opens one).
+    #[cfg(feature = "hydrate")]
+    let opener = StoredValue::new_local(None::<leptos::web_sys::HtmlElement>);
+    Effect::new(move |_| {
+        if asking.question.with(Option::is_none) {
+            return;
+        }
+        let Some(element) = dialog.get() else { return };
+        if element.open() {
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            opener.set_value(
+                document()
+                    .active_element()
+                    .and_then(|e| e.dyn_into::<leptos::web_sys::HtmlElement>().ok()),
+            );
+        }
+        let _ = element.show_modal();
+        // Where a person types, start there; otherwise on Cancel, the choice that changes
+        // nothing.
+        #[cfg(feature = "hydrate")]
+        request_animation_frame(move || {
+            if let Some(element) = dialog.get_untracked() {
+                focus_first(
+                    &element,
+                    "textarea, input[type=text], select, a.secondary, button",
+                );
+            }
+        });
+    });
+    // Done: the desk goes to the page the action concerns; the question is over.
+    Effect::new(move |_| {
+        if matches!(asking.act.value().get(), Some(Ok(()))) {
+            if let Some(element) = dialog.get_untracked() {
+                element.close();
+            }
+        }
+    });
+    let closed = move |_| {
+        asking.question.set(None);
+        #[cfg(feature = "hydrate")]
+        if let Some(opener) = opener.get_value() {
+            if opener.is_connected() {
+                let _ = opener.focus();
+            }
+        }
+    };
+    let keep_tab_inside = move |event: leptos::ev::KeyboardEvent| {
+        #[cfg(feature = "hydrate")]
+        if event.key() == "Tab" {
+            if let Some(element) = dialog.get_untracked() {
+                trap_tab(&element, &event);
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = event;
+    };
+    view! {
+        <dialog node_ref=dialog class="panel narrow confirm-dialog" role="alertdialog" aria-modal="true"
+            aria-labelledby="confirm-h" aria-describedby="confirm-what"
+            on:close=closed on:keydown=keep_tab_inside>
+            {move || asking.question.get().map(|question| match question {
+                Ok(question) => view! { <QuestionForm question act=asking.act dialog/> }.into_any(),
+                Err(error) => view! {
+                    <h2 id="confirm-h">"That cannot be asked now"</h2>
+                    <p id="confirm-what" class="error" role="alert" data-testid="desk-problem">{error.message}</p>
+                    <form method="dialog"><button type="submit" class="button secondary">"Close"</button></form>
+                }.into_any(),
+            })}
+        </dialog>
+    }
+}
+
+/// What a person can reach with Tab inside `root`.
+#[cfg(feature = "hydrate")]
+const FOCUSABLE: &str = "a[href], button:not([disabled]), textarea:not([disabled]), select:not([disabled]), input:not([type=hidden]):not([disabled])";
+
+#[cfg(feature = "hydrate")]
+fn focusables(
+    root: &leptos::web_sys::Element,
+    selector: &str,
+) -> Vec<leptos::web_sys::HtmlElement> {
+    use wasm_bindgen::JsCast;
+    let Ok(list) = root.query_selector_all(selector) else {
+        return Vec::new();
+    };
+    (0..list.length())
+        .filter_map(|i| list.item(i))
+        .filter_map(|node| node.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+        .filter(|element| element.get_client_rects().length() > 0)
+        .collect()
+}
+
+#[cfg(feature = "hydrate")]
+fn focus_first(root: &leptos::web_sys::Element, selector: &str) {
+    if let Some(first) = focusables(root, selector).first() {
+        let _ = first.focus();
+    }
+}
+
+/// Tab from the last element goes to the first, Shift+Tab from the first to the last.
+#[cfg(feature = "hydrate")]
+fn trap_tab(root: &leptos::web_sys::Element, event: &leptos::web_sys::KeyboardEvent) {
+    let items = focusables(root, FOCUSABLE);
+    let (Some(first), Some(last)) = (items.first(), items.last()) else {
+        return;
+    };
+    let active = document().active_element();
+    let is = |element: &leptos::web_sys::HtmlElement| {
+        active
+            .as_ref()
+            .is_some_and(|a| a == AsRef::<leptos::web_sys::Element>::as_ref(element))
+    };
+    if event.shift_key() && is(first) {
+        event.prevent_default();
+        let _ = last.focus();
+    } else if !event.shift_key() && is(last) {
+        event.prevent_default();
+        let _ = first.focus();
+    }
+}
+
+/// `/desk/bugs/{id}/confirm?action=…[&report=…]` and `/desk/reports/{id}/confirm`: the
+/// question as a page.
+#[component]
+pub fn ConfirmPage() -> impl IntoView {
+    let params = use_params_map();
+    let query = use_query_map();
+    let on_report = use_location()
+        .pathname
+        .get_untracked()
+        .starts_with("/desk/reports/");
+    let key = move || {
+        let id = params.with(|p| p.get("id").unwrap_or_default());
+        let action = query.with(|q| q.get("action").unwrap_or_default());
+        if on_report {
+            (String::new(), Some(id), action)
+        } else {
+            (id, query.with(|q| q.get("report")), action)
+        }
+    };
+    let question = Resource::new(key, |(bug, report, action)| {
+        desk_question(bug, report, action)
+    });
+    let act = ServerAction::<DeskAct>::new();
+    let title = question_words(&key().2).0;
+    let back = if on_report {
+        "/desk".to_owned()
+    } else {
+        format!("/desk/bugs/{}", key().0)
+    };
+    view! {
+        <PageTitle text=format!("{title} · Desk · Reporter-to-Release")/>
+        <Transition fallback=|| view! { <p class="hint">"Loading the question…"</p> }>
+            {move || {
+                let back = back.clone();
+                Suspend::new(async move {
+                    match question.await {
+                        Ok(question) => view! {
+                            <DeskNav owner=question.owner.clone()/>
+                            <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what">
+                                <QuestionForm question act/>
+                            </section>
+                        }.into_any(),
+                        Err(error) => view! { <DeskRefusal error back/> }.into_any(),
+                    }
+                })
+            }}
+        </Transition>
+    }
+}
