@@ -149,6 +149,9 @@ pub struct ReproductionView {
     pub test_path: String,
     /// The failure it printed.
     pub failure: String,
+    /// What it shows, in the reporter's terms (the reproducer's, through the airlock).
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 /// The release that carries the fix.
@@ -788,6 +791,10 @@ pub struct DeskError {
     pub code: String,
     /// What happened, for a person.
     pub message: String,
+    /// The HTTP status the service gave the refusal (the same as the REST API's), when it
+    /// came from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
 }
 
 impl DeskError {
@@ -796,6 +803,7 @@ impl DeskError {
         DeskError {
             code: code.into(),
             message: message.into(),
+            status: None,
         }
     }
 
@@ -825,6 +833,13 @@ impl DeskError {
     #[cfg(feature = "ssr")]
     pub fn status(&self) -> http::StatusCode {
         use http::StatusCode;
+        if let Some(status) = self
+            .status
+            .and_then(|s| StatusCode::from_u16(s).ok())
+            .filter(|s| s.is_client_error() || s.is_server_error())
+        {
+            return status;
+        }
         match self.code.as_str() {
             "signed_out" => StatusCode::UNAUTHORIZED,
             "forbidden" | "invalid_csrf" => StatusCode::FORBIDDEN,

@@ -88,6 +88,9 @@ pub struct ReproductionDraft {
     pub test_name: String,
     /// The whole file.
     pub test_source: String,
+    /// What the test shows, in the reporter's terms (the desk screens it again).
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 /// Parses and checks a reproduction.
@@ -105,6 +108,9 @@ pub fn reproduction(content: &str) -> Result<ReproductionDraft, SchemaError> {
     }
     bounded(SHAPE, "test_name", &draft.test_name, 1, 200)?;
     bounded(SHAPE, "test_source", &draft.test_source, 1, MAX_FILE_CHARS)?;
+    if let Some(summary) = &draft.summary {
+        bounded(SHAPE, "summary", summary, 0, 300)?;
+    }
     Ok(draft)
 }
 

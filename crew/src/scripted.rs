@@ -79,6 +79,7 @@ impl ModelProvider for Scripted {
                 "test_path": COUPON_TEST_PATH,
                 "test_name": COUPON_TEST_NAME,
                 "test_source": COUPON_TEST,
+                "summary": shoplite::seeded::BUG1_SUMMARY,
             }),
             Task::Fix => {
                 let lib = file_in_prompt(&prompt.user, "src/lib.rs").ok_or_else(unscripted)?;

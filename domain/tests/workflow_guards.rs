@@ -665,3 +665,53 @@ fn a_report_that_joins_a_bug_awaiting_its_reporters_is_asked_too() {
     );
     assert!(n.bug.questions.is_empty());
 }
+
+#[test]
+fn a_bug_absorbs_a_duplicates_reports_once_under_an_owners_name_and_asks_them_its_question() {
+    let mut d = Driver::new();
+    d.walk_to_awaiting_reporter();
+    let absorb = |reports: &[&str]| Command::AbsorbDuplicate {
+        duplicate: "bug-2".into(),
+        reports: reports.iter().map(|r| (*r).to_owned()).collect(),
+    };
+    assert_eq!(
+        kind(d.try_(&role(Role::Manager), absorb(&["report-b"]))),
+        RefusalKind::Forbidden
+    );
+    assert_eq!(
+        kind(d.try_(
+            &owner("ana@desk.test"),
+            Command::AbsorbDuplicate {
+                duplicate: "bug-1".into(),
+                reports: vec!["report-b".into()]
+            }
+        )),
+        RefusalKind::Invalid
+    );
+    // A report already here, and one named twice, join once.
+    d.ok(
+        &owner("ana@desk.test"),
+        absorb(&["report-a", "report-b", "report-b"]),
+    );
+    assert_eq!(
+        d.bug.reports,
+        vec!["report-a".to_owned(), "report-b".to_owned()]
+    );
+    let event = d.events.last().unwrap();
+    assert_eq!(event.kind, "duplicate_merged");
+    assert_eq!(event.actor_kind, "owner");
+    assert_eq!(
+        event.evidence,
+        vec!["bug-2".to_owned(), "report-b".to_owned()]
+    );
+    // The newcomer is asked the open question; the first reporter is not asked twice.
+    d.question(QuestionKind::Reproduction, "report-b");
+    assert_eq!(
+        d.bug
+            .questions
+            .iter()
+            .filter(|q| q.report == "report-a")
+            .count(),
+        1
+    );
+}

@@ -164,13 +164,21 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
     await waitForHydration(page);
     await expect(page.getByTestId('inbox')).toContainText('Is this the bug you saw?', { timeout: 1_000 });
   }).toPass({ timeout: 20_000 });
+  // On the page it is asked on, the inbox points at the question instead of at this link.
+  await expect(page.getByTestId('inbox')).toContainText('answer it there');
   const question = page.getByTestId('question');
   await expect(question.getByRole('heading')).toHaveText('Is this the bug you saw?');
+  // In the shopper's words first; the test and its raw output behind "Technical details".
+  await expect(page.getByTestId('test-summary')).toContainText('the shop asks you to pay −₹100; you expected to pay ₹0');
+  await expect(page.getByTestId('test-failure')).toBeHidden();
+  await page.getByText('Technical details').click();
   await expect(page.getByTestId('test-path')).toHaveText('tests/coupon_save300.rs');
   await expect(page.getByTestId('test-failure')).not.toBeEmpty();
   await question.getByRole('button', { name: 'Yes' }).click();
   await expect(page.getByTestId('answer-notice')).toContainText('draft a fix');
   await expect(page.getByTestId('bug-state')).toHaveAttribute('data-state', 'confirmed');
+  // An answered question leaves the inbox.
+  await expect(page.getByTestId('inbox').filter({ hasText: 'Is this the bug you saw?' })).toHaveCount(0);
 
   // Only now may the fixer start: the desk runs the suite, formatter and linter on its fix in
   // the sandbox and opens a draft pull request on the forge.

@@ -94,10 +94,17 @@ test('a reporter files, confirms the test, and reopens a fix that does not work 
   const question = page.getByTestId('question');
   await expect(question.getByRole('heading')).toHaveText('Is this the bug you saw?');
   await expect(page.getByTestId('test-failure')).not.toBeEmpty();
+  await expect(page.getByTestId('test-summary')).toContainText('you expected to pay ₹0');
+  await expect(page.getByText('Technical details')).toBeVisible();
   await axe(page);
   // "No" needs a reason: refused, nothing recorded.
   await question.getByRole('button', { name: 'No' }).click();
-  await expect(page.getByRole('alert')).toContainText('reason');
+  // Said next to the field, which gets the focus (not at the top of the page).
+  await expect(page.getByTestId('reason-error')).toContainText('reason');
+  await expect(question.getByRole('textbox')).toBeFocused();
+  await expect(question.getByRole('textbox')).toHaveAttribute('aria-invalid', 'true');
+  const [yesBox, noBox] = [await question.getByRole('button', { name: 'Yes' }).boundingBox(), await question.getByRole('button', { name: 'No' }).boundingBox()];
+  expect(noBox!.x - (yesBox!.x + yesBox!.width) >= 8 || noBox!.y - (yesBox!.y + yesBox!.height) >= 8, 'Yes and No do not touch').toBe(true);
   await expect(page.getByTestId('bug-state')).toHaveAttribute('data-state', 'awaiting_reporter');
   await page.getByTestId('question').getByRole('button', { name: 'Yes' }).click();
   await expect(page.getByTestId('answer-notice')).toContainText('draft a fix');

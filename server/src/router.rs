@@ -265,6 +265,34 @@ async fn server_fn_statuses(
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned);
+    // A desk function's arguments are a form's worth, like any other body of this desk: read
+    // no more than that before anyone is even known.
+    let request = if ours {
+        let (parts, body) = request.into_parts();
+        match axum::body::to_bytes(body, limits::BODY_BYTES).await {
+            Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
+            Err(_) => {
+                let refusal = app::dto::DeskError::new(
+                    "too_large",
+                    format!("the request is larger than {} bytes", limits::BODY_BYTES),
+                );
+                let mut answer = axum::response::Response::new(Body::from(
+                    serde_json::to_vec(&refusal).unwrap_or_default(),
+                ));
+                *answer.status_mut() = axum::http::StatusCode::PAYLOAD_TOO_LARGE;
+                answer.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                answer
+                    .headers_mut()
+                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                return answer;
+            }
+        }
+    } else {
+        request
+    };
     let mut response = next.run(request).await;
     if !ours {
         return response;

@@ -349,6 +349,7 @@ async fn bug_in_review(
         test_path: "shoplite/regressions/coupon_save300.rs".into(),
         test_sha256: format!("{number:064x}"),
         assertion: "payable < 0".into(),
+        summary: None,
     };
     step(
         store,

@@ -109,6 +109,7 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
                 test_path: "shoplite/regressions/coupon_save300.rs".into(),
                 test_sha256: "5".repeat(64),
                 assertion: "payable -100 < 0".into(),
+                summary: None,
             };
             decide(
                 b,
@@ -413,6 +414,7 @@ async fn a_change_that_edits_codeowners_does_not_choose_its_own_code_owner() {
                 test_path: "shoplite/regressions/coupon_save300.rs".into(),
                 test_sha256: "5".repeat(64),
                 assertion: "payable -100 < 0".into(),
+                summary: None,
             };
             decide(
                 b,

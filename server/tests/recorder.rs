@@ -65,6 +65,7 @@ async fn only_the_exact_live_commit_is_recorded() {
                     test_path: "t.rs".into(),
                     test_sha256: "7".repeat(64),
                     assertion: "x".into(),
+                    summary: None,
                 },
             },
             Role::Reproducer,

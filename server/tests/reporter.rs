@@ -441,6 +441,7 @@ async fn propose(store: &Store, bug: &str, test_sha: &str) {
                 test_path: "shoplite/tests/coupon_save300.rs".into(),
                 test_sha256: test_sha.into(),
                 assertion: "assertion failed: payable >= 0 (payable = -100.00)".into(),
+                summary: None,
             },
         },
         role(Role::Reproducer),

@@ -255,6 +255,9 @@ pub fn quote_form(price: &str, quantity: &str, coupon: &str) -> Result<Quote, Qu
 /// The seeded bugs' known fixes, as text edits of this file — used by the demo's scripted
 /// crew and by `r2r demo reproduce --fixed`. Nothing in the shop itself uses them.
 pub mod seeded {
+    /// What a test of bug 1 shows, in a shopper's words (the scripted reproducer's summary).
+    pub const BUG1_SUMMARY: &str = "With coupon SAVE300 on a ₹200 cart the shop asks you to pay −₹100; you expected to pay ₹0.";
+
     /// The line marking seeded bug 1 in `src/lib.rs`.
     pub const BUG1_MARKER: &str =
         "    // Seeded bug 1: the discount is not limited to the subtotal.\n";

@@ -98,7 +98,7 @@ pub fn Report() -> impl IntoView {
                                             <option value="" selected=current.is_empty()>"Choose…"</option>
                                             {list.into_iter().map(|c| {
                                                 let selected = c == current;
-                                                view! { <option value=c.clone() selected=selected>{c.clone()}</option> }
+                                                view! { <option value=c.clone() selected=selected>{component_label(&c)}</option> }
                                             }).collect_view()}
                                         </select>
                                     }
@@ -200,6 +200,34 @@ fn TextField(
     }
 }
 
+/// A field as its label names it (the error summary links to the field by these words).
+fn field_label(field: &str) -> String {
+    match field {
+        "component" => "Where".to_owned(),
+        "title" => "Title".to_owned(),
+        "what_happened" => "What happened".to_owned(),
+        "expected" => "What you expected".to_owned(),
+        "steps" => "Steps to reproduce".to_owned(),
+        "contact" => "Email".to_owned(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// A component as a person reads it: `shoplite` is the demo shop; others lose their dashes.
+fn component_label(slug: &str) -> String {
+    match slug {
+        "shoplite" => "ShopLite (the demo shop)".to_owned(),
+        other => {
+            let words = other.replace(['-', '_'], " ");
+            let mut chars = words.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        }
+    }
+}
+
 #[component]
 fn FieldError(error: RwSignal<Option<ApiError>>, name: &'static str) -> impl IntoView {
     let message = move || error.with(|e| e.as_ref().and_then(|e| e.fields.get(name).cloned()));
@@ -219,7 +247,7 @@ fn ErrorSummary(error: RwSignal<Option<ApiError>>) -> impl IntoView {
                     <p class="error">{e.message.clone()}</p>
                     <ul>
                         {e.fields.iter().map(|(field, reason)| view! {
-                            <li><a href=format!("#{field}")>{field.replace('_', " ")}</a>": " {reason.clone()}</li>
+                            <li><a href=format!("#{field}")>{field_label(field)}</a>": " {reason.clone()}</li>
                         }).collect_view()}
                     </ul>
                 </div>

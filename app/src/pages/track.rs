@@ -1,6 +1,6 @@
 use crate::dto::{Answer, AnswerOutcome, ApiError, QuestionView, TrackPageState, Tracking};
 use crate::layout::PageTitle;
-use crate::net::format_time;
+use crate::net::{format_time, machine_time};
 use leptos::prelude::*;
 
 /// `/track#<capability>`: a reporter's private page. The capability stays in the fragment and
@@ -287,7 +287,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                 <h2 id="messages-heading">"Messages from the owners"</h2>
                 <ul class="messages">
                     {tracking.messages.iter().map(|m| view! {
-                        <li><span class="when">{format_time(m.at)}</span>" " {m.body.clone()}</li>
+                        <li><span class="when"><LocalTime at=m.at/></span>" " {m.body.clone()}</li>
                     }).collect_view()}
                 </ul>
             </section>
@@ -298,7 +298,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                 <ul class="messages inbox">
                     {tracking.inbox.iter().rev().map(|n| view! {
                         <li>
-                            <span class="when">{format_time(n.at)}</span>" "
+                            <span class="when"><LocalTime at=n.at/></span>" "
                             <strong>{n.subject.clone()}</strong>
                             <p>{n.body.clone()}</p>
                         </li>
@@ -311,7 +311,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                 <h2 id="timeline-heading">"History"</h2>
                 <ol class="timeline" data-testid="timeline">
                     {bug.timeline.iter().map(|entry| view! {
-                        <li><span class="when">{format_time(entry.at)}</span>" " {entry.label.clone()}</li>
+                        <li><span class="when"><LocalTime at=entry.at/></span>" " {entry.label.clone()}</li>
                     }).collect_view()}
                 </ol>
             </section>
@@ -329,7 +329,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                         <dt>"Expected"</dt><dd class="prose">{report.expected.clone().unwrap_or_default()}</dd>
                         <dt>"Steps"</dt>
                         <dd><ol>{report.steps.iter().map(|s| view! { <li>{s.clone()}</li> }).collect_view()}</ol></dd>
-                        <dt>"Filed"</dt><dd>{format_time(report.submitted_at)}</dd>
+                        <dt>"Filed"</dt><dd><LocalTime at=report.submitted_at/></dd>
                     </dl>
                     {(!report.redactions.is_empty()).then(|| view! {
                         <p class="hint" data-testid="redactions">
@@ -349,11 +349,19 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
     let reason = RwSignal::new(String::new());
     let evidence = match question.kind.as_str() {
         "reproduction" => tracking.bug.as_ref().and_then(|b| b.reproduction.clone()).map(|r| view! {
-            <p>"The crew wrote this test. It fails on the current code:"</p>
-            <dl class="facts">
-                <dt>"Test"</dt><dd><code data-testid="test-path">{r.test_path}</code></dd>
-                <dt>"Failure"</dt><dd><pre class="output" data-testid="test-failure">{r.failure}</pre></dd>
-            </dl>
+            // What the test shows in the reporter's terms first; the raw output is for the
+            // curious, behind "Technical details".
+            <p data-testid="test-summary">{match r.summary {
+                Some(summary) => format!("The crew wrote a test that fails on the current code. What it shows: {summary}"),
+                None => "The crew wrote a test that fails on the current code the way your report describes.".to_owned(),
+            }}</p>
+            <details class="technical">
+                <summary>"Technical details"</summary>
+                <dl class="facts">
+                    <dt>"Test"</dt><dd><code data-testid="test-path">{r.test_path}</code></dd>
+                    <dt>"Failure"</dt><dd><pre class="output" data-testid="test-failure">{r.failure}</pre></dd>
+                </dl>
+            </details>
         }.into_any()),
         _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| {
             let steps = tracking.report.steps.clone();
@@ -361,7 +369,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                 <p><span class="label">"live run"</span>" A fix is live. The desk checked that this exact commit is deployed:"</p>
                 <dl class="facts">
                     <dt>"Commit"</dt><dd><code data-testid="release-commit">{r.commit}</code></dd>
-                    <dt>"Live since"</dt><dd>{format_time(r.at)}</dd>
+                    <dt>"Live since"</dt><dd><LocalTime at=r.at/></dd>
                 </dl>
                 {r.try_at.map(|address| view! {
                     <p data-testid="try-live">
@@ -415,16 +423,38 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                 });
             };
             let send_no = send.clone();
+            // "No" needs a reason: said next to the field, with the focus there, before
+            // anything is sent (the desk refuses it too).
+            let missing = RwSignal::new(false);
+            let field = NodeRef::<leptos::html::Textarea>::new();
+            let no = move |_| {
+                if reason.get_untracked().trim().is_empty() {
+                    missing.set(true);
+                    if let Some(field) = field.get_untracked() {
+                        let _ = field.focus();
+                    }
+                    return;
+                }
+                send_no(false);
+            };
             view! {
                 <div class="report-form">
-                    <div class="field">
+                    <div class="field" class:has-error=move || missing.get()>
                         <label for="reason">{reason_label}</label>
-                        <textarea id="reason" name="reason" rows="3"
-                            on:input=move |ev| reason.set(event_target_value(&ev))></textarea>
+                        <textarea id="reason" name="reason" rows="3" node_ref=field
+                            aria-invalid=move || missing.get().then_some("true")
+                            aria-describedby=move || missing.get().then_some("reason-error")
+                            on:input=move |ev| {
+                                reason.set(event_target_value(&ev));
+                                missing.set(false);
+                            }></textarea>
+                        {move || missing.get().then(|| view! {
+                            <p id="reason-error" class="field-error" role="alert" data-testid="reason-error">"A reason is needed for “No”: say what is different, so the crew can try again."</p>
+                        })}
                     </div>
                     <div class="answer-buttons">
                         <button type="button" class="button" on:click=move |_| send(true)>"Yes"</button>
-                        <button type="button" class="button secondary" on:click=move |_| send_no(false)>"No"</button>
+                        <button type="button" class="button secondary" on:click=no>"No"</button>
                     </div>
                 </div>
             }
@@ -435,8 +465,28 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
         <section class="panel question" aria-labelledby="question-heading" data-testid="question" data-kind=question.kind.clone()>
             <h2 id="question-heading">{question.prompt.clone()}</h2>
             {evidence}
-            <p class="hint">{format!("Please answer by {}; after that the desk asks again.", format_time(question.expires_at))}</p>
+            <p class="hint">"Please answer by " <LocalTime at=question.expires_at/> "; after that the desk asks again."</p>
             {buttons}
         </section>
     }
+}
+
+/// A moment in the reader's own time zone once the page is live (the server, not knowing it,
+/// writes UTC; the exact instant is in `datetime`).
+#[component]
+fn LocalTime(at: i64) -> impl IntoView {
+    let text = RwSignal::new(format_time(at));
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(at as f64));
+            let local: String = date
+                .to_locale_string("default", &wasm_bindgen::JsValue::UNDEFINED)
+                .into();
+            if !local.is_empty() {
+                text.set(local);
+            }
+        }
+    });
+    view! { <time datetime=machine_time(at) title=format_time(at)>{move || text.get()}</time> }
 }

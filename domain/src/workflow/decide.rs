@@ -75,6 +75,25 @@ fn reconcile_deployments(out: &mut Outcome<'_>, evidence: &Evidence<'_>) {
     }
 }
 
+/// Asks reports that just joined `bug` the question open to its reporters, if any: their
+/// report is the same bug, so their answer counts the same.
+fn ask_newcomers(out: &mut Outcome<'_>, bug: &Bug, reports: &[String], now: Millis) {
+    let open = match bug.state {
+        BugState::AwaitingReporter => Some(QuestionKind::Reproduction),
+        BugState::Deployed => Some(QuestionKind::Fix),
+        _ => None,
+    };
+    if let Some(kind) = open {
+        let asked = bug
+            .questions
+            .iter()
+            .any(|q| q.kind == kind && q.expires_at > now);
+        if asked && !reports.is_empty() {
+            out.ask(kind, reports);
+        }
+    }
+}
+
 /// Applies `command` by `actor` to `bug` at `now`.
 ///
 /// Returns the new bug with the events and jobs to record, or why not. The caller stores a
@@ -115,22 +134,7 @@ pub fn decide(
             }
             out.bug.reports.push(report.clone());
             out.event("report_attached", &[report], &[]);
-            // A question open to this bug's reporters is asked of the newcomer too: their
-            // report is the same bug, so their answer counts the same.
-            let open = match bug.state {
-                S::AwaitingReporter => Some(QuestionKind::Reproduction),
-                S::Deployed => Some(QuestionKind::Fix),
-                _ => None,
-            };
-            if let Some(kind) = open {
-                if bug
-                    .questions
-                    .iter()
-                    .any(|q| q.kind == kind && q.expires_at > now)
-                {
-                    out.ask(kind, std::slice::from_ref(report));
-                }
-            }
+            ask_newcomers(&mut out, bug, std::slice::from_ref(report), now);
         }
         Command::RecordTriage { note } => {
             require_role(actor, &[Role::Manager])?;
@@ -615,6 +619,34 @@ pub fn decide(
             out.bug.state = S::NeedsHuman;
             out.bug.needs_human = Some(NeedsHumanReason::TakenOver);
             out.event("taken_over", &[], &[("from", from)]);
+        }
+        Command::AbsorbDuplicate { duplicate, reports } => {
+            require_owner(actor, "merge a duplicate into a bug")?;
+            if bug.state == S::Verified {
+                return Err(conflict(bug, command));
+            }
+            if duplicate.trim().is_empty() || *duplicate == bug.id {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "invalid_duplicate",
+                    "a bug can only absorb another bug",
+                ));
+            }
+            let mut joining: Vec<String> = Vec::new();
+            for report in reports {
+                if !bug.reports.contains(report) && !joining.contains(report) {
+                    joining.push(report.clone());
+                }
+            }
+            out.bug.reports.extend(joining.iter().cloned());
+            let mut evidence: Vec<&str> = vec![duplicate.as_str()];
+            evidence.extend(joining.iter().map(String::as_str));
+            out.event(
+                "duplicate_merged",
+                &evidence,
+                &[("reports", joining.len().to_string())],
+            );
+            ask_newcomers(&mut out, bug, &joining, now);
         }
         Command::MarkDuplicate { of } => {
             require_owner(actor, "mark a bug as a duplicate")?;

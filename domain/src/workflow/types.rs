@@ -221,6 +221,12 @@ pub struct Reproduction {
     pub test_sha256: String,
     /// The assertion message the run printed.
     pub assertion: String,
+    /// What the test shows, in the reporter's terms ("with SAVE300 on a ₹200 cart the shop
+    /// asks for −₹100; you expected ₹0"): written by the reproducer, through the airlock's
+    /// text filter. The reporter's question leads with it; the raw output stays behind
+    /// "Technical details".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 /// A draft pull request with the fix.
@@ -608,6 +614,15 @@ pub enum Command {
         /// The bug that survives.
         of: String,
     },
+    /// An owner merges bug `duplicate` into this one: its `reports` join here in one decision
+    /// (a question open here is asked of their reporters too), recorded under the owner's
+    /// name. The duplicate is closed next ([`Command::MarkDuplicate`]).
+    AbsorbDuplicate {
+        /// The bug merged in.
+        duplicate: String,
+        /// Its reports.
+        reports: Vec<String>,
+    },
 }
 
 impl Command {
@@ -635,6 +650,7 @@ impl Command {
             Command::OwnerRetry => "owner_retry",
             Command::OwnerTakeOver => "owner_take_over",
             Command::MarkDuplicate { .. } => "mark_duplicate",
+            Command::AbsorbDuplicate { .. } => "absorb_duplicate",
         }
     }
 }

@@ -53,6 +53,7 @@ pub fn reproduction(n: u8) -> Reproduction {
         test_path: "shoplite/tests/coupon.rs".to_owned(),
         test_sha256: format!("{:02x}", n).repeat(32),
         assertion: "assertion `left == right` failed".to_owned(),
+        summary: None,
     }
 }
 

@@ -196,6 +196,7 @@ pub async fn drive(
                 ),
                 test_sha256: hex::encode(Sha256::digest(&test_file)),
                 assertion,
+                summary: Some(shoplite::seeded::BUG1_SUMMARY.to_owned()),
             };
             step(
                 store,

@@ -118,6 +118,18 @@ fn unknown_action() -> Refused {
     )
 }
 
+/// An owner's free text as the desk keeps it: lines and tabs stay; other control characters
+/// (NUL, escape sequences) and the bidirectional overrides that can make a ledger line read
+/// backwards are dropped.
+fn plain_text(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            (!c.is_control() || matches!(c, '\n' | '\t'))
+                && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
+
 /// Bug `id`, or a 404.
 async fn stored_bug(state: &AppState, id: &str) -> Result<Bug, Refused> {
     match state.store.load_bug(id).await {
@@ -176,6 +188,19 @@ pub(super) async fn question(
     } else {
         Some(stored_bug(state, bug).await?)
     };
+    // A closed duplicate is asked nothing but a message to one of its reporters.
+    if let Some(closed) = loaded.as_ref().filter(|b| b.state == BugState::Duplicate) {
+        if action != "contact" {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "duplicate",
+                format!(
+                    "This bug was merged into {}: act on that bug.",
+                    closed.duplicate_of.as_deref().unwrap_or("another bug")
+                ),
+            ));
+        }
+    }
     let pull_request = loaded.as_ref().and_then(|b| b.pull_request.as_ref());
     let head = pull_request.map(|pr| pr.head.as_str().to_owned());
     if matches!(action, "approve" | "merge") && head.is_none() {
@@ -314,7 +339,7 @@ pub(super) async fn perform(
     }
     if bug.is_empty() {
         let stored = addressee(state, None, input.report.as_deref()).await?;
-        let text = input.text.clone().unwrap_or_default();
+        let text = plain_text(input.text.as_deref().unwrap_or_default());
         crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
         return Ok("/desk?done=contact".to_owned());
     }
@@ -323,7 +348,7 @@ pub(super) async fn perform(
     match action {
         "contact" => {
             let stored = addressee(state, Some(&loaded), input.report.as_deref()).await?;
-            let text = input.text.clone().unwrap_or_default();
+            let text = plain_text(input.text.as_deref().unwrap_or_default());
             crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
         }
         "approve" | "merge" => {
@@ -363,7 +388,7 @@ pub(super) async fn perform(
             return Ok(format!("/desk/bugs/{of}?done=merged"));
         }
         _ => {
-            let reason = input.reason.clone().unwrap_or_default();
+            let reason = plain_text(input.reason.as_deref().unwrap_or_default());
             if reason.trim().is_empty() {
                 return Err(Refused::new(
                     StatusCode::UNPROCESSABLE_ENTITY,

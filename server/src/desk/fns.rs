@@ -20,7 +20,9 @@ pub fn desk_server(state: &AppState) -> DeskServer {
 struct Backend(AppState);
 
 fn refusal(refused: Refused) -> DeskError {
-    DeskError::new(refused.error.error, refused.error.message)
+    let mut error = DeskError::new(refused.error.error, refused.error.message);
+    error.status = Some(refused.status.as_u16());
+    error
 }
 
 /// The owner the headers sign in, with their session; `signed_out` otherwise (a crew or

@@ -125,11 +125,12 @@ pub async fn run_command(
     record(state, bug, command, actor, &Fetched::default()).await
 }
 
-/// Merges bug `duplicate` into bug `of`, asked by `actor` (an owner): each of its reports
-/// joins `of` through the engine (a question open there is asked of its reporter too), each
-/// reporter's tracking link then follows `of`, and last `duplicate` is closed as a duplicate
-/// in its own ledger. Each step is idempotent, so a crash between two is mended by asking
-/// again.
+/// Merges bug `duplicate` into bug `of`, asked by `actor` (an owner): its reports join `of` in
+/// one decision under the owner's name (a question open there is asked of their reporters
+/// too), each reporter's tracking link then follows `of`, and last `duplicate` is closed in
+/// its own ledger. Merges run one at a time (two crossed merges would otherwise close both
+/// bugs into each other), each re-reading both bugs first; each step is idempotent, so a
+/// crash between two is mended by asking again.
 pub async fn mark_duplicate(
     state: &AppState,
     duplicate: &str,
@@ -153,7 +154,6 @@ pub async fn mark_duplicate(
             ))
         }
     }
-    let bug = load(state, duplicate).await?;
     let plain = |id: &str| {
         !id.is_empty()
             && id.len() <= 100
@@ -168,8 +168,10 @@ pub async fn mark_duplicate(
             "of: the id of another bug, the one that stays",
         ));
     }
+    let _one_at_a_time = state.merges.lock().await;
+    let bug = load(state, duplicate).await?;
     let target = load(state, of).await?;
-    // Checked before any report moves: the engine would refuse the last step anyway.
+    // Checked before anything moves: a refused merge changes nothing.
     if matches!(bug.state, BugState::Duplicate | BugState::Verified) {
         return Err(Refused::new(
             StatusCode::CONFLICT,
@@ -200,17 +202,16 @@ pub async fn mark_duplicate(
         }
         _ => {}
     }
-    for report in &bug.reports {
-        run_command(
-            state,
-            of,
-            Command::AttachReport {
-                report: report.clone(),
-            },
-            &Actor::Desk,
-        )
-        .await?;
-    }
+    run_command(
+        state,
+        of,
+        Command::AbsorbDuplicate {
+            duplicate: duplicate.to_owned(),
+            reports: bug.reports.clone(),
+        },
+        actor,
+    )
+    .await?;
     let moved = state
         .store
         .reassign_reports(duplicate, of)

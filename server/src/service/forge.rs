@@ -190,6 +190,13 @@ pub async fn merge(
 ) -> Result<Merged, Refused> {
     let forge = forge(state)?;
     let bug = load(state, id).await?;
+    // Asked of the engine first, before any git work: a merge it refuses (wrong state, another
+    // head, approvals missing) writes no merge commit into the forge.
+    let probe = Command::Merge {
+        head: head.clone(),
+        merge_commit: head.clone(),
+    };
+    dry_run(state, &bug, &probe, actor, &Fetched::default())?;
     let number = bug.pull_request.as_ref().map_or(0, |pr| pr.number);
     let (merge_commit, base) = forge
         .prepare_merge(&head, &format!("Merge pull request #{number} ({id})"))

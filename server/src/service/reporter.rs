@@ -500,6 +500,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
             reproduction: bug.reproduction.as_ref().map(|r| ReproductionView {
                 test_path: r.test_path.clone(),
                 failure: crate::service::reproduction::screened_assertion(&r.assertion),
+                summary: r.summary.clone(),
             }),
             release,
         });
@@ -523,10 +524,27 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
         .map_err(Refused::storage)?
         .into_iter()
         .filter(|n| n.kind != "owner_message")
-        .map(|n| NoticeView {
-            at: n.delivered_at,
-            subject: n.subject,
-            body: n.body,
+        // A question's notice is for a reporter who is not here: on this page it only points
+        // at the question above, and once answered (or expired) it is gone.
+        .filter_map(|n| {
+            let asks = match n.kind.as_str() {
+                "ask_reproduction" => Some("reproduction"),
+                "ask_fix" => Some("fix"),
+                _ => None,
+            };
+            match asks {
+                Some(kind) if question.as_ref().map(|q| q.kind.as_str()) != Some(kind) => None,
+                Some(_) => Some(NoticeView {
+                    at: n.delivered_at,
+                    subject: n.subject,
+                    body: "The question is on this page, above: answer it there.".to_owned(),
+                }),
+                None => Some(NoticeView {
+                    at: n.delivered_at,
+                    subject: n.subject,
+                    body: n.body,
+                }),
+            }
         })
         .collect();
     Ok(Tracking {

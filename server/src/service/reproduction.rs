@@ -70,6 +70,9 @@ pub struct Proposed {
     /// The model provider (`scripted`, `openai-compatible`, …).
     #[serde(default)]
     pub provider: Option<String>,
+    /// What the test shows, in the reporter's terms (model output: screened like a note).
+    #[serde(default)]
+    pub summary: Option<String>,
     /// The crew's own run, stored beside the desk's for comparison.
     #[serde(default)]
     pub claimed: Option<serde_json::Value>,
@@ -207,6 +210,33 @@ async fn baseline(
     ))
 }
 
+/// Longest summary of what a test shows (characters): one or two sentences.
+pub const MAX_SUMMARY_CHARS: usize = 300;
+
+/// A reproducer's summary as a reporter reads it: model output, so through the airlock's text
+/// filter like a note (hostile text refused, secrets and personal data redacted), one short
+/// paragraph.
+pub fn screened_summary(text: &str) -> Result<String, Refused> {
+    let chars = text.chars().count();
+    if chars > MAX_SUMMARY_CHARS || text.chars().any(char::is_control) {
+        return Err(invalid(
+            "invalid_summary",
+            format!("summary: at most {MAX_SUMMARY_CHARS} characters on one line (got {chars})"),
+        ));
+    }
+    crate::service::commands::screened_note(text).map_err(|refused| {
+        if refused.error.error == "note_quarantined" {
+            Refused::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "summary_quarantined",
+                "the airlock refused this summary: reporters read it, so it passes the same filter as their reports",
+            )
+        } else {
+            refused
+        }
+    })
+}
+
 /// Handles a proposed reproduction for bug `id`.
 pub async fn propose(
     state: &AppState,
@@ -227,6 +257,11 @@ pub async fn propose(
             format!("test_source: 1 to {MAX_TEST_CHARS} characters (got {chars})"),
         ));
     }
+    // Checked before anything runs: a summary the airlock refuses never reaches a reporter.
+    let summary = match proposed.summary.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => Some(screened_summary(text)?),
+    };
     let test_sha256 = hex::encode(Sha256::digest(proposed.test_source.as_bytes()));
     let reproducer = Actor::Role {
         role: domain::Role::Reproducer,
@@ -240,6 +275,7 @@ pub async fn propose(
             test_path: proposed.test_path.clone(),
             test_sha256: test_sha256.clone(),
             assertion: String::new(),
+            summary: None,
         },
     };
     let measured = Fetched {
@@ -356,6 +392,7 @@ pub async fn propose(
             test_path: proposed.test_path.trim().to_owned(),
             test_sha256,
             assertion: screened_assertion(&assertion),
+            summary,
         },
     };
     let recorded = record(state, id, command, &reproducer, &measured).await?;

@@ -41,6 +41,8 @@ pub struct AppState {
     pub write_probe: Arc<std::sync::Mutex<Option<WriteProbe>>>,
     /// What the deployer has live and what it is doing (`R2R_DEPLOY`).
     pub releases: Arc<Releases>,
+    /// Held while two bugs are merged (`mark_duplicate`): one merge at a time in this process.
+    pub merges: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// When health last probed a write, and whether the database took it.
@@ -75,6 +77,7 @@ impl AppState {
                 service: config.deploy.as_ref().map(|d| d.service.clone()),
                 ..Releases::default()
             }),
+            merges: Arc::default(),
         }
     }
 

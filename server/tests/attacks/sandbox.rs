@@ -315,6 +315,7 @@ async fn a_model_written_assertion_with_instructions_links_and_emails_never_reac
                     test_path: "tests/coupon.rs".into(),
                     test_sha256: "1".repeat(64),
                     assertion: assertion.into(),
+                    summary: None,
                 },
             },
             Some(Rerun::Reproduced),

@@ -197,6 +197,7 @@ pub async fn bug_in_review(
                         test_path: "tests/coupon.rs".into(),
                         test_sha256: "5".repeat(64),
                         assertion: "payable -100 < 0".into(),
+                        summary: None,
                     },
                 },
                 &Actor::Role {
