@@ -565,3 +565,30 @@ test('an owner marks a bug as a duplicate: its reporter keeps their link, which 
   expect(tracked.bug.id).toBe(stays.bug_id);
   expect(tracked.question?.kind).toBe('reproduction');
 });
+
+test('every desk page hydrates on its own load, and the pages rendered without scripts stay so', async ({ page, request }, info) => {
+  test.skip(jsOff(info.project.name), 'hydration needs JavaScript');
+  const filed = await file(request, `Hydration round ${token()}`, 'The SAVE300 total shows -₹100');
+  await signIn(page, '/desk');
+  // Each a full load (a fresh document): the console-error check of every test covers a
+  // hydration that goes wrong.
+  for (const path of [
+    '/desk',
+    '/desk?state=new&sort=newest',
+    `/desk/bugs/${filed.bug_id}`,
+    `/desk/bugs/${filed.bug_id}?diff=split#ledger`,
+    `/desk/bugs/${filed.bug_id}/confirm?action=reopen`,
+    `/desk/bugs/${filed.bug_id}/confirm?action=duplicate`,
+    `/desk/reports/${filed.report_id}/confirm?action=contact`,
+    '/desk/crew',
+  ]) {
+    await page.goto(path);
+    await waitForHydration(page);
+    await expect(page.getByTestId('desk-owner')).toHaveText(owner().email);
+  }
+  // The owners page and the sign-in page are server pages without hydration scripts.
+  await page.goto('/desk/owners');
+  await expect(page.getByTestId('owners')).toBeVisible();
+  await page.waitForTimeout(500);
+  await expect(page.locator('html[data-hydrated]')).toHaveCount(0);
+});
