@@ -71,7 +71,7 @@ pub async fn confirm_bug(
     if owner(&credential).is_none() {
         return to_sign_in(&format!("/desk/bugs/{id}"));
     }
-    confirm_page(&state, request).await
+    super::page_with_forms(&state, request).await
 }
 
 /// `GET /desk/reports/{id}/confirm?action=contact`: the question before writing to a
@@ -84,19 +84,7 @@ pub async fn confirm_report(
     if owner(&credential).is_none() {
         return to_sign_in("/desk");
     }
-    confirm_page(&state, request).await
-}
-
-async fn confirm_page(state: &AppState, request: axum::extract::Request) -> Response {
-    let mut response =
-        crate::web::render_hydrated(state, request, super::fns::desk_server(state)).await;
-    // The form's refusal comes back to this page (a post without JavaScript): the browser
-    // must say where it came from, to this origin only.
-    response.headers_mut().insert(
-        header::REFERRER_POLICY,
-        axum::http::HeaderValue::from_static("same-origin"),
-    );
-    response
+    super::page_with_forms(&state, request).await
 }
 
 /// The actions on a bug, as the forms name them.

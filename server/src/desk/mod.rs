@@ -456,9 +456,14 @@ pub async fn dashboard(
     if owner(&credential).is_none() {
         return to_sign_in("/desk");
     }
-    let mut response = crate::web::render_hydrated(&state, request, fns::desk_server(&state)).await;
-    // A plain form post from this page (no JavaScript) comes back here with its answer:
-    // the browser must say where it came from, to this origin only.
+    page_with_forms(&state, request).await
+}
+
+/// A hydrated desk page whose forms post to the desk's server functions: a plain form post
+/// (no JavaScript) comes back to it with its answer, so the browser must say where it came
+/// from — to this origin only (everything else stays `no-referrer`).
+async fn page_with_forms(state: &AppState, request: axum::extract::Request) -> Response {
+    let mut response = crate::web::render_hydrated(state, request, fns::desk_server(state)).await;
     response.headers_mut().insert(
         header::REFERRER_POLICY,
         axum::http::HeaderValue::from_static("same-origin"),
