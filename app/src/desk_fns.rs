@@ -11,7 +11,7 @@
 
 #[cfg(feature = "ssr")]
 use crate::dto::ActInput;
-use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery};
+use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery, OwnersDesk};
 use leptos::prelude::*;
 use leptos::server_fn::codec::JsonEncoding;
 use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
@@ -27,6 +27,17 @@ impl FromServerFnError for DeskError {
         };
         DeskError::new(code, value.to_string())
     }
+}
+
+/// A backend's answer and, sometimes, a cookie for the browser to keep (the invitation a
+/// page shows once) or forget.
+#[cfg(feature = "ssr")]
+#[derive(Debug)]
+pub struct WithCookie<T> {
+    /// The answer.
+    pub value: T,
+    /// A `Set-Cookie` value for the response.
+    pub set_cookie: Option<http::HeaderValue>,
 }
 
 /// What the server gives the desk's server functions (implemented by the server crate over its
@@ -55,22 +66,34 @@ pub trait DeskBackend: Send + Sync + 'static {
         headers: http::HeaderMap,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<CrewDesk, DeskError>> + Send>>;
 
-    /// Marks quarantined report `report` handled, for the owner these headers sign in.
+    /// The owners page (with the invitation just made, once), for the owner these headers
+    /// sign in.
+    fn owners(
+        &self,
+        headers: http::HeaderMap,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<WithCookie<OwnersDesk>, DeskError>> + Send>,
+    >;
+
+    /// Marks quarantined report `report` handled, for the owner these headers sign in; answers
+    /// the desk address to go to next.
     fn quarantine_handled(
         &self,
         headers: http::HeaderMap,
         report: String,
         csrf: String,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), DeskError>> + Send>>;
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, DeskError>> + Send>>;
 
-    /// What `action` on bug `bug` (or, with no bug, on quarantined report `report`) will do, for
-    /// the owner these headers sign in. Changes nothing.
+    /// What `action` on bug `bug` (or, with no bug, on quarantined report `report`, or on the
+    /// desk's owners — pending owner `person`) will do, for the owner these headers sign in.
+    /// Changes nothing.
     fn question(
         &self,
         headers: http::HeaderMap,
         bug: String,
         report: Option<String>,
         action: String,
+        person: Option<String>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Confirm, DeskError>> + Send>>;
 
     /// Does the confirmed `input` for the owner these headers sign in (its CSRF token
@@ -79,7 +102,9 @@ pub trait DeskBackend: Send + Sync + 'static {
         &self,
         headers: http::HeaderMap,
         input: ActInput,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, DeskError>> + Send>>;
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<WithCookie<String>, DeskError>> + Send>,
+    >;
 }
 
 /// The server's [`DeskBackend`], put in every request's context.
@@ -125,6 +150,18 @@ fn answer<T>(headers: &http::HeaderMap, result: Result<T, DeskError>) -> Result<
     result
 }
 
+/// Puts the backend's cookie, if any, on the response.
+#[cfg(feature = "ssr")]
+fn keep_cookie<T>(answer: WithCookie<T>) -> T {
+    if let (Some(cookie), Some(response)) = (
+        answer.set_cookie,
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) {
+        response.append_header(http::header::SET_COOKIE, cookie);
+    }
+    answer.value
+}
+
 /// The dashboard for `query` (the signed-in owner's; `signed_out` otherwise).
 #[server(prefix = "/desk/fn", endpoint = "dashboard")]
 pub async fn desk_dashboard(#[server(default)] query: DeskQuery) -> Result<Dashboard, DeskError> {
@@ -160,24 +197,35 @@ pub async fn quarantine_handled(report: String, csrf: String) -> Result<(), Desk
         .0
         .quarantine_handled(headers.clone(), report, csrf)
         .await;
-    answer(&headers, result)?;
+    let next = answer(&headers, result)?;
     // Without JavaScript the browser follows the answer back to the dashboard, saying so.
-    leptos_axum::redirect("/desk?done=handled");
+    leptos_axum::redirect(&next);
     Ok(())
 }
 
+/// The owners page: every owner, who invited and confirmed them, and the invitation just
+/// made (this once).
+#[server(prefix = "/desk/fn", endpoint = "owners")]
+pub async fn desk_owners() -> Result<OwnersDesk, DeskError> {
+    let (server, headers) = backend()?;
+    let result = server.0.owners(headers.clone()).await;
+    answer(&headers, result).map(keep_cookie)
+}
+
 /// The question before `action` on bug `bug` (empty for a quarantined report, then `report`
-/// names it): what will happen, in plain words, with the form's hidden values.
+/// names it; empty too for the owners' actions, `person` naming a pending owner): what will
+/// happen, in plain words, with the form's hidden values.
 #[server(prefix = "/desk/fn", endpoint = "question")]
 pub async fn desk_question(
     #[server(default)] bug: String,
     #[server(default)] report: Option<String>,
     action: String,
+    #[server(default)] person: Option<String>,
 ) -> Result<Confirm, DeskError> {
     let (server, headers) = backend()?;
     let result = server
         .0
-        .question(headers.clone(), bug, report, action)
+        .question(headers.clone(), bug, report, action, person)
         .await;
     answer(&headers, result)
 }
@@ -194,6 +242,7 @@ pub async fn desk_act(
     #[server(default)] reason: Option<String>,
     #[server(default)] text: Option<String>,
     #[server(default)] of: Option<String>,
+    #[server(default)] person: Option<String>,
 ) -> Result<(), DeskError> {
     let (server, headers) = backend()?;
     let input = ActInput {
@@ -205,8 +254,9 @@ pub async fn desk_act(
         reason,
         text,
         of,
+        person,
     };
-    let next = answer(&headers, server.0.act(headers.clone(), input).await)?;
+    let next = answer(&headers, server.0.act(headers.clone(), input).await).map(keep_cookie)?;
     leptos_axum::redirect(&next);
     Ok(())
 }

@@ -328,9 +328,9 @@ mod tests {
     }
 }
 
-/// What a server-rendered owner page shows (the desk's views are rendered on the server for
-/// the signed-in owner, without hydration: they work without JavaScript, and nothing of them
-/// is in the WebAssembly bundle's state).
+/// What a desk page rendered by the server alone shows (sign-in, accepting an invitation, a
+/// refusal): the pages that take a password stay plain form posts without hydration scripts;
+/// every other desk page is hydrated on its server function.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DeskPage {
     /// `/desk/sign-in`.
@@ -340,10 +340,6 @@ pub enum DeskPage {
         /// Where to go after signing in.
         next: String,
     },
-    /// A confirmation that states plainly what an action will do (`/desk/bugs/{id}/act`).
-    Confirm(Box<Confirm>),
-    /// `/desk/owners`: invite another owner.
-    Owners(Box<OwnersDesk>),
     /// `/desk/invite`: accept an invitation (public; the secret is in the link's fragment).
     Invite(Box<InvitePage>),
     /// Something went wrong (unknown bug, refused action).
@@ -636,11 +632,9 @@ pub struct Confirm {
     pub csrf: String,
     /// The bug.
     pub bug: String,
-    /// `approve`, `merge`, `reopen`, `contact`.
+    /// `approve`, `merge`, `reopen`, `retry`, `take_over`, `contact`, `duplicate`, `invite`,
+    /// `confirm_owner`.
     pub action: String,
-    /// Where the confirmed form posts.
-    #[serde(default)]
-    pub target: String,
     /// The report written to, for `contact`.
     #[serde(default)]
     pub report: Option<String>,
@@ -676,6 +670,9 @@ pub struct ActInput {
     /// The bug that stays, for `duplicate`.
     #[serde(default)]
     pub of: Option<String>,
+    /// The pending owner, for `confirm_owner`.
+    #[serde(default)]
+    pub person: Option<String>,
 }
 
 /// The words of a confirmation for `action`: its heading, its "yes" button, and whether it is

@@ -139,7 +139,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/desk/bugs/:id/confirm") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/reports/:id/confirm") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/owners") view={Lazy::<DeskRoute>::new()}/>
-                    <Route path=path!("/desk/owners/act") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/owners/confirm") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/invite") view={Lazy::<DeskRoute>::new()}/>
                 </Routes>
             </layout::Frame>

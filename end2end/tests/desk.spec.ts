@@ -116,7 +116,7 @@ test('a change without the session CSRF token is refused and changes nothing', a
   for (const [path, form] of [
     ['/desk/fn/act', { csrf: 'forged', action: 'contact', bug: bug_id!, report: reportId!, text: 'forged' }],
     ['/desk/fn/act', { csrf: 'forged', action: 'contact', report: reportId!, text: 'forged' }],
-    ['/desk/owners/act', { csrf: 'forged', action: 'invite', step: 'do' }],
+    ['/desk/fn/act', { csrf: 'forged', action: 'invite' }],
   ] as const) {
     const refused = await page.request.post(path, { form: { ...form } });
     expect(refused.status(), path).toBe(403);
@@ -566,7 +566,7 @@ test('an owner marks a bug as a duplicate: its reporter keeps their link, which 
   expect(tracked.question?.kind).toBe('reproduction');
 });
 
-test('every desk page hydrates on its own load, and the pages rendered without scripts stay so', async ({ page, request }, info) => {
+test('every desk page hydrates on its own load, and the page that takes an invited password stays script-free', async ({ page, request }, info) => {
   test.skip(jsOff(info.project.name), 'hydration needs JavaScript');
   const filed = await file(request, `Hydration round ${token()}`, 'The SAVE300 total shows -₹100');
   await signIn(page, '/desk');
@@ -581,14 +581,16 @@ test('every desk page hydrates on its own load, and the pages rendered without s
     `/desk/bugs/${filed.bug_id}/confirm?action=duplicate`,
     `/desk/reports/${filed.report_id}/confirm?action=contact`,
     '/desk/crew',
+    '/desk/owners',
+    '/desk/owners/confirm?action=invite',
   ]) {
     await page.goto(path);
     await waitForHydration(page);
     await expect(page.getByTestId('desk-owner')).toHaveText(owner().email);
   }
-  // The owners page and the sign-in page are server pages without hydration scripts.
-  await page.goto('/desk/owners');
-  await expect(page.getByTestId('owners')).toBeVisible();
+  // The page that takes an invited person's password is a server page without scripts.
+  await page.goto('/desk/invite');
+  await expect(page.getByLabel('Invitation')).toBeVisible();
   await page.waitForTimeout(500);
   await expect(page.locator('html[data-hydrated]')).toHaveCount(0);
 });

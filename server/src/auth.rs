@@ -149,6 +149,33 @@ pub fn csrf_token(session_key: &[u8], session: &str) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
+/// A short signature, bound to an owner's `session`, of `data` for one `purpose` (a notice
+/// the desk shows after an action, an invitation kept for one page load): only this desk, for
+/// this session, could have made it, so a link from anyone else cannot make the desk say it.
+pub fn session_tag(session_key: &[u8], purpose: &str, session: &str, data: &str) -> String {
+    let mut mac = match Hmac::<Sha256>::new_from_slice(session_key) {
+        Ok(mac) => mac,
+        Err(_) => return String::new(),
+    };
+    for part in [purpose, session, data] {
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part.as_bytes());
+    }
+    hex::encode(&mac.finalize().into_bytes()[..12])
+}
+
+/// Whether `presented` is [`session_tag`] of the same purpose, session and data.
+pub fn session_tag_valid(
+    session_key: &[u8],
+    purpose: &str,
+    session: &str,
+    data: &str,
+    presented: &str,
+) -> bool {
+    let expected = session_tag(session_key, purpose, session, data);
+    !expected.is_empty() && same_hash(&expected, presented)
+}
+
 /// Whether `presented` is the CSRF token of `session`.
 pub fn csrf_valid(session_key: &[u8], session: &str, presented: Option<&str>) -> bool {
     let expected = csrf_token(session_key, session);
@@ -195,7 +222,7 @@ impl Credential {
     }
 }
 
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()

@@ -46,7 +46,7 @@ pub fn router(state: AppState) -> Router {
         .route("/desk/bugs/{id}", get(crate::desk::bug))
         .route("/desk/bugs/{id}/confirm", get(crate::desk::confirm_bug))
         .route("/desk/owners", get(crate::desk::owners))
-        .route("/desk/owners/act", post(crate::desk::owners_act))
+        .route("/desk/owners/confirm", get(crate::desk::owners))
         .route(
             "/desk/invite",
             get(crate::desk::invite_page).post(crate::desk::invite_accept),
@@ -287,6 +287,12 @@ async fn server_fn_statuses(
                 answer
                     .headers_mut()
                     .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+                // The rest of the body is never read, so this connection cannot carry another
+                // request: say so, or a client that pooled it sends the next one into a
+                // connection being closed (a test's next call failed that way).
+                answer
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
                 return answer;
             }
         }

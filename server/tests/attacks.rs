@@ -11,6 +11,8 @@ mod common;
 mod desk_fns;
 #[path = "attacks/identity.rs"]
 mod identity;
+#[path = "attacks/owners_page.rs"]
+mod owners_page;
 #[path = "attacks/routes.rs"]
 mod routes;
 #[path = "attacks/sandbox.rs"]

@@ -1,7 +1,8 @@
 //! Asking before an owner acts. Every action button of the desk is a small GET form to the
-//! question's page (`/desk/bugs/{id}/confirm?action=…`, `/desk/reports/{id}/confirm`), so it
-//! works without JavaScript; once hydrated, the page that [`Asking::provide`]s asks the same
-//! question — fetched from [`desk_question`], the same words — in a modal dialog instead. Either
+//! question's page (`/desk/bugs/{id}/confirm?action=…`, `/desk/reports/{id}/confirm`,
+//! `/desk/owners/confirm`), so it works without JavaScript; once hydrated, the page that
+//! [`Asking::provide`]s asks the same question — fetched from [`desk_question`], the same
+//! words — in a modal dialog instead. Either
 //! way the answer is an `ActionForm` on [`desk_act`]: the server checks the session, its CSRF
 //! token and every engine guard, then the desk goes to the page the action concerns.
 
@@ -36,18 +37,29 @@ impl Asking {
 
     /// Asks `action` on `bug` (or on quarantined report `report`) in the dialog: one question
     /// at a time, a second click while it loads is ignored.
-    fn ask(self, bug: String, report: Option<String>, action: &'static str) {
+    fn ask(
+        self,
+        bug: String,
+        report: Option<String>,
+        action: &'static str,
+        person: Option<String>,
+    ) {
         if self.loading.get_untracked() || self.question.with_untracked(Option::is_some) {
             return;
         }
         self.loading.set(true);
         self.act.clear();
         leptos::task::spawn_local(async move {
-            let question = desk_question(bug, report, action.to_owned()).await;
+            let question = desk_question(bug, report, action.to_owned(), person).await;
             self.loading.set(false);
             self.question.set(Some(question));
         });
     }
+}
+
+/// Whether `action` is one of the owners page's (invite, confirm an owner).
+fn owners_action(action: &str) -> bool {
+    matches!(action, "invite" | "confirm_owner")
 }
 
 /// An action button that asks first (`action-{action}` for tests): the question's page
@@ -61,9 +73,14 @@ pub(crate) fn Ask(
     /// The report written to, for `contact`.
     #[prop(optional)]
     report: Option<String>,
+    /// The pending owner, for `confirm_owner`.
+    #[prop(optional)]
+    person: Option<String>,
 ) -> impl IntoView {
     let asking = use_context::<Asking>();
-    let target = if bug.is_empty() {
+    let target = if owners_action(action) {
+        "/desk/owners/confirm".to_owned()
+    } else if bug.is_empty() {
         format!(
             "/desk/reports/{}/confirm",
             report.clone().unwrap_or_default()
@@ -72,6 +89,7 @@ pub(crate) fn Ask(
         format!("/desk/bugs/{bug}/confirm")
     };
     let in_address = report.clone().filter(|_| !bug.is_empty());
+    let person_field = person.clone();
     let class = if action == "reopen" {
         "button danger"
     } else {
@@ -80,13 +98,14 @@ pub(crate) fn Ask(
     let on_submit = move |event: leptos::ev::SubmitEvent| {
         if let Some(asking) = asking {
             event.prevent_default();
-            asking.ask(bug.clone(), report.clone(), action);
+            asking.ask(bug.clone(), report.clone(), action, person.clone());
         }
     };
     view! {
         <form method="get" action=target class="inline-form" on:submit=on_submit>
             <input type="hidden" name="action" value=action/>
             {in_address.map(|r| view! { <input type="hidden" name="report" value=r/> })}
+            {person_field.map(|p| view! { <input type="hidden" name="person" value=p/> })}
             <button type="submit" class=class data-testid=format!("action-{action}")>{label}</button>
         </form>
     }
@@ -103,7 +122,9 @@ fn QuestionForm(
     dialog: Option<NodeRef<leptos::html::Dialog>>,
 ) -> impl IntoView {
     let (title, yes, danger) = question_words(&question.action);
-    let back = if question.bug.is_empty() {
+    let back = if owners_action(&question.action) {
+        "/desk/owners".to_owned()
+    } else if question.bug.is_empty() {
         "/desk".to_owned()
     } else {
         format!("/desk/bugs/{}", question.bug)
@@ -136,6 +157,7 @@ fn QuestionForm(
             <input type="hidden" name="action" value=question.action.clone()/>
             <input type="hidden" name="bug" value=question.bug.clone()/>
             {question.report.clone().map(|r| view! { <input type="hidden" name="report" value=r/> })}
+            {question.person.clone().map(|p| view! { <input type="hidden" name="person" value=p/> })}
             {question.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
             {(question.action == "contact").then(|| view! {
                 <div class="field">
@@ -301,31 +323,34 @@ fn trap_tab(root: &leptos::web_sys::Element, event: &leptos::web_sys::KeyboardEv
     }
 }
 
-/// `/desk/bugs/{id}/confirm?action=…[&report=…]` and `/desk/reports/{id}/confirm`: the
-/// question as a page.
+/// `/desk/bugs/{id}/confirm?action=…[&report=…]`, `/desk/reports/{id}/confirm` and
+/// `/desk/owners/confirm?action=…[&person=…]`: the question as a page.
 #[component]
 pub fn ConfirmPage() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
-    let on_report = use_location()
-        .pathname
-        .get_untracked()
-        .starts_with("/desk/reports/");
+    let path = use_location().pathname.get_untracked();
+    let on_report = path.starts_with("/desk/reports/");
+    let on_owners = path.starts_with("/desk/owners/");
     let key = move || {
         let id = params.with(|p| p.get("id").unwrap_or_default());
         let action = query.with(|q| q.get("action").unwrap_or_default());
-        if on_report {
-            (String::new(), Some(id), action)
+        if on_owners {
+            (String::new(), None, action, query.with(|q| q.get("person")))
+        } else if on_report {
+            (String::new(), Some(id), action, None)
         } else {
-            (id, query.with(|q| q.get("report")), action)
+            (id, query.with(|q| q.get("report")), action, None)
         }
     };
-    let question = Resource::new(key, |(bug, report, action)| {
-        desk_question(bug, report, action)
+    let question = Resource::new(key, |(bug, report, action, person)| {
+        desk_question(bug, report, action, person)
     });
     let act = ServerAction::<DeskAct>::new();
     let title = question_words(&key().2).0;
-    let back = if on_report {
+    let back = if on_owners {
+        "/desk/owners".to_owned()
+    } else if on_report {
         "/desk".to_owned()
     } else {
         format!("/desk/bugs/{}", key().0)

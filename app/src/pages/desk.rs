@@ -1,11 +1,10 @@
-//! The owners' desk: dashboard, bug view, crew page, sign-in and confirmations. Rendered on
-//! the server for the signed-in owner (the data comes in a [`DeskPage`] context) and served
-//! without hydration scripts, so every view and every action works without JavaScript and
-//! with a keyboard alone: actions are forms, each confirmed on a page that says plainly what
-//! will happen.
+//! The owners' desk's views: the dashboard's and the crew page's content (hydrated on their
+//! server functions, in [`super::dashboard`] and [`super::crew`]), and the pages the server
+//! renders alone from a [`DeskPage`] context — sign-in, accepting an invitation, a refusal —
+//! which take passwords by plain form posts and load no scripts.
 
 use super::confirm::Ask;
-use crate::dto::{Confirm, CrewDesk, Dashboard, DeskPage, InvitePage, OwnersDesk};
+use crate::dto::{CrewDesk, Dashboard, DeskPage, InvitePage};
 use crate::layout::PageTitle;
 use crate::net::{format_time, machine_time, relative_time};
 use leptos::prelude::*;
@@ -15,8 +14,6 @@ use leptos::prelude::*;
 pub fn Desk() -> impl IntoView {
     match use_context::<DeskPage>() {
         Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any(),
-        Some(DeskPage::Confirm(confirm)) => view! { <ConfirmView confirm=*confirm/> }.into_any(),
-        Some(DeskPage::Owners(owners)) => view! { <OwnersView owners=*owners/> }.into_any(),
         Some(DeskPage::Invite(invite)) => view! { <InviteView invite=*invite/> }.into_any(),
         Some(DeskPage::Problem {
             owner,
@@ -271,31 +268,6 @@ pub(crate) fn DashboardView(
     }
 }
 
-/// An owners-page button that asks first: it posts `step=confirm` and the desk answers with a
-/// page that says what will happen.
-#[component]
-fn OwnersAsk(
-    target: String,
-    csrf: String,
-    action: &'static str,
-    label: String,
-    #[prop(optional)] report: Option<String>,
-    #[prop(optional)] person: Option<String>,
-) -> impl IntoView {
-    let testid = format!("action-{action}");
-    view! {
-        <form method="post" action=target class="inline-form">
-            <input type="hidden" name="csrf" value=csrf/>
-            <input type="hidden" name="action" value=action/>
-            <input type="hidden" name="step" value="confirm"/>
-            {report.map(|r| view! { <input type="hidden" name="report" value=r/> })}
-            {person.map(|p| view! { <input type="hidden" name="person" value=p/> })}
-            // Sending the bug back to the start is not the same kind of click as approving it.
-            <button type="submit" class=if action == "reopen" { "button danger" } else { "button" } data-testid=testid>{label}</button>
-        </form>
-    }
-}
-
 /// The crew page's content.
 #[component]
 pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
@@ -352,97 +324,6 @@ pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
                         </table>
                     </div>
                 }.into_any()
-            }}
-        </section>
-    }
-}
-
-#[component]
-fn ConfirmView(confirm: Confirm) -> impl IntoView {
-    let (title, yes, danger) = crate::dto::question_words(&confirm.action);
-    let back = if matches!(confirm.action.as_str(), "invite" | "confirm_owner") {
-        "/desk/owners".to_owned()
-    } else if confirm.bug.is_empty() {
-        "/desk".to_owned()
-    } else {
-        format!("/desk/bugs/{}", confirm.bug)
-    };
-    let target = confirm.target.clone();
-    view! {
-        <PageTitle text=format!("{title} · Desk · Reporter-to-Release")/>
-        <DeskNav owner=confirm.owner.clone()/>
-        <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what">
-            <h1 id="confirm-h">{title}</h1>
-            <ul id="confirm-what" data-testid="consequences">
-                {confirm.consequences.iter().map(|c| view! { <li>{c.clone()}</li> }).collect_view()}
-            </ul>
-            <form method="post" action=target class="cart-form">
-                <input type="hidden" name="csrf" value=confirm.csrf.clone()/>
-                <input type="hidden" name="action" value=confirm.action.clone()/>
-                <input type="hidden" name="step" value="do"/>
-                {confirm.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
-                {confirm.report.clone().map(|r| view! { <input type="hidden" name="report" value=r/> })}
-                {confirm.person.clone().map(|p| view! { <input type="hidden" name="person" value=p/> })}
-                {(confirm.action == "contact").then(|| view! {
-                    <div class="field">
-                        <label for="text">{format!("Your message to the reporter of {}", confirm.report.clone().unwrap_or_default())}</label>
-                        <textarea id="text" name="text" rows="5" required maxlength="4000"></textarea>
-                    </div>
-                })}
-                {(confirm.action == "reopen").then(|| view! {
-                    <div class="field">
-                        <label for="reason">"Why (the reporters will see that it was reopened)"</label>
-                        <input id="reason" name="reason" type="text" required maxlength="2000"/>
-                    </div>
-                })}
-                <div class="actions">
-                    <button type="submit" class=if danger { "button danger" } else { "button" } data-testid="confirm">{yes}</button>
-                    <a class="button secondary" href=back>"Cancel"</a>
-                </div>
-            </form>
-        </section>
-    }
-}
-
-#[component]
-fn OwnersView(owners: OwnersDesk) -> impl IntoView {
-    view! {
-        <PageTitle text="Owners · Desk · Reporter-to-Release"/>
-        <DeskNav owner=owners.owner.clone()/>
-        <section class="panel">
-            <h1>"Owners"</h1>
-            <p class="hint">"People who can approve, merge, reopen and invite. A tier-2 change needs two of them, one a code owner. Once the desk has two owners, a new owner counts only after an owner other than the one who invited them confirms them."</p>
-            <ul class="plain" data-testid="owners">
-                {owners.owners.iter().map(|o| {
-                    let how = match (&o.invited_by, &o.confirmed_by) {
-                        (None, _) => "first owner".to_owned(),
-                        (Some(by), None) => format!("invited by {by}"),
-                        (Some(by), Some(confirmed)) => format!("invited by {by}, confirmed by {confirmed}"),
-                    };
-                    view! {
-                        <li data-testid="owner-line">
-                            <strong>{o.email.clone()}</strong>
-                            " · " {how}
-                            {o.pending.then(|| view! { " · " <span class="badge" data-testid="owner-pending">"waiting for a second owner's confirmation"</span> })}
-                            {o.can_confirm.then(|| view! {
-                                " "
-                                <OwnersAsk target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="confirm_owner" label=format!("Confirm {}…", o.email) person=o.id.clone()/>
-                            })}
-                        </li>
-                    }
-                }).collect_view()}
-            </ul>
-            {match owners.invite_link.clone() {
-                Some(link) => view! {
-                    <div class="notice" role="status">
-                        <p><strong>"The invitation, shown this once:"</strong></p>
-                        <p><code class="hash" data-testid="invite-link">{link}</code></p>
-                        <p class="hint">{format!("Put it after this desk's address and send it privately. It works once, until {}.", owners.expires_at.map(format_time).unwrap_or_default())}</p>
-                    </div>
-                }.into_any(),
-                None => view! {
-                    <OwnersAsk target="/desk/owners/act".to_owned() csrf=owners.csrf.clone() action="invite" label="Invite another owner…".to_owned()/>
-                }.into_any(),
             }}
         </section>
     }

@@ -11,6 +11,7 @@ mod diff_view;
 mod home;
 mod live;
 mod not_found;
+mod owners;
 mod report;
 mod shoplite;
 mod track;
@@ -24,6 +25,7 @@ pub use demo::Demo;
 pub use desk::Desk;
 pub use home::Home;
 pub use not_found::NotFound;
+pub use owners::OwnersPage;
 pub use report::Report;
 pub use track::Track;
 
@@ -37,30 +39,37 @@ pub(crate) fn hydrated_signal() -> ReadSignal<bool> {
     hydrated
 }
 
-/// Every desk page: the dashboard, the bug view, the questions before an action and the crew
-/// page are hydrated on their server functions; the others are still rendered by the server alone (their data comes in the request's
-/// context).
+/// Every desk page, one lazy chunk (split further, each desk page's chunks shared with the
+/// visitors' pages multiplied and the tracking page opened with more bytes in all): the
+/// dashboard, the bug view, the questions before an action, the crew and owners pages are
+/// hydrated on their server functions; sign-in, accepting an invitation and a refusal are
+/// rendered by the server alone (their data comes in the request's context).
 #[component]
 pub fn DeskPages() -> impl IntoView {
-    // A page the server rendered with its data in context (a refusal, a confirmation) is that
-    // page, whatever its address; otherwise `/desk` is the dashboard.
+    // A page the server rendered with its data in context (a refusal) is that page, whatever
+    // its address; otherwise the address says which page it is.
     let server_page = use_context::<crate::dto::DeskPage>().is_some();
     let path = leptos_router::hooks::use_location()
         .pathname
         .get_untracked();
     let path = path.trim_end_matches('/');
     let bug_view = path.starts_with("/desk/bugs/") && path.matches('/').count() == 3;
-    let question = (path.starts_with("/desk/bugs/") || path.starts_with("/desk/reports/"))
+    let question = ((path.starts_with("/desk/bugs/") || path.starts_with("/desk/reports/"))
         && path.ends_with("/confirm")
-        && path.matches('/').count() == 4;
-    if !server_page && path == "/desk" {
+        && path.matches('/').count() == 4)
+        || path == "/desk/owners/confirm";
+    if server_page {
+        view! { <Desk/> }.into_any()
+    } else if path == "/desk" {
         view! { <DashboardPage/> }.into_any()
-    } else if !server_page && bug_view {
+    } else if bug_view {
         view! { <BugPage/> }.into_any()
-    } else if !server_page && question {
+    } else if question {
         view! { <ConfirmPage/> }.into_any()
-    } else if !server_page && path == "/desk/crew" {
+    } else if path == "/desk/crew" {
         view! { <CrewPage/> }.into_any()
+    } else if path == "/desk/owners" {
+        view! { <OwnersPage/> }.into_any()
     } else {
         view! { <Desk/> }.into_any()
     }

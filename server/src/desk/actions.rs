@@ -4,61 +4,11 @@
 //! then done by [`perform`], both reached through the desk's server functions (`desk_question`,
 //! `desk_act`) and nothing else. `/desk/bugs/{id}/confirm` and `/desk/reports/{id}/confirm`
 //! are the question as a page (a link, or a desk without JavaScript); with JavaScript the bug
-//! view and the dashboard ask it in a dialog.
+//! view and the dashboard ask it in a dialog. The owners' own actions (invite, confirm an
+//! owner) take the same way, through [`super::owners`].
 
 use super::*;
 use app::dto::ActInput;
-// ---------------------------------------------------------------------------------------------
-// Actions
-
-/// The two steps of an owners-page form (invite, confirm an owner): show what will happen, then do it. Anything else is
-/// refused before the form is read further (422), so no misspelt step can act.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Step {
-    /// Show the confirmation.
-    Confirm,
-    /// Act.
-    Do,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct ActForm {
-    pub(super) csrf: String,
-    pub(super) action: String,
-    pub(super) step: Step,
-    /// The pending owner, for `confirm_owner`.
-    #[serde(default)]
-    pub(super) person: Option<String>,
-}
-
-/// The signed-in owner, provided the form carries their session's CSRF token; otherwise the
-/// answer to send instead (the sign-in page, or a refusal that changed nothing).
-pub(super) async fn form_owner<'c>(
-    state: &AppState,
-    credential: &'c Credential,
-    csrf: &str,
-    back: &str,
-) -> Result<&'c OwnerAccount, Response> {
-    let Some((account, session)) = owner(credential) else {
-        return Err(to_sign_in(back));
-    };
-    if !csrf_valid(
-        state.auth.session_key.expose().as_bytes(),
-        session,
-        Some(csrf),
-    ) {
-        return Err(problem(
-            state,
-            Some(account.email.clone()),
-            StatusCode::FORBIDDEN,
-            "This form is stale or did not come from your desk (CSRF check failed). Nothing was changed; reload the page and try again.".into(),
-            back,
-        )
-        .await);
-    }
-    Ok(account)
-}
 
 /// `GET /desk/bugs/{id}/confirm?action=…`: the question before an action on bug `id`, as a
 /// hydrated page on `desk_question`; its form posts to `desk_act`.
@@ -102,7 +52,7 @@ fn unknown_action() -> Refused {
     Refused::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "unknown_action",
-        "That is not an action of the desk (approve, merge, reopen, retry, take_over, contact, duplicate).",
+        "That is not an action of the desk (approve, merge, reopen, retry, take_over, contact, duplicate; invite and confirm_owner on the Owners page).",
     )
 }
 
@@ -167,7 +117,11 @@ pub(super) async fn question(
     bug: &str,
     report: Option<&str>,
     action: &str,
+    person: Option<&str>,
 ) -> Result<Confirm, Refused> {
+    if super::owners::OWNER_ACTIONS.contains(&action) && bug.is_empty() && report.is_none() {
+        return super::owners::question(state, account, session, action, person).await;
+    }
     if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
         return Err(unknown_action());
     }
@@ -259,7 +213,6 @@ pub(super) async fn question(
         csrf: csrf(state, session),
         bug: bug.to_owned(),
         action: action.to_owned(),
-        target: String::new(),
         report: addressed,
         person: None,
         head: head.filter(|_| matches!(action, "approve" | "merge")),
@@ -318,10 +271,15 @@ async fn duplicate_choices(
 pub(super) async fn perform(
     state: &AppState,
     account: &OwnerAccount,
+    session: &str,
     input: &ActInput,
-) -> Result<String, Refused> {
+) -> Result<(String, Option<axum::http::HeaderValue>), Refused> {
     let action = input.action.as_str();
     let bug = input.bug.as_str();
+    if super::owners::OWNER_ACTIONS.contains(&action) && bug.is_empty() && input.report.is_none() {
+        return super::owners::perform(state, account, session, action, input.person.as_deref())
+            .await;
+    }
     if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
         return Err(unknown_action());
     }
@@ -329,7 +287,7 @@ pub(super) async fn perform(
         let stored = addressee(state, None, input.report.as_deref()).await?;
         let text = plain_text(input.text.as_deref().unwrap_or_default());
         crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
-        return Ok("/desk?done=contact".to_owned());
+        return Ok((done_address(state, session, "/desk", "", "contact"), None));
     }
     let loaded = stored_bug(state, bug).await?;
     let actor = crate::auth::owner_actor(account);
@@ -373,7 +331,8 @@ pub(super) async fn perform(
                 ));
             }
             crate::service::commands::mark_duplicate(state, bug, of, &actor).await?;
-            return Ok(format!("/desk/bugs/{of}?done=merged"));
+            let page = format!("/desk/bugs/{of}");
+            return Ok((done_address(state, session, &page, of, "merged"), None));
         }
         _ => {
             let reason = plain_text(input.reason.as_deref().unwrap_or_default());
@@ -395,5 +354,6 @@ pub(super) async fn perform(
             .await?;
         }
     }
-    Ok(format!("/desk/bugs/{bug}?done={action}"))
+    let page = format!("/desk/bugs/{bug}");
+    Ok((done_address(state, session, &page, bug, action), None))
 }

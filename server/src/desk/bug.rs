@@ -160,7 +160,7 @@ pub(crate) async fn bug_data(
     id: &str,
     done: Option<&str>,
 ) -> Result<Option<BugDesk>, Refused> {
-    let notice = notice(done);
+    let notice = notice(super::done_said(state, session, id, done));
     let Some(stored) = state.store.load_bug(id).await.map_err(Refused::storage)? else {
         return Ok(None);
     };

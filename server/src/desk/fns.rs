@@ -4,8 +4,8 @@
 
 use crate::auth::{credential_of, csrf_valid, Credential};
 use crate::web::{AppState, Refused};
-use app::desk_fns::{DeskBackend, DeskServer};
-use app::dto::{ActInput, BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery};
+use app::desk_fns::{DeskBackend, DeskServer, WithCookie};
+use app::dto::{ActInput, BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery, OwnersDesk};
 use axum::http::HeaderMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -116,12 +116,27 @@ impl DeskBackend for Backend {
         })
     }
 
+    fn owners(
+        &self,
+        headers: HeaderMap,
+    ) -> Pin<Box<dyn Future<Output = Result<WithCookie<OwnersDesk>, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            let (value, set_cookie) =
+                super::owners::owners_data(&state, &account, &session, &headers)
+                    .await
+                    .map_err(refusal)?;
+            Ok(WithCookie { value, set_cookie })
+        })
+    }
+
     fn quarantine_handled(
         &self,
         headers: HeaderMap,
         report: String,
         csrf: String,
-    ) -> Pin<Box<dyn Future<Output = Result<(), DeskError>> + Send>> {
+    ) -> Pin<Box<dyn Future<Output = Result<String, DeskError>> + Send>> {
         let state = self.0.clone();
         Box::pin(async move {
             let (account, session) = signed_in(&state, &headers).await?;
@@ -141,7 +156,7 @@ impl DeskBackend for Backend {
             {
                 Ok(Some(_)) => {
                     tracing::info!(report, owner = %account.id, "quarantined report marked handled");
-                    Ok(())
+                    Ok(super::done_address(&state, &session, "/desk", "", "handled"))
                 }
                 Ok(None) => Err(DeskError::new(
                     "not_found",
@@ -158,15 +173,25 @@ impl DeskBackend for Backend {
         bug: String,
         report: Option<String>,
         action: String,
+        person: Option<String>,
     ) -> Pin<Box<dyn Future<Output = Result<Confirm, DeskError>> + Send>> {
         let state = self.0.clone();
         Box::pin(async move {
             let (account, session) = signed_in(&state, &headers).await?;
             let bug = plain_id("bug", &bug)?;
             let report = report.map(|r| plain_id("report", &r)).transpose()?;
-            super::actions::question(&state, &account, &session, &bug, report.as_deref(), &action)
-                .await
-                .map_err(refusal)
+            let person = person.map(|p| plain_id("person", &p)).transpose()?;
+            super::actions::question(
+                &state,
+                &account,
+                &session,
+                &bug,
+                report.as_deref(),
+                &action,
+                person.as_deref(),
+            )
+            .await
+            .map_err(refusal)
         })
     }
 
@@ -174,7 +199,7 @@ impl DeskBackend for Backend {
         &self,
         headers: HeaderMap,
         mut input: ActInput,
-    ) -> Pin<Box<dyn Future<Output = Result<String, DeskError>> + Send>> {
+    ) -> Pin<Box<dyn Future<Output = Result<WithCookie<String>, DeskError>> + Send>> {
         let state = self.0.clone();
         Box::pin(async move {
             let (account, session) = signed_in(&state, &headers).await?;
@@ -182,11 +207,12 @@ impl DeskBackend for Backend {
             input.bug = plain_id("bug", &input.bug)?;
             input.report = input.report.map(|r| plain_id("report", &r)).transpose()?;
             input.of = input.of.map(|r| plain_id("of", &r)).transpose()?;
-            let next = super::actions::perform(&state, &account, &input)
+            input.person = input.person.map(|p| plain_id("person", &p)).transpose()?;
+            let (value, set_cookie) = super::actions::perform(&state, &account, &session, &input)
                 .await
                 .map_err(refusal)?;
             tracing::info!(bug = %input.bug, action = %input.action, owner = %account.id, "owner action from the desk");
-            Ok(next)
+            Ok(WithCookie { value, set_cookie })
         })
     }
 }

@@ -1,8 +1,10 @@
 //! The owners' desk pages: `/desk` (dashboard), `/desk/bugs/{id}` (reports, evidence, review,
-//! release, ledger), `/desk/crew`, sign-in and sign-out, and the confirmed actions (approve the
-//! exact head, merge, reopen). Rendered on the server for the signed-in owner and served
-//! without hydration scripts; actions are form posts carrying the session's CSRF token, and
-//! every action goes through the same code — and the same engine guards — as the API.
+//! release, ledger), `/desk/crew`, `/desk/owners`, the questions before each action, sign-in
+//! and sign-out. The signed-in pages are hydrated on the desk's server functions ([`fns`]),
+//! rendered whole on the server first so they work without JavaScript; every action is a
+//! server function carrying the session's CSRF token, through the same code — and the same
+//! engine guards — as the API. Sign-in and accepting an invitation take passwords by plain
+//! form posts, rendered without scripts.
 //!
 //! Here: the shared helpers, sign-in, the dashboard and the crew page; the bug view, the
 //! actions and the live updates have their own modules.
@@ -13,12 +15,12 @@ pub(crate) mod fns;
 mod live;
 mod owners;
 
-pub use actions::{confirm_bug, confirm_report, ActForm};
+pub use actions::{confirm_bug, confirm_report};
 pub use bug::bug;
 pub use live::{live, LiveQuery};
-pub use owners::{invite_accept, invite_page, owners, owners_act, InviteForm};
+pub use owners::{invite_accept, invite_page, owners, InviteForm};
 
-use crate::auth::{csrf_token, csrf_valid, Credential};
+use crate::auth::{csrf_token, Credential};
 use crate::web::no_store;
 use crate::web::AppState;
 use crate::web::ClientAddr;
@@ -67,6 +69,37 @@ fn safe_next(next: Option<&str>) -> String {
 
 fn csrf(state: &AppState, session: &str) -> String {
     csrf_token(state.auth.session_key.expose().as_bytes(), session)
+}
+
+/// The address of desk page `page` saying that `done` (on bug `bug`, or on none) was just
+/// done: `?done=ACTION.TAG`, the tag bound to the owner's session, so a notice such as
+/// "Approved." shows only after the desk itself did it — never from someone's link.
+fn done_address(state: &AppState, session: &str, page: &str, bug: &str, done: &str) -> String {
+    let tag = crate::auth::session_tag(
+        state.auth.session_key.expose().as_bytes(),
+        "done",
+        session,
+        &format!("{bug}:{done}"),
+    );
+    format!("{page}?done={done}.{tag}")
+}
+
+/// The action a `?done=` value names, when [`done_address`] wrote it for this session and bug.
+fn done_said<'a>(
+    state: &AppState,
+    session: &str,
+    bug: &str,
+    presented: Option<&'a str>,
+) -> Option<&'a str> {
+    let (done, tag) = presented?.split_once('.')?;
+    crate::auth::session_tag_valid(
+        state.auth.session_key.expose().as_bytes(),
+        "done",
+        session,
+        &format!("{bug}:{done}"),
+        tag,
+    )
+    .then_some(done)
 }
 
 async fn problem(
@@ -335,7 +368,7 @@ pub(crate) async fn dashboard_data(
     session: &str,
     query: DeskQuery,
 ) -> Result<Dashboard, Refused> {
-    let notice = match query.done.as_deref() {
+    let notice = match done_said(state, session, "", query.done.as_deref()) {
         Some("contact") => Some("Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address."),
         Some("handled") => Some("Marked handled: the report left the quarantine queue (who and when are kept)."),
         _ => None,

@@ -1,175 +1,231 @@
-//! `/desk/owners`: invite another owner (a one-time link, shown once); `/desk/invite`: the
-//! invited person chooses their email and password. Tier-2 merges need two distinct people,
-//! so a desk is not really usable with one owner.
+//! `/desk/owners`: every owner; invite another (a one-time link, shown once) and confirm a
+//! pending one, asked first and done through the desk's server functions like every action.
+//! `/desk/invite`: the invited person chooses their email and password (a plain form post:
+//! it takes a password and loads no scripts). Tier-2 merges need two distinct people, so a
+//! desk is not really usable with one owner.
 
-use super::actions::form_owner;
 use super::*;
 use app::dto::{InvitePage, OwnerLine, OwnersDesk};
+use axum::http::HeaderValue;
 
-/// `GET /desk/owners`.
-pub async fn owners(State(state): State<AppState>, credential: Credential) -> Response {
-    let Some((account, session)) = owner(&credential) else {
-        return to_sign_in("/desk/owners");
-    };
-    owners_page(&state, account, session, None).await
-}
+/// The invitation just made, kept by the owner's own browser for the one page load that shows
+/// it: the desk keeps only a fingerprint, so without JavaScript (the form post comes back to
+/// `/desk/owners` by a redirect) the link has nowhere else to wait.
+const INVITE_COOKIE: &str = "r2r_invite";
 
-async fn owners_page(
-    state: &AppState,
-    account: &OwnerAccount,
-    session: &str,
-    invite: Option<(String, i64)>,
-) -> Response {
-    let owners = match state.store.owner_listing().await {
-        Ok(owners) => owners
-            .into_iter()
-            .map(|o| {
-                let pending = o.status == "pending";
-                // The store decides for real; this only spares a button that would be refused.
-                let invited_by_me = o.invited_by.as_deref() == Some(account.email.as_str());
-                OwnerLine {
-                    can_confirm: pending && !invited_by_me && o.id != account.id,
-                    id: o.id,
-                    email: o.email,
-                    pending,
-                    invited_by: o.invited_by,
-                    confirmed_by: o.confirmed_by,
-                }
-            })
-            .collect(),
-        Err(error) => {
-            let refused = Refused::storage(error);
-            return problem(
-                state,
-                Some(account.email.clone()),
-                refused.status,
-                refused.error.message,
-                "/desk",
-            )
-            .await;
-        }
-    };
-    let (invite_link, expires_at) = invite.unzip();
-    let page = DeskPage::Owners(Box::new(OwnersDesk {
-        owner: account.email.clone(),
-        csrf: csrf(state, session),
-        owners,
-        invite_link,
-        expires_at,
-    }));
-    render(state, "/desk/owners", StatusCode::OK, page).await
-}
-
-/// `POST /desk/owners/act`: `action=invite`, confirmed first.
-pub async fn owners_act(
+/// `GET /desk/owners` and `GET /desk/owners/confirm?action=…`: hydrated pages on the
+/// `desk_owners` and `desk_question` server functions (the question posts to `desk_act`).
+pub async fn owners(
     State(state): State<AppState>,
     credential: Credential,
-    Form(form): Form<ActForm>,
+    request: axum::extract::Request,
 ) -> Response {
-    let back = "/desk/owners";
-    let account = match form_owner(&state, &credential, &form.csrf, back).await {
-        Ok(account) => account,
-        Err(answer) => return answer,
-    };
-    let Some((_, session)) = owner(&credential) else {
-        return to_sign_in(back);
-    };
-    if form.action == "confirm_owner" {
-        return confirm_pending_owner(&state, account, session, &form).await;
+    if owner(&credential).is_none() {
+        return to_sign_in("/desk/owners");
     }
-    if form.action != "invite" {
-        return problem(
-            &state,
-            Some(account.email.clone()),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("Unknown action {:?}.", form.action),
-            back,
-        )
-        .await;
-    }
-    if form.step == super::actions::Step::Confirm {
-        let page = DeskPage::Confirm(Box::new(Confirm {
-            owner: account.email.clone(),
-            csrf: form.csrf.clone(),
-            bug: String::new(),
-            action: "invite".to_owned(),
-            head: None,
-            consequences: vec![
-                "The desk makes a one-time link, valid for 72 hours, and shows it to you once.".to_owned(),
-                "Whoever opens it first chooses an email and a password and becomes an owner with every power you have: approve, merge, reopen, invite.".to_owned(),
-                "Send it privately. The desk keeps only a fingerprint of it, so it cannot show it again.".to_owned(),
-            ],
-            target: "/desk/owners/act".to_owned(),
-            report: None,
-            person: None,
-            choices: Vec::new(),
-        }));
-        return render(&state, "/desk/owners/act", StatusCode::OK, page).await;
-    }
-    match crate::service::owners::create_invite(&state, account).await {
-        Ok(invite) => owners_page(&state, account, session, Some(invite)).await,
-        Err(refused) => {
-            problem(
-                &state,
-                Some(account.email.clone()),
-                refused.status,
-                refused.error.message,
-                back,
-            )
-            .await
-        }
-    }
+    super::page_with_forms(&state, request).await
 }
 
-/// `action=confirm_owner`: asks first, then confirms the pending owner `person`.
-async fn confirm_pending_owner(
+/// The owners page for `account` (signed in with `session`): every owner, and the invitation
+/// `headers` bring back from the action that made it — shown this once (the second value
+/// clears it from the browser).
+pub(super) async fn owners_data(
     state: &AppState,
     account: &OwnerAccount,
     session: &str,
-    form: &ActForm,
-) -> Response {
-    let back = "/desk/owners";
-    let person = form.person.clone().unwrap_or_default();
-    if form.step == super::actions::Step::Confirm {
-        let email = match state.store.owner_listing().await {
-            Ok(owners) => owners
-                .into_iter()
-                .find(|o| o.id == person)
-                .map(|o| o.email)
-                .unwrap_or_else(|| person.clone()),
-            Err(_) => person.clone(),
-        };
-        let page = DeskPage::Confirm(Box::new(Confirm {
+    headers: &HeaderMap,
+) -> Result<(OwnersDesk, Option<HeaderValue>), Refused> {
+    let owners = state
+        .store
+        .owner_listing()
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .map(|o| {
+            let pending = o.status == "pending";
+            // The store decides for real; this only spares a button that would be refused.
+            let invited_by_me = o.invited_by.as_deref() == Some(account.email.as_str());
+            OwnerLine {
+                can_confirm: pending && !invited_by_me && o.id != account.id,
+                id: o.id,
+                email: o.email,
+                pending,
+                invited_by: o.invited_by,
+                confirmed_by: o.confirmed_by,
+            }
+        })
+        .collect();
+    let kept = crate::auth::cookie(headers, INVITE_COOKIE);
+    let invite = kept.and_then(|value| kept_invitation(state, session, value));
+    let clear = kept.map(|_| invite_cookie(state, "", 0));
+    let (invite_link, expires_at) = invite.unzip();
+    Ok((
+        OwnersDesk {
             owner: account.email.clone(),
-            csrf: form.csrf.clone(),
-            bug: String::new(),
-            action: "confirm_owner".to_owned(),
-            head: None,
-            consequences: vec![
-                format!("{email} becomes an owner with every power you have: approve, merge, reopen, invite."),
-                "Their approval then counts as a second person's. Confirm only someone you know is a different person from the one who invited them.".to_owned(),
-                "The confirmation is recorded under your name in the owners' tamper-evident trail.".to_owned(),
-            ],
-            target: "/desk/owners/act".to_owned(),
-            report: None,
-            person: Some(person),
-            choices: Vec::new(),
-        }));
-        return render(state, "/desk/owners/act", StatusCode::OK, page).await;
+            csrf: csrf(state, session),
+            owners,
+            invite_link,
+            expires_at,
+        },
+        clear,
+    ))
+}
+
+/// The `Set-Cookie` value that keeps `value` for the owners page only, for `max_age_s`.
+fn invite_cookie(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
+    let secure = if state.auth.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
+    HeaderValue::from_str(&format!(
+        "{INVITE_COOKIE}={value}; Path=/desk; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The invitation a cookie carries (`secret.expires.tag`), if this desk made it for this
+/// session: one planted by anyone else is ignored.
+fn kept_invitation(state: &AppState, session: &str, value: &str) -> Option<(String, i64)> {
+    let mut parts = value.split('.');
+    let (secret, expires, tag) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some()
+        || secret.len() != 64
+        || !secret.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return None;
     }
-    match crate::service::owners::confirm_owner(state, account, &person).await {
-        Ok(()) => owners_page(state, account, session, None).await,
-        Err(refused) => {
-            problem(
-                state,
-                Some(account.email.clone()),
-                refused.status,
-                refused.error.message,
-                back,
+    let expires_at: i64 = expires.parse().ok()?;
+    let data = format!("{secret}.{expires_at}");
+    crate::auth::session_tag_valid(
+        state.auth.session_key.expose().as_bytes(),
+        "invite",
+        session,
+        &data,
+        tag,
+    )
+    .then(|| (format!("/desk/invite#{secret}"), expires_at))
+}
+
+/// The owners' actions, as the forms name them.
+pub(super) const OWNER_ACTIONS: [&str; 2] = ["invite", "confirm_owner"];
+
+/// What `invite` or `confirm_owner` (of pending owner `person`) will do. Reads only.
+pub(super) async fn question(
+    state: &AppState,
+    account: &OwnerAccount,
+    session: &str,
+    action: &str,
+    person: Option<&str>,
+) -> Result<Confirm, Refused> {
+    let consequences = if action == "invite" {
+        vec![
+            "The desk makes a one-time link, valid for 72 hours, and shows it to you once.".to_owned(),
+            "Whoever opens it first chooses an email and a password and becomes an owner with every power you have: approve, merge, reopen, invite.".to_owned(),
+            "Send it privately. The desk keeps only a fingerprint of it, so it cannot show it again.".to_owned(),
+        ]
+    } else {
+        let pending = pending_owner(state, account, person).await?;
+        vec![
+            format!("{} becomes an owner with every power you have: approve, merge, reopen, invite.", pending.email),
+            "Their approval then counts as a second person's. Confirm only someone you know is a different person from the one who invited them.".to_owned(),
+            "The confirmation is recorded under your name in the owners' tamper-evident trail.".to_owned(),
+        ]
+    };
+    Ok(Confirm {
+        owner: account.email.clone(),
+        csrf: csrf(state, session),
+        bug: String::new(),
+        action: action.to_owned(),
+        report: None,
+        person: person
+            .filter(|_| action == "confirm_owner")
+            .map(str::to_owned),
+        head: None,
+        consequences,
+        choices: Vec::new(),
+    })
+}
+
+/// The pending owner `person` whom `account` may confirm, or why not (the store decides again
+/// when it is done).
+async fn pending_owner(
+    state: &AppState,
+    account: &OwnerAccount,
+    person: Option<&str>,
+) -> Result<store::OwnerListing, Refused> {
+    let person = person.unwrap_or_default();
+    if person.is_empty() {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing_person",
+            "Name the owner to confirm: open the question again from the Owners page.",
+        ));
+    }
+    let listed = state
+        .store
+        .owner_listing()
+        .await
+        .map_err(Refused::storage)?
+        .into_iter()
+        .find(|o| o.id == person)
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_owner",
+                "There is no owner with that id.",
             )
-            .await
-        }
+        })?;
+    if listed.status != "pending" {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "not_pending",
+            format!("{} is not waiting for a confirmation.", listed.email),
+        ));
     }
+    if listed.invited_by.as_deref() == Some(account.email.as_str()) || listed.id == account.id {
+        return Err(Refused::new(
+            StatusCode::FORBIDDEN,
+            "same_person",
+            "The owner who invited them cannot confirm them: a second owner must.",
+        ));
+    }
+    Ok(listed)
+}
+
+/// Does `invite` or `confirm_owner` (the CSRF token already checked): answers where the desk
+/// goes next, and for an invitation the cookie that keeps its link for the page that shows it.
+pub(super) async fn perform(
+    state: &AppState,
+    account: &OwnerAccount,
+    session: &str,
+    action: &str,
+    person: Option<&str>,
+) -> Result<(String, Option<HeaderValue>), Refused> {
+    if action == "invite" {
+        let (link, expires_at) = crate::service::owners::create_invite(state, account).await?;
+        let secret = link.rsplit('#').next().unwrap_or_default();
+        let data = format!("{secret}.{expires_at}");
+        let tag = crate::auth::session_tag(
+            state.auth.session_key.expose().as_bytes(),
+            "invite",
+            session,
+            &data,
+        );
+        let cookie = invite_cookie(state, &format!("{data}.{tag}"), 600);
+        return Ok(("/desk/owners".to_owned(), Some(cookie)));
+    }
+    let person = person.unwrap_or_default();
+    if person.is_empty() {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing_person",
+            "Name the owner to confirm: open the question again from the Owners page.",
+        ));
+    }
+    crate::service::owners::confirm_owner(state, account, person).await?;
+    // The owner's line now says who confirmed them.
+    Ok(("/desk/owners".to_owned(), None))
 }
 
 /// `GET /desk/invite`: the form (the secret comes from the link's fragment by `/invite.js`,
