@@ -75,13 +75,29 @@ fn csrf(state: &AppState, session: &str) -> String {
 /// done: `?done=ACTION.TAG`, the tag bound to the owner's session, so a notice such as
 /// "Approved." shows only after the desk itself did it — never from someone's link.
 fn done_address(state: &AppState, session: &str, page: &str, bug: &str, done: &str) -> String {
-    let tag = crate::auth::session_tag(
-        state.auth.session_key.expose().as_bytes(),
-        "done",
-        session,
-        &format!("{bug}:{done}"),
-    );
+    let tag = tag(state, "done", session, &format!("{bug}:{done}"));
     format!("{page}?done={done}.{tag}")
+}
+
+/// [`crate::auth::session_tag`] under this desk's session key.
+fn tag(state: &AppState, purpose: &str, session: &str, data: &str) -> String {
+    crate::auth::session_tag(
+        state.auth.session_key.expose().as_bytes(),
+        purpose,
+        session,
+        data,
+    )
+}
+
+/// [`crate::auth::session_tag_valid`] under this desk's session key.
+fn tag_valid(state: &AppState, purpose: &str, session: &str, data: &str, presented: &str) -> bool {
+    crate::auth::session_tag_valid(
+        state.auth.session_key.expose().as_bytes(),
+        purpose,
+        session,
+        data,
+        presented,
+    )
 }
 
 /// The action a `?done=` value names, when [`done_address`] wrote it for this session and bug.
@@ -92,14 +108,7 @@ fn done_said<'a>(
     presented: Option<&'a str>,
 ) -> Option<&'a str> {
     let (done, tag) = presented?.split_once('.')?;
-    crate::auth::session_tag_valid(
-        state.auth.session_key.expose().as_bytes(),
-        "done",
-        session,
-        &format!("{bug}:{done}"),
-        tag,
-    )
-    .then_some(done)
+    tag_valid(state, "done", session, &format!("{bug}:{done}"), tag).then_some(done)
 }
 
 async fn problem(

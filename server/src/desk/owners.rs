@@ -71,17 +71,9 @@ pub(super) async fn owners_data(
     ))
 }
 
-/// The `Set-Cookie` value that keeps `value` for the owners page only, for `max_age_s`.
+/// The `Set-Cookie` value that keeps `value` for the desk's pages only, for `max_age_s`.
 fn invite_cookie(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
-    let secure = if state.auth.secure_cookies {
-        "; Secure"
-    } else {
-        ""
-    };
-    HeaderValue::from_str(&format!(
-        "{INVITE_COOKIE}={value}; Path=/desk; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
-    ))
-    .unwrap_or_else(|_| HeaderValue::from_static(""))
+    crate::web::session::owner_cookie_header(state, INVITE_COOKIE, "/desk", value, max_age_s)
 }
 
 /// The invitation a cookie carries (`secret.expires.tag`), if this desk made it for this
@@ -97,14 +89,8 @@ fn kept_invitation(state: &AppState, session: &str, value: &str) -> Option<(Stri
     }
     let expires_at: i64 = expires.parse().ok()?;
     let data = format!("{secret}.{expires_at}");
-    crate::auth::session_tag_valid(
-        state.auth.session_key.expose().as_bytes(),
-        "invite",
-        session,
-        &data,
-        tag,
-    )
-    .then(|| (format!("/desk/invite#{secret}"), expires_at))
+    super::tag_valid(state, "invite", session, &data, tag)
+        .then(|| (format!("/desk/invite#{secret}"), expires_at))
 }
 
 /// The owners' actions, as the forms name them.
@@ -147,6 +133,14 @@ pub(super) async fn question(
     })
 }
 
+fn missing_person() -> Refused {
+    Refused::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "missing_person",
+        "Name the owner to confirm: open the question again from the Owners page.",
+    )
+}
+
 /// The pending owner `person` whom `account` may confirm, or why not (the store decides again
 /// when it is done).
 async fn pending_owner(
@@ -156,11 +150,7 @@ async fn pending_owner(
 ) -> Result<store::OwnerListing, Refused> {
     let person = person.unwrap_or_default();
     if person.is_empty() {
-        return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "missing_person",
-            "Name the owner to confirm: open the question again from the Owners page.",
-        ));
+        return Err(missing_person());
     }
     let listed = state
         .store
@@ -206,22 +196,13 @@ pub(super) async fn perform(
         let (link, expires_at) = crate::service::owners::create_invite(state, account).await?;
         let secret = link.rsplit('#').next().unwrap_or_default();
         let data = format!("{secret}.{expires_at}");
-        let tag = crate::auth::session_tag(
-            state.auth.session_key.expose().as_bytes(),
-            "invite",
-            session,
-            &data,
-        );
+        let tag = super::tag(state, "invite", session, &data);
         let cookie = invite_cookie(state, &format!("{data}.{tag}"), 600);
         return Ok(("/desk/owners".to_owned(), Some(cookie)));
     }
     let person = person.unwrap_or_default();
     if person.is_empty() {
-        return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "missing_person",
-            "Name the owner to confirm: open the question again from the Owners page.",
-        ));
+        return Err(missing_person());
     }
     crate::service::owners::confirm_owner(state, account, person).await?;
     // The owner's line now says who confirmed them.

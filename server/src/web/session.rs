@@ -5,13 +5,25 @@ use crate::auth::{SESSION_COOKIE, SESSION_TTL_MS};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 
 pub fn session_cookie_header(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
+    owner_cookie_header(state, SESSION_COOKIE, "/", value, max_age_s)
+}
+
+/// The `Set-Cookie` value of one of the owners' cookies: `name=value` under `path`, HttpOnly,
+/// SameSite=Strict, `Secure` when the desk is served over HTTPS, for `max_age_s` (0 clears it).
+pub fn owner_cookie_header(
+    state: &AppState,
+    name: &str,
+    path: &str,
+    value: &str,
+    max_age_s: i64,
+) -> HeaderValue {
     let secure = if state.auth.secure_cookies {
         "; Secure"
     } else {
         ""
     };
     HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
+        "{name}={value}; Path={path}; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
     ))
     .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
