@@ -22,4 +22,8 @@ rm -rf "$db/.git"
   touch .git/FETCH_HEAD
 )
 cd "$R2R_ROOT"
+# cargo-deny reads the metadata of every dependency for every platform (Windows-only crates
+# included) and, offline, cannot download one: fetch them all from crates.io first (a fresh
+# machine's cache holds only what its own builds needed).
+cargo fetch --locked
 cargo deny --offline check advisories
