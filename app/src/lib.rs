@@ -9,6 +9,7 @@ pub mod dto;
 mod layout;
 pub mod net;
 mod pages;
+pub mod reporter_fns;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet};

@@ -45,6 +45,13 @@ function expectRefusals(...statuses: number[]): void {
 test('a reporter files, confirms the test, and reopens a fix that does not work (JavaScript)', async ({ page, request }, info) => {
   test.skip(jsOff(info.project.name), 'the script-free path has its own scenario');
   expectRefusals(422);
+  // Every call the pages make to the desk, to check which doors they use.
+  const calls: string[] = [];
+  page.on('request', (r) => {
+    if (r.resourceType() !== 'fetch' && r.resourceType() !== 'xhr') return;
+    const url = new URL(r.url());
+    if (!url.pathname.startsWith('/pkg/')) calls.push(`${r.method()} ${url.pathname}${url.search}`);
+  });
   const title = uniqueTitle();
   await page.goto('/report');
   await waitForHydration(page);
@@ -121,11 +128,23 @@ test('a reporter files, confirms the test, and reopens a fix that does not work 
   await expect(page.getByTestId('bug-state')).toHaveAttribute('data-state', 'reopened');
   await expect(page.getByTestId('timeline')).toContainText('A reporter said the fix does not work; reopened');
   await axe(page);
+  // The hydrated pages reach the desk only through their server functions, the private
+  // link only ever in a POST body: never the JSON API, never in an address.
+  for (const call of ['POST /report/fn/file', 'POST /track/fn/view', 'POST /track/fn/answer']) expect(calls).toContain(call);
+  expect(calls.filter((c) => !/^POST \/(report|track)\/fn\//.test(c))).toEqual([]);
+  expect(calls.filter((c) => c.includes(secret))).toEqual([]);
 });
 
 test('the whole reporter path works without JavaScript', async ({ page }, info) => {
   test.skip(!jsOff(info.project.name), 'JavaScript projects run the hydrated path');
   expectRefusals(422);
+  // Every call the pages make to the desk, to check which doors they use.
+  const calls: string[] = [];
+  page.on('request', (r) => {
+    if (r.resourceType() !== 'fetch' && r.resourceType() !== 'xhr') return;
+    const url = new URL(r.url());
+    if (!url.pathname.startsWith('/pkg/')) calls.push(`${r.method()} ${url.pathname}${url.search}`);
+  });
   const title = uniqueTitle();
   await page.goto('/report');
   // Refused first: the typed text comes back with the field's reason.

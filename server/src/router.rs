@@ -27,8 +27,10 @@ pub fn router(state: AppState) -> Router {
         .collect();
     let shell_options = state.leptos_options.clone();
     let settings = state.site_settings();
-    // The desk's server functions (`/desk/fn/…`), routed by `leptos_routes_with_context`.
+    // The desk's server functions (`/desk/fn/…`) and the reporter's (`/report/fn/…`,
+    // `/track/fn/…`), routed by `leptos_routes_with_context`.
     let desk = crate::desk::fns::desk_server(&state);
+    let reporter_fns = crate::routes::reporter_fns::reporter_server(&state);
     let page_routes = Router::new()
         .route("/report", post(reporter::file_form))
         .route("/track", post(reporter::track_form))
@@ -73,6 +75,7 @@ pub fn router(state: AppState) -> Router {
             move || {
                 leptos::prelude::provide_context(settings.clone());
                 leptos::prelude::provide_context(desk.clone());
+                leptos::prelude::provide_context(reporter_fns.clone());
             },
             move || app::shell(shell_options.clone()),
         )
@@ -250,59 +253,97 @@ fn same_desk_location(location: &str, host: Option<&str>) -> String {
     }
 }
 
-/// The desk's server functions' answers, made right: arguments they cannot read (a missing
-/// or malformed field, decided before the function runs) are answered 500 by server_fn —
-/// that is the caller's mistake, so 400 with the same body; a form post's redirect goes back
-/// to this desk only ([`same_desk_location`]); and nothing of theirs is cached (answers carry
-/// the session's CSRF token and owner data).
+/// Whose server function a path names: the desk's (owners) or the reporter's (the public);
+/// `None` for every other path.
+fn server_fn_of(path: &str) -> Option<ServerFnSide> {
+    if path.starts_with("/desk/fn/") {
+        Some(ServerFnSide::Desk)
+    } else if path.starts_with("/report/fn/") || path.starts_with("/track/fn/") {
+        Some(ServerFnSide::Reporter)
+    } else {
+        None
+    }
+}
+
+/// The two families of server functions answer refusals in their own shapes: the desk's as
+/// `DeskError` (`code`), the reporter's as the REST API's `ApiError` (`error`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ServerFnSide {
+    Desk,
+    Reporter,
+}
+
+impl ServerFnSide {
+    fn refusal(self, code: &str, message: String) -> Vec<u8> {
+        match self {
+            ServerFnSide::Desk => serde_json::to_vec(&app::dto::DeskError::new(code, message)),
+            ServerFnSide::Reporter => serde_json::to_vec(&app::dto::ApiError {
+                error: code.to_owned(),
+                message,
+                fields: Default::default(),
+            }),
+        }
+        .unwrap_or_default()
+    }
+
+    fn code_of(self, body: &[u8]) -> String {
+        let key = match self {
+            ServerFnSide::Desk => "code",
+            ServerFnSide::Reporter => "error",
+        };
+        serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get(key).and_then(|c| c.as_str()).map(str::to_owned))
+            .unwrap_or_default()
+    }
+}
+
+/// The server functions' answers, made right: arguments they cannot read (a missing or
+/// malformed field, decided before the function runs) are answered 500 by server_fn — that is
+/// the caller's mistake, so 400 with the same body; a form post's redirect goes back to this
+/// desk only ([`same_desk_location`]); and nothing of theirs is cached (answers carry the
+/// session's CSRF token and owner data, or a reporter's own report).
 async fn server_fn_statuses(
     request: Request<Body>,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let ours = request.uri().path().starts_with("/desk/fn/");
+    let Some(side) = server_fn_of(request.uri().path()) else {
+        return next.run(request).await;
+    };
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned);
-    // A desk function's arguments are a form's worth, like any other body of this desk: read
+    // A server function's arguments are a form's worth, like any other body of this desk: read
     // no more than that before anyone is even known.
-    let request = if ours {
-        let (parts, body) = request.into_parts();
-        match axum::body::to_bytes(body, limits::BODY_BYTES).await {
-            Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
-            Err(_) => {
-                let refusal = app::dto::DeskError::new(
-                    "too_large",
-                    format!("the request is larger than {} bytes", limits::BODY_BYTES),
-                );
-                let mut answer = axum::response::Response::new(Body::from(
-                    serde_json::to_vec(&refusal).unwrap_or_default(),
-                ));
-                *answer.status_mut() = axum::http::StatusCode::PAYLOAD_TOO_LARGE;
-                answer.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                answer
-                    .headers_mut()
-                    .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-                // The rest of the body is never read, so this connection cannot carry another
-                // request: say so, or a client that pooled it sends the next one into a
-                // connection being closed (a test's next call failed that way).
-                answer
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                return answer;
-            }
+    let (parts, body) = request.into_parts();
+    let request = match axum::body::to_bytes(body, limits::BODY_BYTES).await {
+        Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
+        Err(_) => {
+            let refusal = side.refusal(
+                "too_large",
+                format!("the request is larger than {} bytes", limits::BODY_BYTES),
+            );
+            let mut answer = axum::response::Response::new(Body::from(refusal));
+            *answer.status_mut() = axum::http::StatusCode::PAYLOAD_TOO_LARGE;
+            answer.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            answer
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            // The rest of the body is never read, so this connection cannot carry another
+            // request: say so, or a client that pooled it sends the next one into a
+            // connection being closed (a test's next call failed that way).
+            answer
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return answer;
         }
-    } else {
-        request
     };
     let mut response = next.run(request).await;
-    if !ours {
-        return response;
-    }
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -324,10 +365,7 @@ async fn server_fn_statuses(
         parts.status = axum::http::StatusCode::INTERNAL_SERVER_ERROR;
         return axum::response::Response::from_parts(parts, Body::empty());
     };
-    let code = serde_json::from_slice::<app::dto::DeskError>(&bytes)
-        .map(|e| e.code)
-        .unwrap_or_default();
-    if code == "invalid_request" {
+    if side.code_of(&bytes) == "invalid_request" {
         parts.status = axum::http::StatusCode::BAD_REQUEST;
     }
     axum::response::Response::from_parts(parts, Body::from(bytes))

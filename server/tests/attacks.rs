@@ -13,6 +13,8 @@ mod desk_fns;
 mod identity;
 #[path = "attacks/owners_page.rs"]
 mod owners_page;
+#[path = "attacks/reporter_fns.rs"]
+mod reporter_fns;
 #[path = "attacks/routes.rs"]
 mod routes;
 #[path = "attacks/sandbox.rs"]

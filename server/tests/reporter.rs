@@ -728,6 +728,31 @@ async fn the_capability_is_never_logged(backend: &str) {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+    // The hydrated pages' server functions carry it as an argument in a POST body: not
+    // logged either, even at trace level.
+    for (path, form) in [
+        ("/track/fn/view", vec![("capability", capability.as_str())]),
+        (
+            "/track/fn/answer",
+            vec![
+                ("capability", capability.as_str()),
+                ("request_id", "none"),
+                ("kind", "fix"),
+                ("yes", "true"),
+            ],
+        ),
+    ] {
+        let response = client
+            .post(format!("{}{path}", server.base))
+            .header("accept", "application/json")
+            .form(&form)
+            .send()
+            .await
+            .unwrap();
+        // The link opened the report (not 404); the made-up question changes nothing.
+        let status = response.status().as_u16();
+        assert!(status != 404 && status < 500, "{path}: {status}");
+    }
     let logs = server.stop();
     assert!(
         logs.iter()

@@ -2,20 +2,20 @@ use crate::dto::{limits, ApiError, ReportForm, ReportPageState, ReportReceipt, S
 use crate::layout::PageTitle;
 use leptos::prelude::*;
 
-/// Loads the component list: from the server's settings while rendering there, from the API
-/// when the browser navigates here without a server render.
+/// Loads the component list: from the server's settings while rendering there, from its
+/// server function when the browser navigates here without a server render.
 async fn load_components(settings: Option<SiteSettings>) -> Result<Vec<String>, String> {
     if let Some(settings) = settings {
         return Ok(settings.components);
     }
-    crate::net::call::<crate::dto::Components, ()>("GET", "/api/v1/components", None, None)
+    crate::reporter_fns::report_components()
         .await
-        .map(|c| c.components)
         .map_err(|e| e.message)
 }
 
-/// `/report`: the public report form. Works without JavaScript (a normal form post); with it,
-/// the report is sent as JSON and the private link appears in place.
+/// `/report`: the public report form. Works without JavaScript (a normal form post the server
+/// answers with this page); with it, the report goes to the `file_report` server function and
+/// the private link appears in place.
 #[component]
 pub fn Report() -> impl IntoView {
     let posted = use_context::<ReportPageState>();
@@ -49,11 +49,13 @@ pub fn Report() -> impl IntoView {
         sending.set(true);
         let body = form.get_untracked();
         leptos::task::spawn_local(async move {
-            let result = crate::net::call::<ReportReceipt, ReportForm>(
-                "POST",
-                "/api/v1/reports",
-                None,
-                Some(&body),
+            let result = crate::reporter_fns::file_report(
+                body.component,
+                body.title,
+                body.what_happened,
+                body.expected,
+                body.steps,
+                body.contact,
             )
             .await;
             match result {

@@ -1,11 +1,11 @@
-use crate::dto::{Answer, AnswerOutcome, ApiError, QuestionView, TrackPageState, Tracking};
+use crate::dto::{Answer, ApiError, QuestionView, TrackPageState, Tracking};
 use crate::layout::PageTitle;
 use crate::net::{format_time, machine_time};
 use leptos::prelude::*;
 
 /// `/track#<capability>`: a reporter's private page. The capability stays in the fragment and
-/// travels to the desk only in a request header. Without JavaScript the reporter pastes the
-/// link into a form instead (a POST body, never a URL).
+/// travels to the desk only as a server function's argument in a POST body. Without JavaScript
+/// the reporter pastes the link into a form instead (a POST body too, never a URL).
 #[component]
 pub fn Track() -> impl IntoView {
     let posted = use_context::<TrackPageState>();
@@ -50,7 +50,8 @@ fn StaticTrack(state: TrackPageState) -> impl IntoView {
     }
 }
 
-/// The hydrated page: reads the fragment, asks the desk with the capability in a header.
+/// The hydrated page: reads the fragment, asks the desk through the `track_view` server
+/// function and answers through `track_answer`.
 #[component]
 fn LiveTrack() -> impl IntoView {
     let tracking = RwSignal::new(None::<Tracking>);
@@ -65,7 +66,7 @@ fn LiveTrack() -> impl IntoView {
         };
         loading.set(true);
         leptos::task::spawn_local(async move {
-            match crate::net::call::<Tracking, ()>("GET", "/api/v1/track", Some(&cap), None).await {
+            match crate::reporter_fns::track_view(cap.clone()).await {
                 Ok(view) => {
                     problem.set(None);
                     crate::net::remember(&view.report.id, &format!("/track#{cap}"));
@@ -90,9 +91,7 @@ fn LiveTrack() -> impl IntoView {
             return;
         }
         leptos::task::spawn_local(async move {
-            if let Ok(view) =
-                crate::net::call::<Tracking, ()>("GET", "/api/v1/track", Some(&cap), None).await
-            {
+            if let Ok(view) = crate::reporter_fns::track_view(cap).await {
                 let seen = |t: &Tracking| {
                     (
                         t.bug.as_ref().map(|b| (b.state.clone(), b.timeline.len())),
@@ -133,14 +132,14 @@ fn LiveTrack() -> impl IntoView {
             return;
         };
         leptos::task::spawn_local(async move {
-            match crate::net::call::<AnswerOutcome, Answer>(
-                "POST",
-                "/api/v1/track/answer",
-                Some(&cap),
-                Some(&answer),
-            )
-            .await
-            {
+            let sent = crate::reporter_fns::track_answer(
+                cap,
+                answer.request_id,
+                answer.kind,
+                answer.yes,
+                answer.reason,
+            );
+            match sent.await {
                 Ok(outcome) => {
                     problem.set(None);
                     notice.set(Some(outcome.message));
@@ -227,7 +226,7 @@ fn Remembered(on_open: Callback<String>) -> impl IntoView {
 enum AnswerMode {
     /// A plain form post carrying the capability in a hidden field.
     Form(String),
-    /// The hydrated page's JSON call.
+    /// The hydrated page's server function.
     Live(Callback<Answer>),
 }
 

@@ -11,5 +11,6 @@ pub mod meta;
 pub mod outbox;
 pub mod owners;
 pub mod reporter;
+pub mod reporter_fns;
 pub mod spend;
 pub mod webhooks;

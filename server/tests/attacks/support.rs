@@ -152,15 +152,10 @@ pub async fn forge(files: &[(&str, &str)]) -> (PathBuf, PathBuf, tempfile::TempD
     (bare, work, dir)
 }
 
-/// Files a report and walks its bug to `in_review` as the crew would: reproduction started
-/// and proposed (the proposal recorded through the engine with a passed re-run, as the
-/// desk's sandbox would), the reporter's yes, the fix branch `change` pushed and submitted.
-/// Returns the bug id and the pull request's exact head.
-pub async fn bug_in_review(
-    target: &Target,
-    work: &std::path::Path,
-    change: &[(&str, &str)],
-) -> (String, String) {
+/// Files a report and walks its bug to the reporter's first question as the crew would:
+/// reproduction started and proposed (recorded through the engine with a passed re-run, as
+/// the desk's sandbox would). Returns the bug id and the reporter's capability.
+pub async fn bug_awaiting_reporter(target: &Target) -> (String, String) {
     let filed = target
         .file("SAVE300 makes the total negative", "−₹100")
         .await;
@@ -211,6 +206,18 @@ pub async fn bug_in_review(
         .await
         .unwrap();
     store.close().await;
+    (bug, capability)
+}
+
+/// Files a report and walks its bug to `in_review` as the crew would: to the reporter's
+/// question ([`bug_awaiting_reporter`]), the reporter's yes, the fix branch `change` pushed
+/// and submitted. Returns the bug id and the pull request's exact head.
+pub async fn bug_in_review(
+    target: &Target,
+    work: &std::path::Path,
+    change: &[(&str, &str)],
+) -> (String, String) {
+    let (bug, capability) = bug_awaiting_reporter(target).await;
     let tracking: Value = target
         .client
         .get(target.url("/api/v1/track"))

@@ -1,0 +1,86 @@
+//! The server side of the reporter's server functions ([`app::reporter_fns`]): the same rate
+//! limits, capability check and service code as `POST /api/v1/reports`, `GET /api/v1/track`
+//! and `POST /api/v1/track/answer` — a server function is one more way in, never a way
+//! around. Capabilities are never logged (report ids only, by the service).
+
+use crate::service::reporter::{
+    find_report, record_answer, take_token, tracking_view, validate_and_file,
+};
+use crate::web::{client_of, AppState, ClientAddr, Refused};
+use app::dto::{Answer, AnswerOutcome, ReportForm, ReportReceipt, Tracking};
+use app::reporter_fns::{Refusal, Reply, ReporterBackend, ReporterServer};
+use axum::extract::ConnectInfo;
+use axum::http::request::Parts;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The reporter's server functions' backend over `state`, for the request context.
+pub fn reporter_server(state: &AppState) -> ReporterServer {
+    ReporterServer(Arc::new(Backend(state.clone())))
+}
+
+struct Backend(AppState);
+
+fn refusal(refused: Refused) -> Refusal {
+    Refusal {
+        status: refused.status.as_u16(),
+        retry_after: refused.retry_after,
+        error: refused.error,
+    }
+}
+
+/// Who is calling, as the rate limits know them (the same key as the REST routes').
+fn client(state: &AppState, request: &Parts) -> String {
+    let addr = ClientAddr(
+        request
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0),
+    );
+    client_of(&state.reporter, addr, &request.headers)
+}
+
+impl ReporterBackend for Backend {
+    fn components(&self) -> Vec<String> {
+        self.0.reporter.components.clone()
+    }
+
+    fn file(&self, request: Parts, form: ReportForm) -> Reply<ReportReceipt> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            take_token(&state.reporter.intake, &client(&state, &request)).map_err(refusal)?;
+            // The REST API's validation, on the same shape it reads.
+            let object = match serde_json::to_value(&form) {
+                Ok(serde_json::Value::Object(object)) => object,
+                _ => return Err(refusal(Refused::storage("a report form did not serialise"))),
+            };
+            validate_and_file(&state, &object).await.map_err(refusal)
+        })
+    }
+
+    fn track(&self, request: Parts, capability: String) -> Reply<Tracking> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            take_token(&state.reporter.answers, &client(&state, &request)).map_err(refusal)?;
+            let report = find_report(&state, Some(&capability))
+                .await
+                .map_err(refusal)?
+                .ok_or_else(|| refusal(Refused::not_found()))?;
+            tracking_view(&state, &report).await.map_err(refusal)
+        })
+    }
+
+    fn answer(&self, request: Parts, capability: String, answer: Answer) -> Reply<AnswerOutcome> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            take_token(&state.reporter.answers, &client(&state, &request)).map_err(refusal)?;
+            let report = find_report(&state, Some(&capability))
+                .await
+                .map_err(refusal)?
+                .ok_or_else(|| refusal(Refused::not_found()))?;
+            record_answer(&state, &report, &answer)
+                .await
+                .map_err(refusal)
+        })
+    }
+}
