@@ -6,11 +6,13 @@
 pub mod desk_fns;
 pub mod diff;
 pub mod dto;
+mod erase;
 mod layout;
 pub mod net;
 mod pages;
 pub mod reporter_fns;
 
+use erase::IntoAnySync;
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, Link, Meta, MetaTags, Stylesheet};
 use leptos_router::components::{Route, Router, Routes};
@@ -97,7 +99,7 @@ macro_rules! lazy_page {
             }
 
             fn view(_this: Self) -> AnyView {
-                view! { <$page/> }.into_any()
+                view! { <$page/> }.into_any_sync()
             }
         }
     };

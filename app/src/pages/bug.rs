@@ -7,6 +7,7 @@
 use super::bug_view::{BugView, Tabs};
 use super::desk::DeskRefusal;
 use crate::desk_fns::desk_bug;
+use crate::erase::IntoAnySync;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
@@ -39,8 +40,8 @@ pub fn BugPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="hint">"Loading the bug…"</p> }>
             {move || Suspend::new(async move {
                 match bug.await {
-                    Ok(bug) => view! { <BugView bug/> }.into_any(),
-                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any(),
+                    Ok(bug) => view! { <BugView bug/> }.into_any_sync(),
+                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}
         </Transition>

@@ -7,6 +7,7 @@ use super::confirm::Ask;
 use super::desk::{state_words, DeskNav};
 use super::diff_view::DiffViewer;
 use crate::dto::{BugDesk, EvidenceView};
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use crate::net::format_time;
 use leptos::prelude::*;
@@ -234,7 +235,7 @@ impl Summary {
                 <div><dt>"Still required"</dt><dd>{still}</dd></div>
             </dl>
         }
-        .into_any()
+        .into_any_sync()
     }
 }
 
@@ -402,7 +403,7 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                 {summary}
                 <SectionTabs/>
             </section>
-        }.into_any()}
+        }.into_any_sync()}
         {view! {
             <section class="panel" id="reports" aria-labelledby="reports-h" role=tabs.role("tabpanel") hidden=tabs.hides("reports")>
                 <h2 id="reports-h">{format!("Reports ({})", bug.reports.len())}</h2>
@@ -422,14 +423,14 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                     </article>
                 }}).collect_view()}
             </section>
-        }.into_any()}
+        }.into_any_sync()}
         {view! {
             <section class="panel" id="evidence" aria-labelledby="evidence-h" role=tabs.role("tabpanel") hidden=tabs.hides("evidence")>
                 <h2 id="evidence-h">"Evidence"</h2>
                 {if bug.evidence.is_empty() {
-                    view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any()
+                    view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any_sync()
                 } else {
-                    bug.evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any()
+                    bug.evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any_sync()
                 }}
                 {bug.diff.clone().map(|diff| view! {
                     <h3>"The fix's diff"</h3>
@@ -440,12 +441,12 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                     <ul class="plain" data-testid="notes">{bug.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
                 })}
             </section>
-        }.into_any()}
+        }.into_any_sync()}
         {view! {
             <section class="panel" id="review" aria-labelledby="review-h" role=tabs.role("tabpanel") hidden=tabs.hides("review")>
                 <h2 id="review-h">"Review"</h2>
                 {match bug.pull_request.clone() {
-                    None => view! { <p>"No fix yet."</p> }.into_any(),
+                    None => view! { <p>"No fix yet."</p> }.into_any_sync(),
                     Some((number, head, reasons, paths)) => view! {
                         <dl class="dossier">
                             <dt>"Draft pull request"</dt><dd>{format!("#{number}")}</dd>
@@ -455,15 +456,15 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                             <dt>"Approvals"</dt><dd data-testid="approvals">{if bug.approvals.is_empty() { "none".to_owned() } else { bug.approvals.iter().map(|(who, head)| format!("{who} at {}", head.chars().take(12).collect::<String>())).collect::<Vec<_>>().join("; ") }}</dd>
                             <dt>"Still required"</dt><dd>{if bug.still_required.is_empty() { "nothing".to_owned() } else { bug.still_required.join("; ") }}</dd>
                         </dl>
-                    }.into_any(),
+                    }.into_any_sync(),
                 }}
             </section>
-        }.into_any()}
+        }.into_any_sync()}
         {view! {
             <section class="panel" id="release" aria-labelledby="release-h" role=tabs.role("tabpanel") hidden=tabs.hides("release")>
                 <h2 id="release-h">"Release"</h2>
                 {if bug.deployments.is_empty() {
-                    view! { <p>"No deployment recorded."</p> }.into_any()
+                    view! { <p>"No deployment recorded."</p> }.into_any_sync()
                 } else {
                     view! {
                         <p class="hint">"Each deployment was recorded by the recorder after it read the running service's health twice (its exact commit); the desk then checked that commit's ancestry."</p>
@@ -472,10 +473,10 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                                 <li><span class="label">"live run"</span>" "<code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.replace('_', " ")}</li>
                             }).collect_view()}
                         </ul>
-                    }.into_any()
+                    }.into_any_sync()
                 }}
             </section>
-        }.into_any()}
+        }.into_any_sync()}
         {view! {
             <section class="panel" id="ledger" aria-labelledby="ledger-h" role=tabs.role("tabpanel") hidden=tabs.hides("ledger")>
                 <h2 id="ledger-h">"Ledger"</h2>
@@ -490,6 +491,6 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                     }).collect_view()}
                 </ol>
             </section>
-        }.into_any()}
+        }.into_any_sync()}
     }
 }

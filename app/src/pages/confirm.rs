@@ -9,6 +9,7 @@
 use super::desk::{DeskNav, DeskRefusal};
 use crate::desk_fns::{desk_question, DeskAct};
 use crate::dto::{question_words, Confirm, DeskError};
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_location, use_params_map, use_query_map};
@@ -130,9 +131,9 @@ fn QuestionForm(
         format!("/desk/bugs/{}", question.bug)
     };
     let heading = if dialog.is_some() {
-        view! { <h2 id="confirm-h">{title}</h2> }.into_any()
+        view! { <h2 id="confirm-h">{title}</h2> }.into_any_sync()
     } else {
-        view! { <h1 id="confirm-h">{title}</h1> }.into_any()
+        view! { <h1 id="confirm-h">{title}</h1> }.into_any_sync()
     };
     let cancel = move |event: leptos::ev::MouseEvent| {
         if let Some(dialog) = dialog.and_then(|d| d.get_untracked()) {
@@ -263,12 +264,12 @@ pub(crate) fn QuestionDialog() -> impl IntoView {
             aria-labelledby="confirm-h" aria-describedby="confirm-what"
             on:close=closed on:keydown=keep_tab_inside>
             {move || asking.question.get().map(|question| match question {
-                Ok(question) => view! { <QuestionForm question act=asking.act dialog/> }.into_any(),
+                Ok(question) => view! { <QuestionForm question act=asking.act dialog/> }.into_any_sync(),
                 Err(error) => view! {
                     <h2 id="confirm-h">"That cannot be asked now"</h2>
                     <p id="confirm-what" class="error" role="alert" data-testid="desk-problem">{error.message}</p>
                     <form method="dialog"><button type="submit" class="button secondary">"Close"</button></form>
-                }.into_any(),
+                }.into_any_sync(),
             })}
         </dialog>
     }
@@ -367,8 +368,8 @@ pub fn ConfirmPage() -> impl IntoView {
                             <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what">
                                 <QuestionForm question act/>
                             </section>
-                        }.into_any(),
-                        Err(error) => view! { <DeskRefusal error back/> }.into_any(),
+                        }.into_any_sync(),
+                        Err(error) => view! { <DeskRefusal error back/> }.into_any_sync(),
                     }
                 })
             }}

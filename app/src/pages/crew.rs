@@ -4,6 +4,7 @@
 
 use super::desk::{CrewView, DeskRefusal};
 use crate::desk_fns::desk_crew;
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use leptos::prelude::*;
 
@@ -23,8 +24,8 @@ pub fn CrewPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="hint">"Loading the crew…"</p> }>
             {move || Suspend::new(async move {
                 match crew.await {
-                    Ok(crew) => view! { <CrewView crew/> }.into_any(),
-                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any(),
+                    Ok(crew) => view! { <CrewView crew/> }.into_any_sync(),
+                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}
         </Transition>

@@ -7,6 +7,7 @@
 use super::desk::{DashboardView, DeskRefusal};
 use crate::desk_fns::{desk_dashboard, QuarantineHandled};
 use crate::dto::DeskQuery;
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -48,8 +49,8 @@ pub fn DashboardPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="hint">"Loading the desk…"</p> }>
             {move || Suspend::new(async move {
                 match dashboard.await {
-                    Ok(dashboard) => view! { <DashboardView dashboard handled/> }.into_any(),
-                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any(),
+                    Ok(dashboard) => view! { <DashboardView dashboard handled/> }.into_any_sync(),
+                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}
         </Transition>

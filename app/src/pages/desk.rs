@@ -5,6 +5,7 @@
 
 use super::confirm::Ask;
 use crate::dto::{CrewDesk, Dashboard, DeskPage, InvitePage};
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use crate::net::{format_time, machine_time, relative_time};
 use leptos::prelude::*;
@@ -13,8 +14,8 @@ use leptos::prelude::*;
 #[component]
 pub fn Desk() -> impl IntoView {
     match use_context::<DeskPage>() {
-        Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any(),
-        Some(DeskPage::Invite(invite)) => view! { <InviteView invite=*invite/> }.into_any(),
+        Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any_sync(),
+        Some(DeskPage::Invite(invite)) => view! { <InviteView invite=*invite/> }.into_any_sync(),
         Some(DeskPage::Problem {
             owner,
             message,
@@ -28,7 +29,7 @@ pub fn Desk() -> impl IntoView {
                 <p><a href=back>"Back"</a></p>
             </section>
         }
-        .into_any(),
+        .into_any_sync(),
         // Reached by client-side navigation: the desk needs a full page load.
         None => view! {
             <section class="panel">
@@ -36,7 +37,7 @@ pub fn Desk() -> impl IntoView {
                 <p><a href="/desk" rel="external">"Open the desk"</a></p>
             </section>
         }
-        .into_any(),
+        .into_any_sync(),
     }
 }
 
@@ -103,8 +104,8 @@ pub(crate) fn DeskRefusal(error: crate::dto::DeskError, back: String) -> impl In
             <h1>{if sign_in.is_some() { "Sign in again" } else { "That did not work" }}</h1>
             <p class="error" role="alert" data-testid="desk-problem">{error.message}</p>
             {match sign_in {
-                Some(href) => view! { <p><a href=href rel="external">"Sign in"</a></p> }.into_any(),
-                None => view! { <p><a href=back rel="external">"Back"</a></p> }.into_any(),
+                Some(href) => view! { <p><a href=href rel="external">"Sign in"</a></p> }.into_any_sync(),
+                None => view! { <p><a href=back rel="external">"Back"</a></p> }.into_any_sync(),
             }}
         </section>
     }
@@ -243,7 +244,7 @@ pub(crate) fn DashboardView(
                 <p class="error" role="alert" data-testid="quarantine-error">{error.words()}</p>
             })}
             {if dashboard.quarantine.is_empty() {
-                view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any()
+                view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any_sync()
             } else {
                 view! {
                     <ul class="plain" data-testid="quarantine">
@@ -262,7 +263,7 @@ pub(crate) fn DashboardView(
                             </li>
                         }}).collect_view()}
                     </ul>
-                }.into_any()
+                }.into_any_sync()
             }}
         </section>
     }
@@ -310,7 +311,7 @@ pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
         <section class="panel">
             <h2>"Recent tasks"</h2>
             {if crew.tasks.is_empty() {
-                view! { <p>"No hand-offs yet."</p> }.into_any()
+                view! { <p>"No hand-offs yet."</p> }.into_any_sync()
             } else {
                 view! {
                     <div class="table-wrap" tabindex="0" role="region" aria-label="Recent hand-offs">
@@ -323,7 +324,7 @@ pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
                             </tbody>
                         </table>
                     </div>
-                }.into_any()
+                }.into_any_sync()
             }}
         </section>
     }
@@ -339,7 +340,7 @@ fn InviteView(invite: InvitePage) -> impl IntoView {
                 <p role="status" data-testid="invite-pending">{format!("The account {} exists, but it counts only once an owner other than the one who invited you confirms it on the desk's Owners page. Until then you cannot sign in. Ask them to confirm you.", invite.email)}</p>
             </section>
         }
-        .into_any();
+        .into_any_sync();
     }
     if invite.created {
         return view! {
@@ -350,7 +351,7 @@ fn InviteView(invite: InvitePage) -> impl IntoView {
                 <p><a class="button" href="/desk/sign-in" rel="external">"Sign in"</a></p>
             </section>
         }
-        .into_any();
+        .into_any_sync();
     }
     view! {
         <PageTitle text="Accept an invitation · Desk · Reporter-to-Release"/>
@@ -377,5 +378,5 @@ fn InviteView(invite: InvitePage) -> impl IntoView {
         </section>
         <script src="/invite.js" defer></script>
     }
-    .into_any()
+    .into_any_sync()
 }

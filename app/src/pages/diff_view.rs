@@ -4,6 +4,7 @@
 //! without JavaScript too), and the confirmed test marked read-only.
 
 use crate::diff::{parse, side_by_side, DiffFile, DiffLine, LineKind};
+use crate::erase::IntoAnySync;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
@@ -24,7 +25,7 @@ fn number(n: Option<u32>) -> String {
 /// One line's code cell: the marker, hidden words saying what it is, the text.
 fn code_cell(line: Option<&DiffLine>, class: &str) -> impl IntoView {
     match line {
-        None => view! { <td class="code empty"></td> }.into_any(),
+        None => view! { <td class="code empty"></td> }.into_any_sync(),
         Some(line) => {
             let (_, mark, words) = marker(line.kind);
             view! {
@@ -34,7 +35,7 @@ fn code_cell(line: Option<&DiffLine>, class: &str) -> impl IntoView {
                     <code>{line.text.clone()}</code>
                 </td>
             }
-            .into_any()
+            .into_any_sync()
         }
     }
 }
@@ -126,9 +127,9 @@ pub(crate) fn DiffViewer(diff: String, confirmed_test: Option<String>) -> impl I
                         </summary>
                         <div class="table-wrap" tabindex="0" role="region" aria-label=format!("Changes to {path}")>
                             {if file.binary {
-                                view! { <p class="hint">"A binary file: nothing to show line by line."</p> }.into_any()
+                                view! { <p class="hint">"A binary file: nothing to show line by line."</p> }.into_any_sync()
                             } else {
-                                view! { {move || if side.get() { split(&body).into_any() } else { unified(&body).into_any() }} }.into_any()
+                                view! { {move || if side.get() { split(&body).into_any_sync() } else { unified(&body).into_any_sync() }} }.into_any_sync()
                             }}
                         </div>
                     </details>
@@ -136,5 +137,5 @@ pub(crate) fn DiffViewer(diff: String, confirmed_test: Option<String>) -> impl I
             }).collect_view()}
         </div>
     }
-    .into_any()
+    .into_any_sync()
 }

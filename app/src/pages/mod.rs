@@ -29,6 +29,7 @@ pub use owners::OwnersPage;
 pub use report::Report;
 pub use track::Track;
 
+use crate::erase::IntoAnySync;
 use leptos::prelude::*;
 
 /// A signal that turns true once the page is hydrated: effects never run on the server, so
@@ -59,18 +60,18 @@ pub fn DeskPages() -> impl IntoView {
         && path.matches('/').count() == 4)
         || path == "/desk/owners/confirm";
     if server_page {
-        view! { <Desk/> }.into_any()
+        view! { <Desk/> }.into_any_sync()
     } else if path == "/desk" {
-        view! { <DashboardPage/> }.into_any()
+        view! { <DashboardPage/> }.into_any_sync()
     } else if bug_view {
-        view! { <BugPage/> }.into_any()
+        view! { <BugPage/> }.into_any_sync()
     } else if question {
-        view! { <ConfirmPage/> }.into_any()
+        view! { <ConfirmPage/> }.into_any_sync()
     } else if path == "/desk/crew" {
-        view! { <CrewPage/> }.into_any()
+        view! { <CrewPage/> }.into_any_sync()
     } else if path == "/desk/owners" {
-        view! { <OwnersPage/> }.into_any()
+        view! { <OwnersPage/> }.into_any_sync()
     } else {
-        view! { <Desk/> }.into_any()
+        view! { <Desk/> }.into_any_sync()
     }
 }

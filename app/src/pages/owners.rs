@@ -8,6 +8,7 @@ use super::confirm::{Ask, Asking, QuestionDialog};
 use super::desk::{DeskNav, DeskRefusal};
 use crate::desk_fns::desk_owners;
 use crate::dto::OwnersDesk;
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use crate::net::format_time;
 use leptos::prelude::*;
@@ -23,8 +24,8 @@ pub fn OwnersPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="hint">"Loading the owners…"</p> }>
             {move || Suspend::new(async move {
                 match owners.await {
-                    Ok(owners) => view! { <OwnersView owners/> }.into_any(),
-                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any(),
+                    Ok(owners) => view! { <OwnersView owners/> }.into_any_sync(),
+                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}
         </Transition>
@@ -66,10 +67,10 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
                         <p><code class="hash" data-testid="invite-link">{link}</code></p>
                         <p class="hint">{format!("Put it after this desk's address and send it privately. It works once, until {}.", owners.expires_at.map(format_time).unwrap_or_default())}</p>
                     </div>
-                }.into_any(),
+                }.into_any_sync(),
                 None => view! {
                     <Ask bug=String::new() action="invite" label="Invite another owner…".to_owned()/>
-                }.into_any(),
+                }.into_any_sync(),
             }}
         </section>
     }

@@ -1,4 +1,5 @@
 use crate::dto::{limits, ApiError, ReportForm, ReportPageState, ReportReceipt, SiteSettings};
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use leptos::prelude::*;
 
@@ -80,7 +81,7 @@ pub fn Report() -> impl IntoView {
             </p>
         </section>
         {move || match receipt.get() {
-            Some(filed) => view! { <Receipt receipt=filed/> }.into_any(),
+            Some(filed) => view! { <Receipt receipt=filed/> }.into_any_sync(),
             None => view! {
                 <section class="panel" aria-labelledby="form-heading">
                     <h2 id="form-heading">"What went wrong?"</h2>
@@ -123,7 +124,7 @@ pub fn Report() -> impl IntoView {
                         </button>
                     </form>
                 </section>
-            }.into_any(),
+            }.into_any_sync(),
         }}
     }
 }
@@ -180,7 +181,7 @@ fn TextField(
                 {crate::layout::raw_text_content(initial)}
             </textarea>
         }
-        .into_any()
+        .into_any_sync()
     } else {
         view! {
             <input id=name name=name type=if name == "contact" { "email" } else { "text" }
@@ -190,7 +191,7 @@ fn TextField(
                 aria-invalid=move || field_invalid(error, name)
                 on:input=move |ev| form.update(|f| set_field(f, name, event_target_value(&ev)))/>
         }
-        .into_any()
+        .into_any_sync()
     };
     view! {
         <div class="field">

@@ -1,3 +1,4 @@
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -109,10 +110,10 @@ fn totals(quote: &Result<Quote, QuoteError>) -> AnyView {
                 <dd data-testid="payable" class="payable">{quote.payable.to_string()}</dd>
             </dl>
         }
-        .into_any(),
+        .into_any_sync(),
         Err(error) => view! {
             <p class="error" data-testid="quote-error">{format!("Cannot price this cart: {error}.")}</p>
         }
-        .into_any(),
+        .into_any_sync(),
     }
 }

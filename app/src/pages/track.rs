@@ -1,4 +1,5 @@
 use crate::dto::{Answer, ApiError, QuestionView, TrackPageState, Tracking};
+use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use crate::net::{format_time, machine_time};
 use leptos::prelude::*;
@@ -16,8 +17,8 @@ pub fn Track() -> impl IntoView {
             <p class="lede">"Follow your bug from report to release, and answer the desk's two questions."</p>
         </section>
         {match posted {
-            Some(state) => view! { <StaticTrack state=state/> }.into_any(),
-            None => view! { <LiveTrack/> }.into_any(),
+            Some(state) => view! { <StaticTrack state=state/> }.into_any_sync(),
+            None => view! { <LiveTrack/> }.into_any_sync(),
         }}
     }
 }
@@ -34,19 +35,19 @@ fn StaticTrack(state: TrackPageState) -> impl IntoView {
             {notice.map(|n| view! { <p class="notice" role="status" data-testid="answer-notice">{n}</p> })}
             <TrackingView tracking=*tracking mode=AnswerMode::Form(capability)/>
         }
-        .into_any(),
+        .into_any_sync(),
         TrackPageState::NotFound => view! {
             <p class="error" role="alert" data-testid="track-missing">
                 "No report matches this link. Check that you copied the whole link, including everything after the #."
             </p>
             <PasteForm/>
         }
-        .into_any(),
+        .into_any_sync(),
         TrackPageState::Refused(error) => view! {
             <p class="error" role="alert" data-testid="track-refused">{error.message}</p>
             <PasteForm/>
         }
-        .into_any(),
+        .into_any_sync(),
     }
 }
 
@@ -179,11 +180,11 @@ fn LiveTrack() -> impl IntoView {
             </div>
         })}
         {move || match tracking.get() {
-            Some(view) => view! { <TrackingView tracking=view mode=AnswerMode::Live(answer)/> }.into_any(),
+            Some(view) => view! { <TrackingView tracking=view mode=AnswerMode::Live(answer)/> }.into_any_sync(),
             None => view! {
                 <Remembered on_open=open_pasted/>
                 <PasteForm on_open=open_pasted/>
-            }.into_any(),
+            }.into_any_sync(),
         }}
     }
 }
@@ -272,12 +273,12 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                     {(!bug.next.is_empty()).then(|| view! {
                         <p class="next-step" data-testid="next-step"><strong>"What happens next: "</strong>{bug.next.clone()}</p>
                     })}
-                }.into_any(),
+                }.into_any_sync(),
                 None => view! {
                     <p class="state" data-testid="bug-state" data-state="quarantined">
                         "Received, but its words were not kept: parts of your report read like instructions to an automated system, so the desk stored only when, where and why, and nobody — no person, no automation — will read it. An owner may write to you here (and by email, if you left an address). If you saw a real bug, please report it again in your own words."
                     </p>
-                }.into_any(),
+                }.into_any_sync(),
             }}
         </section>
         {tracking.question.clone().map(|q| view! { <QuestionPanel question=q tracking=tracking.clone() mode=mode.clone()/> })}
@@ -318,7 +319,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
         <section class="panel" aria-labelledby="yours-heading">
             <h2 id="yours-heading">"Your report, as the desk keeps it"</h2>
             {if quarantined {
-                view! { <p>"Nothing of its text was kept — only the time, the component and a fingerprint."</p> }.into_any()
+                view! { <p>"Nothing of its text was kept — only the time, the component and a fingerprint."</p> }.into_any_sync()
             } else {
                 view! {
                     <dl class="facts" data-testid="own-report">
@@ -337,7 +338,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
                             "."
                         </p>
                     })}
-                }.into_any()
+                }.into_any_sync()
             }}
         </section>
     }
@@ -361,7 +362,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                     <dt>"Failure"</dt><dd><pre class="output" data-testid="test-failure">{r.failure}</pre></dd>
                 </dl>
             </details>
-        }.into_any()),
+        }.into_any_sync()),
         _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| {
             let steps = tracking.report.steps.clone();
             view! {
@@ -385,7 +386,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                     })}
                 })}
             }
-        }.into_any()),
+        }.into_any_sync()),
     };
     let reason_label = if question.kind == "reproduction" {
         "If not, what is different from what you saw? (needed for “No”)"
@@ -408,7 +409,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                 </div>
             </form>
         }
-        .into_any(),
+        .into_any_sync(),
         AnswerMode::Live(answer) => {
             let request_id = question.request_id.clone();
             let kind = question.kind.clone();
@@ -457,7 +458,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                     </div>
                 </div>
             }
-            .into_any()
+            .into_any_sync()
         }
     };
     view! {
