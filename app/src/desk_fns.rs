@@ -13,11 +13,46 @@
 use crate::dto::ActInput;
 use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery, OwnersDesk};
 use leptos::prelude::*;
-use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::codec::Post;
 use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use leptos::server_fn::{Bytes, ContentType, Decodes, Encodes, Format, FormatType};
+
+/// JSON like server_fn's own `JsonEncoding`, but read from text as a resource's value is when
+/// the page hydrates: one deserializer per answer type in the WebAssembly instead of two (one
+/// for bytes, one for text), the same bytes on the wire.
+#[derive(Debug)]
+pub struct TextJsonEncoding;
+
+/// [`TextJsonEncoding`] in a POST's answer (what the desk's functions return).
+pub type TextJson = Post<TextJsonEncoding>;
+
+impl ContentType for TextJsonEncoding {
+    const CONTENT_TYPE: &'static str = "application/json";
+}
+
+impl FormatType for TextJsonEncoding {
+    const FORMAT_TYPE: Format = Format::Text;
+}
+
+impl<T: serde::Serialize> Encodes<T> for TextJsonEncoding {
+    type Error = serde_json::Error;
+
+    fn encode(output: &T) -> Result<Bytes, Self::Error> {
+        serde_json::to_vec(output).map(Bytes::from)
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> Decodes<T> for TextJsonEncoding {
+    type Error = serde_json::Error;
+
+    fn decode(bytes: Bytes) -> Result<T, Self::Error> {
+        let text = std::str::from_utf8(&bytes).map_err(serde::de::Error::custom)?;
+        serde_json::from_str(text)
+    }
+}
 
 impl FromServerFnError for DeskError {
-    type Encoder = JsonEncoding;
+    type Encoder = TextJsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         let code = match &value {
@@ -163,7 +198,7 @@ fn keep_cookie<T>(answer: WithCookie<T>) -> T {
 }
 
 /// The dashboard for `query` (the signed-in owner's; `signed_out` otherwise).
-#[server(prefix = "/desk/fn", endpoint = "dashboard")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "dashboard")]
 pub async fn desk_dashboard(#[server(default)] query: DeskQuery) -> Result<Dashboard, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.dashboard(headers.clone(), query).await;
@@ -171,7 +206,7 @@ pub async fn desk_dashboard(#[server(default)] query: DeskQuery) -> Result<Dashb
 }
 
 /// The bug view of bug `id`; `done` names the action just taken (its notice).
-#[server(prefix = "/desk/fn", endpoint = "bug")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "bug")]
 pub async fn desk_bug(
     id: String,
     #[server(default)] done: Option<String>,
@@ -182,7 +217,7 @@ pub async fn desk_bug(
 }
 
 /// The crew page: each role's heartbeat, spend and recent hand-offs.
-#[server(prefix = "/desk/fn", endpoint = "crew")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "crew")]
 pub async fn desk_crew() -> Result<CrewDesk, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.crew(headers.clone()).await;
@@ -190,7 +225,7 @@ pub async fn desk_crew() -> Result<CrewDesk, DeskError> {
 }
 
 /// Marks a quarantined report handled: it leaves the queue, and who did it and when is kept.
-#[server(prefix = "/desk/fn", endpoint = "quarantine-handled")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "quarantine-handled")]
 pub async fn quarantine_handled(report: String, csrf: String) -> Result<(), DeskError> {
     let (server, headers) = backend()?;
     let result = server
@@ -205,7 +240,7 @@ pub async fn quarantine_handled(report: String, csrf: String) -> Result<(), Desk
 
 /// The owners page: every owner, who invited and confirmed them, and the invitation just
 /// made (this once).
-#[server(prefix = "/desk/fn", endpoint = "owners")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "owners")]
 pub async fn desk_owners() -> Result<OwnersDesk, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.owners(headers.clone()).await;
@@ -215,7 +250,7 @@ pub async fn desk_owners() -> Result<OwnersDesk, DeskError> {
 /// The question before `action` on bug `bug` (empty for a quarantined report, then `report`
 /// names it; empty too for the owners' actions, `person` naming a pending owner): what will
 /// happen, in plain words, with the form's hidden values.
-#[server(prefix = "/desk/fn", endpoint = "question")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "question")]
 pub async fn desk_question(
     #[server(default)] bug: String,
     #[server(default)] report: Option<String>,
@@ -232,7 +267,7 @@ pub async fn desk_question(
 
 /// Does an owner's confirmed action; then the desk goes to the page it concerns, saying what
 /// was done (with JavaScript in place, without it by the browser following the redirect).
-#[server(prefix = "/desk/fn", endpoint = "act")]
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "act")]
 pub async fn desk_act(
     csrf: String,
     action: String,
