@@ -13,6 +13,7 @@ use axum::extract::ConnectInfo;
 use axum::http::request::Parts;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use store::StoredReport;
 
 /// The reporter's server functions' backend over `state`, for the request context.
 pub fn reporter_server(state: &AppState) -> ReporterServer {
@@ -40,6 +41,20 @@ fn client(state: &AppState, request: &Parts) -> String {
     client_of(&state.reporter, addr, &request.headers)
 }
 
+/// The report `capability` opens, after the reporter's rate limit (the same bucket as
+/// `GET /api/v1/track`); `not_found` for any capability that opens nothing.
+async fn own_report(
+    state: &AppState,
+    request: &Parts,
+    capability: &str,
+) -> Result<StoredReport, Refusal> {
+    take_token(&state.reporter.answers, &client(state, request)).map_err(refusal)?;
+    find_report(state, Some(capability))
+        .await
+        .map_err(refusal)?
+        .ok_or_else(|| refusal(Refused::not_found()))
+}
+
 impl ReporterBackend for Backend {
     fn components(&self) -> Vec<String> {
         self.0.reporter.components.clone()
@@ -61,11 +76,7 @@ impl ReporterBackend for Backend {
     fn track(&self, request: Parts, capability: String) -> Reply<Tracking> {
         let state = self.0.clone();
         Box::pin(async move {
-            take_token(&state.reporter.answers, &client(&state, &request)).map_err(refusal)?;
-            let report = find_report(&state, Some(&capability))
-                .await
-                .map_err(refusal)?
-                .ok_or_else(|| refusal(Refused::not_found()))?;
+            let report = own_report(&state, &request, &capability).await?;
             tracking_view(&state, &report).await.map_err(refusal)
         })
     }
@@ -73,11 +84,7 @@ impl ReporterBackend for Backend {
     fn answer(&self, request: Parts, capability: String, answer: Answer) -> Reply<AnswerOutcome> {
         let state = self.0.clone();
         Box::pin(async move {
-            take_token(&state.reporter.answers, &client(&state, &request)).map_err(refusal)?;
-            let report = find_report(&state, Some(&capability))
-                .await
-                .map_err(refusal)?
-                .ok_or_else(|| refusal(Refused::not_found()))?;
+            let report = own_report(&state, &request, &capability).await?;
             record_answer(&state, &report, &answer)
                 .await
                 .map_err(refusal)
