@@ -316,17 +316,17 @@ async fn server_fn_statuses(
         .and_then(|h| h.to_str().ok())
         .map(str::to_owned);
     // A server function's arguments are a form's worth, like any other body of this desk: read
-    // no more than that before anyone is even known.
+    // no more than that, and no slower than R2R_BODY_TIMEOUT allows, before anyone is even
+    // known (the same answers as every other route: 413, 408, 400). A body read without that
+    // limit let a few stalled posts hold every connection the listener allows.
     let (parts, body) = request.into_parts();
-    let request = match axum::body::to_bytes(body, limits::BODY_BYTES).await {
+    let request = match crate::web::read_body(&parts, body).await {
         Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
-        Err(_) => {
-            let refusal = side.refusal(
-                "too_large",
-                format!("the request is larger than {} bytes", limits::BODY_BYTES),
-            );
-            let mut answer = axum::response::Response::new(Body::from(refusal));
-            *answer.status_mut() = axum::http::StatusCode::PAYLOAD_TOO_LARGE;
+        Err(refused) => {
+            let mut answer = axum::response::Response::new(Body::from(
+                side.refusal(&refused.error.error, refused.error.message),
+            ));
+            *answer.status_mut() = refused.status;
             answer.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static("application/json"),

@@ -439,4 +439,49 @@ mod slow_and_broken_clients {
         std::thread::sleep(Duration::from_millis(1_500));
         still_answers(&server.base);
     }
+
+    /// The server functions read their bodies under the same limits as every route: a stalled
+    /// post to one used to hold its connection for as long as the client liked, before any
+    /// rate limit or sign-in check, so a few of them took every connection of the listener.
+    #[test]
+    fn server_function_bodies_that_stop_or_are_cut_short_get_the_same_answers() {
+        let (server, _dir) = desk();
+        let post = |path: &str| {
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: desk\r\nContent-Type: application/x-www-form-urlencoded\r\nAccept: application/json\r\nContent-Length: 1000\r\nConnection: close\r\n\r\ncapability="
+            )
+        };
+        for path in ["/track/fn/view", "/report/fn/file", "/desk/fn/act"] {
+            // Declares 1,000 bytes, sends a few, then waits: 408 after the body limit.
+            let mut stalled = connect(&server.base);
+            stalled.write_all(post(path).as_bytes()).unwrap();
+            let started = Instant::now();
+            let got = answer(&mut stalled);
+            assert!(got.starts_with("HTTP/1.1 408"), "{path}: {got}");
+            assert!(got.contains("body_timeout"), "{path}: {got}");
+            assert!(started.elapsed() < Duration::from_secs(8), "{path}");
+            // Cut short: 400, not "too large".
+            let mut cut = connect(&server.base);
+            cut.write_all(post(path).as_bytes()).unwrap();
+            cut.shutdown(Shutdown::Write).unwrap();
+            let got = answer(&mut cut);
+            assert!(!got.contains(" 413 "), "{path}: {got}");
+            assert!(
+                got.starts_with("HTTP/1.1 400") || got.is_empty(),
+                "{path}: {got}"
+            );
+        }
+        // Sixteen stalled posts (the listener's bound) are answered and let go: the desk
+        // answers again within the body limit.
+        let held: Vec<TcpStream> = (0..16)
+            .map(|_| {
+                let mut stream = connect(&server.base);
+                stream.write_all(post("/track/fn/view").as_bytes()).unwrap();
+                stream
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(2_500));
+        still_answers(&server.base);
+        drop(held);
+    }
 }

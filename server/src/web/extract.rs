@@ -74,37 +74,43 @@ async fn read_limited(body: Body, limit: usize) -> Result<Bytes, BodyFault> {
 impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
     type Rejection = Refused;
     async fn from_request(request: Request<Body>, _: &S) -> Result<Self, Self::Rejection> {
-        let timeout = request
-            .extensions()
-            .get::<BodyTimeout>()
-            .map_or(DEFAULT_BODY_TIMEOUT, |t| t.0);
-        let declared = request
-            .headers()
-            .get(axum::http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limits::BODY_BYTES as u64) {
-            return Err(too_large());
-        }
-        match tokio::time::timeout(timeout, read_limited(request.into_body(), limits::BODY_BYTES))
-            .await
-        {
-            Ok(Ok(bytes)) => Ok(LimitedBody(bytes)),
-            Ok(Err(BodyFault::TooLarge)) => Err(too_large()),
-            Ok(Err(BodyFault::Unreadable(reason))) => Err(Refused::new(
-                StatusCode::BAD_REQUEST,
-                "unreadable_body",
-                format!("The request body could not be read ({reason}): send it whole, once, with a correct length."),
-            )),
-            Err(_) => Err(Refused::new(
-                StatusCode::REQUEST_TIMEOUT,
-                "body_timeout",
-                format!(
-                    "The request body did not arrive within {} s of its headers (R2R_BODY_TIMEOUT); nothing was recorded.",
-                    timeout.as_secs()
-                ),
-            )),
-        }
+        let (parts, body) = request.into_parts();
+        read_body(&parts, body).await.map(LimitedBody)
+    }
+}
+
+/// Reads the body of the request `parts` heads as [`LimitedBody`] does, with the same answers
+/// for a body too large, late or unreadable: for handlers that are not axum extractors (the
+/// server functions' middleware).
+pub async fn read_body(parts: &Parts, body: Body) -> Result<Bytes, Refused> {
+    let timeout = parts
+        .extensions
+        .get::<BodyTimeout>()
+        .map_or(DEFAULT_BODY_TIMEOUT, |t| t.0);
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits::BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(timeout, read_limited(body, limits::BODY_BYTES)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(BodyFault::TooLarge)) => Err(too_large()),
+        Ok(Err(BodyFault::Unreadable(reason))) => Err(Refused::new(
+            StatusCode::BAD_REQUEST,
+            "unreadable_body",
+            format!("The request body could not be read ({reason}): send it whole, once, with a correct length."),
+        )),
+        Err(_) => Err(Refused::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            format!(
+                "The request body did not arrive within {} s of its headers (R2R_BODY_TIMEOUT); nothing was recorded.",
+                timeout.as_secs()
+            ),
+        )),
     }
 }
 

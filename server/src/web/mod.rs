@@ -11,7 +11,7 @@ pub mod session;
 pub mod state;
 
 pub use error::{json_body, no_store, respond, Refused};
-pub use extract::{client_key_of, client_of, ClientAddr, LimitedBody};
+pub use extract::{client_key_of, client_of, read_body, ClientAddr, LimitedBody};
 pub use ops::{guard, operation, Operation, OPERATIONS};
 pub use render::{render_hydrated, render_script_free};
 pub use state::{
