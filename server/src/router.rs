@@ -286,6 +286,28 @@ impl ServerFnSide {
         .unwrap_or_default()
     }
 
+    /// A refusal answered before the function runs and before its body is read.
+    fn refuse(
+        self,
+        status: axum::http::StatusCode,
+        code: &str,
+        message: String,
+    ) -> axum::response::Response {
+        let mut answer = axum::response::Response::new(Body::from(self.refusal(code, message)));
+        *answer.status_mut() = status;
+        let headers = answer.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        // The rest of the body is never read, so this connection cannot carry another request:
+        // say so, or a client that pooled it sends the next one into a connection being
+        // closed (a test's next call failed that way).
+        headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        answer
+    }
+
     fn code_of(self, body: &[u8]) -> String {
         let key = match self {
             ServerFnSide::Desk => "code",
@@ -319,28 +341,29 @@ async fn server_fn_statuses(
     // no more than that, and no slower than R2R_BODY_TIMEOUT allows, before anyone is even
     // known (the same answers as every other route: 413, 408, 400). A body read without that
     // limit let a few stalled posts hold every connection the listener allows.
+    // The reporter's functions answer the hydrated pages, in JSON. A plain form post (a page
+    // of another site, say) would be run and then redirected back to its Referer, so the
+    // receipt with the one private link — or the outcome of an answer — would be lost on the
+    // way: such posts belong to `/report` and `/track`, which answer with the page.
+    let wants_json = request
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("application/json"));
+    if side == ServerFnSide::Reporter && !wants_json {
+        return side.refuse(
+            axum::http::StatusCode::NOT_ACCEPTABLE,
+            "not_acceptable",
+            "These functions answer the desk's own pages in JSON (Accept: application/json); \
+             without JavaScript, post the form at /report or /track. Nothing was recorded."
+                .to_owned(),
+        );
+    }
     let (parts, body) = request.into_parts();
     let request = match crate::web::read_body(&parts, body).await {
         Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
         Err(refused) => {
-            let mut answer = axum::response::Response::new(Body::from(
-                side.refusal(&refused.error.error, refused.error.message),
-            ));
-            *answer.status_mut() = refused.status;
-            answer.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            answer
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            // The rest of the body is never read, so this connection cannot carry another
-            // request: say so, or a client that pooled it sends the next one into a
-            // connection being closed (a test's next call failed that way).
-            answer
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return answer;
+            return side.refuse(refused.status, &refused.error.error, refused.error.message)
         }
     };
     let mut response = next.run(request).await;
