@@ -46,13 +46,13 @@ enum BodyFault {
     Unreadable(String),
 }
 
-fn too_large() -> Refused {
+fn too_large(limit: usize) -> Refused {
     Refused::new(
         StatusCode::PAYLOAD_TOO_LARGE,
         "too_large",
         format!(
             "The request is larger than {} KiB; shorten the text (see the per-field limits).",
-            limits::BODY_BYTES / 1024
+            limit / 1024
         ),
     )
 }
@@ -75,14 +75,16 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
     type Rejection = Refused;
     async fn from_request(request: Request<Body>, _: &S) -> Result<Self, Self::Rejection> {
         let (parts, body) = request.into_parts();
-        read_body(&parts, body).await.map(LimitedBody)
+        read_body(&parts, body, limits::BODY_BYTES)
+            .await
+            .map(LimitedBody)
     }
 }
 
-/// Reads the body of the request `parts` heads as [`LimitedBody`] does, with the same answers
-/// for a body too large, late or unreadable: for handlers that are not axum extractors (the
-/// server functions' middleware).
-pub async fn read_body(parts: &Parts, body: Body) -> Result<Bytes, Refused> {
+/// Reads at most `limit` bytes of the body of the request `parts` heads as [`LimitedBody`]
+/// does, with the same answers for a body too large, late or unreadable: for handlers that
+/// are not axum extractors (the server functions' middleware).
+pub async fn read_body(parts: &Parts, body: Body, limit: usize) -> Result<Bytes, Refused> {
     let timeout = parts
         .extensions
         .get::<BodyTimeout>()
@@ -92,12 +94,12 @@ pub async fn read_body(parts: &Parts, body: Body) -> Result<Bytes, Refused> {
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limits::BODY_BYTES as u64) {
-        return Err(too_large());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit));
     }
-    match tokio::time::timeout(timeout, read_limited(body, limits::BODY_BYTES)).await {
+    match tokio::time::timeout(timeout, read_limited(body, limit)).await {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(BodyFault::TooLarge)) => Err(too_large()),
+        Ok(Err(BodyFault::TooLarge)) => Err(too_large(limit)),
         Ok(Err(BodyFault::Unreadable(reason))) => Err(Refused::new(
             StatusCode::BAD_REQUEST,
             "unreadable_body",
