@@ -577,7 +577,17 @@ async fn docker_removes_the_containers_a_dead_process_left_behind() {
     let sandbox = connect_or_skip(sandbox::Backend::Docker, "abandoned-container sweep")
         .await
         .unwrap();
-    let gone = !exists(made[0].clone()).await;
+    // Another test's backend may be sweeping at the same moment: Docker then refuses this
+    // sweep's removal (already in progress) and the container lingers until the other one
+    // finishes, so allow it a few seconds to go.
+    let mut gone = false;
+    for _ in 0..20 {
+        if !exists(made[0].clone()).await {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
     let kept = exists(made[1].clone()).await;
     drop(sandbox);
     for name in &made {
