@@ -5,13 +5,16 @@
 //! CSRF check and every engine guard live on the server, in the same service code as the REST
 //! API — nothing here decides anything.
 
-// `desk_act` takes each form field as an argument (what its `ActionForm` posts), and the
+// `desk_act` takes each form field as an argument (what the question's form posts), and the
 // browser-side function `#[server]` generates from it cannot carry an attribute of its own.
 #![allow(clippy::too_many_arguments)]
 
 #[cfg(feature = "ssr")]
 use crate::dto::ActInput;
-use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery, OwnersDesk};
+#[cfg(feature = "ssr")]
+use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, OwnersDesk};
+use crate::dto::{DeskError, DeskQuery};
+use crate::screen::{BugScreen, CrewScreen, DashboardScreen, OwnersScreen, QuestionScreen};
 use leptos::prelude::*;
 use leptos::server_fn::codec::Post;
 use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
@@ -199,29 +202,34 @@ fn keep_cookie<T>(answer: WithCookie<T>) -> T {
 
 /// The dashboard for `query` (the signed-in owner's; `signed_out` otherwise).
 #[server(prefix = "/desk/fn", output = TextJson, endpoint = "dashboard")]
-pub async fn desk_dashboard(#[server(default)] query: DeskQuery) -> Result<Dashboard, DeskError> {
+pub async fn desk_dashboard(
+    #[server(default)] query: DeskQuery,
+) -> Result<DashboardScreen, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.dashboard(headers.clone(), query).await;
-    answer(&headers, result)
+    answer(&headers, result).map(crate::pages::dashboard_screen)
 }
 
-/// The bug view of bug `id`; `done` names the action just taken (its notice).
+/// The bug view of bug `id`; `done` names the action just taken (its notice); `diff` is the
+/// diff's layout (`split` side by side, otherwise unified).
 #[server(prefix = "/desk/fn", output = TextJson, endpoint = "bug")]
 pub async fn desk_bug(
     id: String,
     #[server(default)] done: Option<String>,
-) -> Result<BugDesk, DeskError> {
+    #[server(default)] diff: Option<String>,
+) -> Result<BugScreen, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.bug(headers.clone(), id, done).await;
-    answer(&headers, result)
+    let split = diff.as_deref() == Some("split");
+    answer(&headers, result).map(|bug| crate::pages::bug_screen(bug, split))
 }
 
 /// The crew page: each role's heartbeat, spend and recent hand-offs.
 #[server(prefix = "/desk/fn", output = TextJson, endpoint = "crew")]
-pub async fn desk_crew() -> Result<CrewDesk, DeskError> {
+pub async fn desk_crew() -> Result<CrewScreen, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.crew(headers.clone()).await;
-    answer(&headers, result)
+    answer(&headers, result).map(crate::pages::crew_screen)
 }
 
 /// Marks a quarantined report handled: it leaves the queue, and who did it and when is kept.
@@ -241,10 +249,12 @@ pub async fn quarantine_handled(report: String, csrf: String) -> Result<(), Desk
 /// The owners page: every owner, who invited and confirmed them, and the invitation just
 /// made (this once).
 #[server(prefix = "/desk/fn", output = TextJson, endpoint = "owners")]
-pub async fn desk_owners() -> Result<OwnersDesk, DeskError> {
+pub async fn desk_owners() -> Result<OwnersScreen, DeskError> {
     let (server, headers) = backend()?;
     let result = server.0.owners(headers.clone()).await;
-    answer(&headers, result).map(keep_cookie)
+    answer(&headers, result)
+        .map(keep_cookie)
+        .map(crate::pages::owners_screen)
 }
 
 /// The question before `action` on bug `bug` (empty for a quarantined report, then `report`
@@ -256,13 +266,13 @@ pub async fn desk_question(
     #[server(default)] report: Option<String>,
     action: String,
     #[server(default)] person: Option<String>,
-) -> Result<Confirm, DeskError> {
+) -> Result<QuestionScreen, DeskError> {
     let (server, headers) = backend()?;
     let result = server
         .0
         .question(headers.clone(), bug, report, action, person)
         .await;
-    answer(&headers, result)
+    answer(&headers, result).map(crate::pages::question_screen)
 }
 
 /// Does an owner's confirmed action; then the desk goes to the page it concerns, saying what

@@ -11,6 +11,7 @@ mod layout;
 pub mod net;
 mod pages;
 pub mod reporter_fns;
+pub mod screen;
 
 use erase::IntoAnySync;
 use leptos::prelude::*;
@@ -105,6 +106,8 @@ macro_rules! lazy_page {
     };
 }
 
+lazy_page!(DashboardRoute, pages::DashboardPages);
+lazy_page!(BugRoute, pages::BugPage);
 lazy_page!(DeskRoute, pages::DeskPages);
 lazy_page!(ReportRoute, pages::Report);
 lazy_page!(TrackRoute, pages::Track);
@@ -135,10 +138,10 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/report") view={Lazy::<ReportRoute>::new()} ssr=SsrMode::InOrder/>
                     <Route path=path!("/track") view={Lazy::<TrackRoute>::new()}/>
                     <Route path=path!("/demo") view={Lazy::<DemoRoute>::new()}/>
-                    <Route path=path!("/desk") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk") view={Lazy::<DashboardRoute>::new()}/>
                     <Route path=path!("/desk/crew") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/sign-in") view={Lazy::<DeskRoute>::new()}/>
-                    <Route path=path!("/desk/bugs/:id") view={Lazy::<DeskRoute>::new()}/>
+                    <Route path=path!("/desk/bugs/:id") view={Lazy::<BugRoute>::new()}/>
                     <Route path=path!("/desk/bugs/:id/confirm") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/reports/:id/confirm") view={Lazy::<DeskRoute>::new()}/>
                     <Route path=path!("/desk/owners") view={Lazy::<DeskRoute>::new()}/>

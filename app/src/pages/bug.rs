@@ -23,11 +23,11 @@ pub fn BugPage() -> impl IntoView {
         move || {
             (
                 id(),
-                query.with(|q| q.get("done")),
+                query.with(|q| (q.get("done"), q.get("diff"))),
                 asking.act.version().get(),
             )
         },
-        |(id, done, _)| desk_bug(id, done),
+        |(id, (done, diff), _)| desk_bug(id, done, diff),
     );
     let status = super::live::status_line(
         move || format!("/desk/live?bug={}", id()),

@@ -3,14 +3,20 @@
 //! tabs once hydrated (keyboard and screen-reader correct, the selected one in the address's
 //! fragment so a link opens it), and as one page of anchored sections without JavaScript.
 
-use super::confirm::Ask;
-use super::desk::{state_words, DeskNav};
-use super::diff_view::DiffViewer;
-use crate::dto::{BugDesk, EvidenceView};
-use crate::erase::IntoAnySync;
+use super::confirm::Asking;
 use crate::layout::PageTitle;
-use crate::net::format_time;
+use crate::screen::BugScreen;
 use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use {
+    super::confirm::Ask,
+    super::desk::{state_words, DeskNav},
+    super::diff_view::DiffViewer,
+    crate::dto::{BugDesk, EvidenceView},
+    crate::erase::IntoAnySync,
+    crate::net::format_time,
+    crate::screen::ServerHtml,
+};
 
 /// The bug view's sections: (fragment, tab label).
 const SECTIONS: [(&str, &str); 5] = [
@@ -174,8 +180,10 @@ fn SectionTabs() -> impl IntoView {
 
 /// The proof at a glance, above the tabs: the failing test, the fix's checks, the head, the
 /// tier and what is still required.
+#[cfg(feature = "ssr")]
 struct Summary;
 
+#[cfg(feature = "ssr")]
 impl Summary {
     fn of(bug: &BugDesk) -> impl IntoView {
         let rerun = bug
@@ -239,6 +247,7 @@ impl Summary {
     }
 }
 
+#[cfg(feature = "ssr")]
 #[component]
 fn Evidence(item: EvidenceView) -> impl IntoView {
     view! {
@@ -284,6 +293,7 @@ fn Evidence(item: EvidenceView) -> impl IntoView {
 }
 
 /// Light syntax highlighting without scripts: keywords, strings and comments get classes.
+#[cfg(feature = "ssr")]
 fn highlight(source: &str) -> impl IntoView {
     const KEYWORDS: &[&str] = &[
         "fn",
@@ -321,6 +331,7 @@ fn highlight(source: &str) -> impl IntoView {
         .collect_view()
 }
 
+#[cfg(feature = "ssr")]
 fn words(text: &str, keywords: &[&str]) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
     let mut current = String::new();
@@ -358,22 +369,19 @@ fn words(text: &str, keywords: &[&str]) -> Vec<(&'static str, String)> {
     out
 }
 
-/// The bug view's content (sections, evidence, review, release, ledger and the actions).
-#[component]
-pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
+/// The bug view as the server sends it: the navigation, the head (title, state, what it
+/// waits for, the actions, the proof at a glance) and each section's content, drawn here;
+/// `split` lays the diff out side by side.
+#[cfg(feature = "ssr")]
+pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
     let id = bug.bug.id.clone();
     let action = |name: &str| bug.actions.iter().any(|a| a == name);
     let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
     let (retry, take_over) = (action("retry"), action("take_over"));
     let duplicate = action("duplicate");
-    let tabs = Tabs::here();
     let summary = Summary::of(&bug);
-    view! {
-        <PageTitle text=format!("{} · Desk · Reporter-to-Release", bug.bug.title)/>
-        <DeskNav owner=bug.owner.clone()/>
-        {view! {
-            <section class="panel">
-                <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
+    let head = ServerHtml::render(view! {
+        <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
                 <h1>{bug.bug.title.clone()}</h1>
                 <p>
                     <code>{id.clone()}</code>" · "{bug.bug.component.clone()}" · "
@@ -401,14 +409,12 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                 {reopen.then(|| view! { <Ask bug=id.clone() action="reopen" label="Reopen…".to_owned()/> })}
                 </div>
                 {summary}
-                <SectionTabs/>
-            </section>
-        }.into_any_sync()}
-        {view! {
-            <section class="panel" id="reports" aria-labelledby="reports-h" role=tabs.role("tabpanel") hidden=tabs.hides("reports")>
-                <h2 id="reports-h">{format!("Reports ({})", bug.reports.len())}</h2>
+    });
+    let reports = bug.reports.clone();
+    let reports = ServerHtml::render(view! {
+        <h2 id="reports-h">{format!("Reports ({})", reports.len())}</h2>
                 <p class="hint">"Each reporter's report as the airlock admitted it: redacted, never the raw text."</p>
-                {bug.reports.into_iter().map(|r| { let report_id = r.id.clone(); view! {
+                {reports.into_iter().map(|r| { let report_id = r.id.clone(); view! {
                     <article class="report" data-report=report_id>
                         <h3>{r.title}</h3>
                         <p class="hint"><code>{r.id}</code>" · filed "{format_time(r.filed_at)}</p>
@@ -422,29 +428,27 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                         <Ask bug=id.clone() action="contact" label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
                     </article>
                 }}).collect_view()}
-            </section>
-        }.into_any_sync()}
-        {view! {
-            <section class="panel" id="evidence" aria-labelledby="evidence-h" role=tabs.role("tabpanel") hidden=tabs.hides("evidence")>
-                <h2 id="evidence-h">"Evidence"</h2>
-                {if bug.evidence.is_empty() {
+    });
+    let evidence = bug.evidence.clone();
+    let diff = bug.diff.clone();
+    let evidence = ServerHtml::render(view! {
+        <h2 id="evidence-h">"Evidence"</h2>
+                {if evidence.is_empty() {
                     view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any_sync()
                 } else {
-                    bug.evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any_sync()
+                    evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any_sync()
                 }}
-                {bug.diff.clone().map(|diff| view! {
+                {diff.map(|diff| view! {
                     <h3>"The fix's diff"</h3>
-                    <DiffViewer diff confirmed_test=bug.confirmed_test.clone()/>
+                    <DiffViewer diff confirmed_test=bug.confirmed_test.clone() split/>
                 })}
                 {(!bug.notes.is_empty()).then(|| view! {
                     <h3>"Advisory notes (never decisions)"</h3>
                     <ul class="plain" data-testid="notes">{bug.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
                 })}
-            </section>
-        }.into_any_sync()}
-        {view! {
-            <section class="panel" id="review" aria-labelledby="review-h" role=tabs.role("tabpanel") hidden=tabs.hides("review")>
-                <h2 id="review-h">"Review"</h2>
+    });
+    let review = ServerHtml::render(view! {
+        <h2 id="review-h">"Review"</h2>
                 {match bug.pull_request.clone() {
                     None => view! { <p>"No fix yet."</p> }.into_any_sync(),
                     Some((number, head, reasons, paths)) => view! {
@@ -458,11 +462,9 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                         </dl>
                     }.into_any_sync(),
                 }}
-            </section>
-        }.into_any_sync()}
-        {view! {
-            <section class="panel" id="release" aria-labelledby="release-h" role=tabs.role("tabpanel") hidden=tabs.hides("release")>
-                <h2 id="release-h">"Release"</h2>
+    });
+    let release = ServerHtml::render(view! {
+        <h2 id="release-h">"Release"</h2>
                 {if bug.deployments.is_empty() {
                     view! { <p>"No deployment recorded."</p> }.into_any_sync()
                 } else {
@@ -475,14 +477,13 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                         </ul>
                     }.into_any_sync()
                 }}
-            </section>
-        }.into_any_sync()}
-        {view! {
-            <section class="panel" id="ledger" aria-labelledby="ledger-h" role=tabs.role("tabpanel") hidden=tabs.hides("ledger")>
-                <h2 id="ledger-h">"Ledger"</h2>
+    });
+    let ledger = bug.ledger.clone();
+    let ledger = ServerHtml::render(view! {
+        <h2 id="ledger-h">"Ledger"</h2>
                 <p data-testid="ledger-status"><strong>{format!("Hash chain: {}", bug.ledger_status)}</strong></p>
                 <ol class="ledger">
-                    {bug.ledger.into_iter().map(|e| view! {
+                    {ledger.into_iter().map(|e| view! {
                         <li>
                             <strong>{e.kind.replace('_', " ")}</strong>" · "{e.actor}" · "{format_time(e.at)}
                             {(!e.detail.is_empty()).then(|| format!(" · {}", e.detail.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")))}
@@ -490,7 +491,32 @@ pub(crate) fn BugView(bug: BugDesk) -> impl IntoView {
                         </li>
                     }).collect_view()}
                 </ol>
-            </section>
-        }.into_any_sync()}
+    });
+    BugScreen {
+        page_title: format!("{} · Desk · Reporter-to-Release", bug.bug.title),
+        nav_html: ServerHtml::render(view! { <DeskNav owner=bug.owner.clone()/> }),
+        head_html: head,
+        sections_html: vec![reports, evidence, review, release, ledger],
+        data: bug,
+    }
+}
+
+/// The bug view: the server's HTML, with its tabs and its actions' dialog live.
+#[component]
+pub(crate) fn BugView(bug: BugScreen) -> impl IntoView {
+    let tabs = Tabs::here();
+    let ask = expect_context::<Asking>().on_submit();
+    view! {
+        <PageTitle text=bug.page_title/>
+        <div class="fragment" inner_html=bug.nav_html.into_inner()></div>
+        <section class="panel" on:submit=ask.clone()>
+            <div class="fragment" inner_html=bug.head_html.into_inner()></div>
+            <SectionTabs/>
+        </section>
+        {bug.sections_html.into_iter().zip(SECTIONS).map(|(html, (id, _))| view! {
+            <section class="panel" id=id aria-labelledby=format!("{id}-h")
+                role=tabs.role("tabpanel") hidden=tabs.hides(id) on:submit=ask.clone()
+                inner_html=html.into_inner()></section>
+        }).collect_view()}
     }
 }

@@ -2,23 +2,28 @@
 //! question's page (`/desk/bugs/{id}/confirm?action=…`, `/desk/reports/{id}/confirm`,
 //! `/desk/owners/confirm`), so it works without JavaScript; once hydrated, the page that
 //! [`Asking::provide`]s asks the same question — fetched from [`desk_question`], the same
-//! words — in a modal dialog instead. Either
-//! way the answer is an `ActionForm` on [`desk_act`]: the server checks the session, its CSRF
-//! token and every engine guard, then the desk goes to the page the action concerns.
+//! words — in a modal dialog instead. Either way the answer is a form the server drew that
+//! posts to [`desk_act`] (hydrated, sent in place by a `ServerAction`): the server checks the
+//! session, its CSRF token and every engine guard, then the desk goes to the page the action
+//! concerns.
 
-use super::desk::{DeskNav, DeskRefusal};
+use super::desk::DeskRefusal;
 use crate::desk_fns::{desk_question, DeskAct};
-use crate::dto::{question_words, Confirm, DeskError};
+use crate::dto::{question_words, DeskError};
 use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
+use crate::screen::QuestionScreen;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_location, use_params_map, use_query_map};
+#[cfg(feature = "ssr")]
+use {super::desk::DeskNav, crate::dto::Confirm, crate::screen::ServerHtml};
 
 /// What the dialog of a page shows (none, a question, or why the question could not be
 /// asked) and the action its form runs.
 #[derive(Clone, Copy)]
 pub(crate) struct Asking {
-    question: RwSignal<Option<Result<Confirm, DeskError>>>,
+    question: RwSignal<Option<Result<QuestionScreen, DeskError>>>,
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
     loading: RwSignal<bool>,
     /// The owner's confirmed action.
     pub(crate) act: ServerAction<DeskAct>,
@@ -38,33 +43,77 @@ impl Asking {
 
     /// Asks `action` on `bug` (or on quarantined report `report`) in the dialog: one question
     /// at a time, a second click while it loads is ignored.
-    fn ask(
-        self,
-        bug: String,
-        report: Option<String>,
-        action: &'static str,
-        person: Option<String>,
-    ) {
+    #[cfg(feature = "hydrate")]
+    fn ask(self, bug: String, report: Option<String>, action: String, person: Option<String>) {
         if self.loading.get_untracked() || self.question.with_untracked(Option::is_some) {
             return;
         }
         self.loading.set(true);
         self.act.clear();
         leptos::task::spawn_local(async move {
-            let question = desk_question(bug, report, action.to_owned(), person).await;
+            let question = desk_question(bug, report, action, person).await;
             self.loading.set(false);
             self.question.set(Some(question));
         });
     }
 }
 
+impl Asking {
+    /// The handler for a part of the page the server drew: a submitted action button (a form
+    /// with `data-ask`, see [`Ask`]) asks its question in the dialog instead of going to the
+    /// question's page.
+    pub(crate) fn on_submit(self) -> impl Fn(leptos::ev::SubmitEvent) + Clone + 'static {
+        move |event: leptos::ev::SubmitEvent| {
+            #[cfg(feature = "hydrate")]
+            if let Some(form) = form_marked(&event, "data-ask") {
+                event.prevent_default();
+                let data = |name: &str| form.get_attribute(&format!("data-{name}"));
+                self.ask(
+                    data("bug").unwrap_or_default(),
+                    data("report"),
+                    data("ask").unwrap_or_default(),
+                    data("person"),
+                );
+            }
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (self, event);
+        }
+    }
+}
+
+/// The submitted form, when it carries attribute `marker`.
+#[cfg(feature = "hydrate")]
+pub(crate) fn form_marked(
+    event: &leptos::ev::SubmitEvent,
+    marker: &str,
+) -> Option<leptos::web_sys::HtmlFormElement> {
+    use wasm_bindgen::JsCast;
+    event
+        .target()?
+        .dyn_into::<leptos::web_sys::HtmlFormElement>()
+        .ok()
+        .filter(|form| form.has_attribute(marker))
+}
+
+/// A form's fields by name (what it would post): `None` for a field it does not have.
+#[cfg(feature = "hydrate")]
+pub(crate) fn form_fields(
+    form: &leptos::web_sys::HtmlFormElement,
+) -> impl Fn(&str) -> Option<String> {
+    let fields = leptos::web_sys::FormData::new_with_form(form).ok();
+    move |name: &str| fields.as_ref().and_then(|f| f.get(name).as_string())
+}
+
 /// Whether `action` is one of the owners page's (invite, confirm an owner).
+#[cfg(feature = "ssr")]
 fn owners_action(action: &str) -> bool {
     matches!(action, "invite" | "confirm_owner")
 }
 
-/// An action button that asks first (`action-{action}` for tests): the question's page
-/// without JavaScript, the page's dialog with it.
+/// An action button that asks first (`action-{action}` for tests): a GET form to the
+/// question's page, which is what it does without JavaScript; its `data-` attributes let the
+/// hydrated page ask in its dialog instead ([`Asking::on_submit`]). Drawn by the server only.
+#[cfg(feature = "ssr")]
 #[component]
 pub(crate) fn Ask(
     /// The bug; empty for a quarantined report.
@@ -78,7 +127,6 @@ pub(crate) fn Ask(
     #[prop(optional)]
     person: Option<String>,
 ) -> impl IntoView {
-    let asking = use_context::<Asking>();
     let target = if owners_action(action) {
         "/desk/owners/confirm".to_owned()
     } else if bug.is_empty() {
@@ -96,14 +144,9 @@ pub(crate) fn Ask(
     } else {
         "button"
     };
-    let on_submit = move |event: leptos::ev::SubmitEvent| {
-        if let Some(asking) = asking {
-            event.prevent_default();
-            asking.ask(bug.clone(), report.clone(), action, person.clone());
-        }
-    };
     view! {
-        <form method="get" action=target class="inline-form" on:submit=on_submit>
+        <form method="get" action=target class="inline-form" data-ask=action data-bug=bug
+            data-report=report data-person=person>
             <input type="hidden" name="action" value=action/>
             {in_address.map(|r| view! { <input type="hidden" name="report" value=r/> })}
             {person_field.map(|p| view! { <input type="hidden" name="person" value=p/> })}
@@ -112,17 +155,69 @@ pub(crate) fn Ask(
     }
 }
 
-/// The question and its form: what will happen, the field a person must fill in (a reopen's
-/// reason, a message), "Yes, …" and Cancel.
+/// The question as the server sends it: the heading's words, the desk's navigation, and what
+/// will happen with the form.
+#[cfg(feature = "ssr")]
+pub(crate) fn question_screen(question: Confirm) -> QuestionScreen {
+    let heading = question_words(&question.action).0;
+    QuestionScreen {
+        heading: heading.to_owned(),
+        nav_html: ServerHtml::render(view! { <DeskNav owner=question.owner.clone()/> }),
+        form_html: ServerHtml::render(view! { <QuestionForm question=question.clone()/> }),
+        data: question,
+    }
+}
+
+/// A refusal of the owner's confirmed action. One that came back in the address (a post
+/// without JavaScript) is shown in the desk's own words: anyone could have written its
+/// message there.
 #[component]
-fn QuestionForm(
-    question: Confirm,
-    act: ServerAction<DeskAct>,
-    /// Inside a dialog (its heading sits under the page's own; Cancel closes it).
-    #[prop(optional)]
-    dialog: Option<NodeRef<leptos::html::Dialog>>,
-) -> impl IntoView {
-    let (title, yes, danger) = question_words(&question.action);
+fn ActRefusal(act: ServerAction<DeskAct>) -> impl IntoView {
+    move || {
+        act.value().get().and_then(Result::err).map(|error| {
+            let words = if act.version().get_untracked() > 0 {
+                error.message.clone()
+            } else {
+                error.words().to_owned()
+            };
+            view! { <p class="error" role="alert" data-testid="desk-problem">{words}</p> }
+        })
+    }
+}
+
+/// The handler for the question's form (`data-act`): the owner's answer goes to `act` in
+/// place (without JavaScript the form posts to [`desk_act`](crate::desk_fns::desk_act)).
+fn act_on_submit(act: ServerAction<DeskAct>) -> impl Fn(leptos::ev::SubmitEvent) + 'static {
+    move |event: leptos::ev::SubmitEvent| {
+        #[cfg(feature = "hydrate")]
+        if let Some(form) = form_marked(&event, "data-act") {
+            event.prevent_default();
+            let field = form_fields(&form);
+            act.dispatch(DeskAct {
+                csrf: field("csrf").unwrap_or_default(),
+                action: field("action").unwrap_or_default(),
+                bug: field("bug").unwrap_or_default(),
+                report: field("report"),
+                head: field("head"),
+                reason: field("reason"),
+                text: field("text"),
+                of: field("of"),
+                person: field("person"),
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (act, event);
+    }
+}
+
+/// What will happen and the form: the field a person must fill in (a reopen's reason, a
+/// message), "Yes, …" and Cancel. The form posts to [`desk_act`](crate::desk_fns::desk_act)
+/// without JavaScript; hydrated pages send it in place ([`act_on_submit`]).
+#[cfg(feature = "ssr")]
+#[component]
+fn QuestionForm(question: Confirm) -> impl IntoView {
+    use leptos::server_fn::ServerFn;
+    let (_, yes, danger) = question_words(&question.action);
     let back = if owners_action(&question.action) {
         "/desk/owners".to_owned()
     } else if question.bug.is_empty() {
@@ -130,30 +225,12 @@ fn QuestionForm(
     } else {
         format!("/desk/bugs/{}", question.bug)
     };
-    let heading = if dialog.is_some() {
-        view! { <h2 id="confirm-h">{title}</h2> }.into_any_sync()
-    } else {
-        view! { <h1 id="confirm-h">{title}</h1> }.into_any_sync()
-    };
-    let cancel = move |event: leptos::ev::MouseEvent| {
-        if let Some(dialog) = dialog.and_then(|d| d.get_untracked()) {
-            event.prevent_default();
-            dialog.close();
-        }
-    };
     let report = question.report.clone().unwrap_or_default();
     view! {
-        {heading}
         <ul id="confirm-what" data-testid="consequences">
             {question.consequences.iter().map(|c| view! { <li>{c.clone()}</li> }).collect_view()}
         </ul>
-        // A refusal that came back in the address (a post without JavaScript) is shown in the
-        // desk's own words: anyone could have written its message there.
-        {move || act.value().get().and_then(Result::err).map(|error| {
-            let words = if act.version().get_untracked() > 0 { error.message.clone() } else { error.words().to_owned() };
-            view! { <p class="error" role="alert" data-testid="desk-problem">{words}</p> }
-        })}
-        <leptos::form::ActionForm action=act attr:class="cart-form">
+        <form method="post" action=DeskAct::url() class="cart-form" data-act="">
             <input type="hidden" name="csrf" value=question.csrf.clone()/>
             <input type="hidden" name="action" value=question.action.clone()/>
             <input type="hidden" name="bug" value=question.bug.clone()/>
@@ -186,9 +263,9 @@ fn QuestionForm(
             })}
             <div class="actions">
                 <button type="submit" class=if danger { "button danger" } else { "button" } data-testid="confirm">{yes}</button>
-                <a class="button secondary" href=back rel="external" on:click=cancel>"Cancel"</a>
+                <a class="button secondary" href=back rel="external" data-cancel="">"Cancel"</a>
             </div>
-        </leptos::form::ActionForm>
+        </form>
     }
 }
 
@@ -249,6 +326,24 @@ pub(crate) fn QuestionDialog() -> impl IntoView {
             }
         }
     };
+    // Cancel (a link to the page the question came from) closes the dialog instead.
+    let cancel = move |event: leptos::ev::MouseEvent| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let on_cancel = event
+                .target()
+                .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
+                .and_then(|e| e.closest("[data-cancel]").ok().flatten())
+                .is_some();
+            if let (true, Some(element)) = (on_cancel, dialog.get_untracked()) {
+                event.prevent_default();
+                element.close();
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = event;
+    };
     let keep_tab_inside = move |event: leptos::ev::KeyboardEvent| {
         #[cfg(feature = "hydrate")]
         if event.key() == "Tab" {
@@ -264,7 +359,12 @@ pub(crate) fn QuestionDialog() -> impl IntoView {
             aria-labelledby="confirm-h" aria-describedby="confirm-what"
             on:close=closed on:keydown=keep_tab_inside>
             {move || asking.question.get().map(|question| match question {
-                Ok(question) => view! { <QuestionForm question act=asking.act dialog/> }.into_any_sync(),
+                Ok(question) => view! {
+                    <h2 id="confirm-h">{question.heading}</h2>
+                    <ActRefusal act=asking.act/>
+                    <div class="fragment" on:submit=act_on_submit(asking.act) on:click=cancel
+                        inner_html=question.form_html.into_inner()></div>
+                }.into_any_sync(),
                 Err(error) => view! {
                     <h2 id="confirm-h">"That cannot be asked now"</h2>
                     <p id="confirm-what" class="error" role="alert" data-testid="desk-problem">{error.message}</p>
@@ -364,9 +464,12 @@ pub fn ConfirmPage() -> impl IntoView {
                 Suspend::new(async move {
                     match question.await {
                         Ok(question) => view! {
-                            <DeskNav owner=question.owner.clone()/>
-                            <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what">
-                                <QuestionForm question act/>
+                            <div class="fragment" inner_html=question.nav_html.into_inner()></div>
+                            <section class="panel narrow" role="alertdialog" aria-labelledby="confirm-h" aria-describedby="confirm-what"
+                                on:submit=act_on_submit(act)>
+                                <h1 id="confirm-h">{question.heading}</h1>
+                                <ActRefusal act/>
+                                <div class="fragment" inner_html=question.form_html.into_inner()></div>
                             </section>
                         }.into_any_sync(),
                         Err(error) => view! { <DeskRefusal error back/> }.into_any_sync(),

@@ -2,7 +2,7 @@
 //! fetched again when the desk's events say something changed and every 10 s (heartbeats
 //! are its content, and they change without any bug changing).
 
-use super::desk::{CrewView, DeskRefusal};
+use super::desk::DeskRefusal;
 use crate::desk_fns::desk_crew;
 use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
@@ -24,7 +24,7 @@ pub fn CrewPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="hint">"Loading the crew…"</p> }>
             {move || Suspend::new(async move {
                 match crew.await {
-                    Ok(crew) => view! { <CrewView crew/> }.into_any_sync(),
+                    Ok(crew) => view! { <div class="fragment" inner_html=crew.html.into_inner()></div> }.into_any_sync(),
                     Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}

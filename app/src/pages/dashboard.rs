@@ -4,7 +4,7 @@
 //! dashboard again through the same function — no page reload, no HTML swapping — and
 //! quarantine items are marked handled in place.
 
-use super::desk::{DashboardView, DeskRefusal};
+use super::desk::DeskRefusal;
 use crate::desk_fns::{desk_dashboard, QuarantineHandled};
 use crate::dto::DeskQuery;
 use crate::erase::IntoAnySync;
@@ -41,19 +41,46 @@ pub fn DashboardPage() -> impl IntoView {
         move || dashboard.refetch(),
         move || matches!(dashboard.get(), Some(Ok(_))),
     );
+    // The server's HTML: its action buttons ask in the dialog; a quarantine item's "handled"
+    // form (`data-handled`) goes to `handled` in place.
+    let ask = asking.on_submit();
+    let on_submit = move |event: leptos::ev::SubmitEvent| {
+        #[cfg(feature = "hydrate")]
+        if let Some(form) = super::confirm::form_marked(&event, "data-handled") {
+            event.prevent_default();
+            let field = super::confirm::form_fields(&form);
+            handled.dispatch(QuarantineHandled {
+                report: field("report").unwrap_or_default(),
+                csrf: field("csrf").unwrap_or_default(),
+            });
+            return;
+        }
+        ask(event);
+    };
     view! {
         // Outside the suspended part: the server writes the document's head before the data
         // arrives, so a title set inside it would be missing from the HTML.
         <PageTitle text="Bugs · Desk · Reporter-to-Release"/>
         <p id="live-status" class="hint" role="status" aria-live="polite">{status}</p>
         <Transition fallback=|| view! { <p class="hint">"Loading the desk…"</p> }>
-            {move || Suspend::new(async move {
-                match dashboard.await {
-                    Ok(dashboard) => view! { <DashboardView dashboard handled/> }.into_any_sync(),
-                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
-                }
-            })}
+            {move || {
+                let on_submit = on_submit.clone();
+                Suspend::new(async move {
+                    match dashboard.await {
+                        Ok(dashboard) => view! {
+                            <div class="fragment" on:submit=on_submit
+                                inner_html=dashboard.html.into_inner()></div>
+                        }.into_any_sync(),
+                        Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
+                    }
+                })
+            }}
         </Transition>
+        // Its own words for the code, never the message: without JavaScript the refusal comes
+        // back in the address, where anyone could have written it.
+        {move || handled.value().get().and_then(Result::err).map(|error| view! {
+            <p class="error" role="alert" data-testid="quarantine-error">{error.words()}</p>
+        })}
         <super::confirm::QuestionDialog/>
     }
 }

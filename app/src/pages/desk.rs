@@ -3,24 +3,45 @@
 //! renders alone from a [`DeskPage`] context — sign-in, accepting an invitation, a refusal —
 //! which take passwords by plain form posts and load no scripts.
 
-use super::confirm::Ask;
-use crate::dto::{CrewDesk, Dashboard, DeskPage, InvitePage};
 use crate::erase::IntoAnySync;
-use crate::layout::PageTitle;
-use crate::net::{format_time, machine_time, relative_time};
 use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use {
+    super::confirm::Ask,
+    crate::dto::{CrewDesk, Dashboard, DeskPage, InvitePage},
+    crate::layout::PageTitle,
+    crate::net::{format_time, machine_time, relative_time},
+    crate::screen::{CrewScreen, DashboardScreen, ServerHtml},
+};
 
-/// `/desk`, `/desk/bugs/{id}`, `/desk/crew`, `/desk/sign-in`.
+/// The pages the server renders alone from a [`DeskPage`] context: sign-in, accepting an
+/// invitation, a refusal. They load no scripts, so the browser's build carries only the
+/// answer to a client-side navigation here (the desk needs a full page load).
 #[component]
 pub fn Desk() -> impl IntoView {
-    match use_context::<DeskPage>() {
-        Some(DeskPage::SignIn { error, next }) => view! { <SignIn error next/> }.into_any_sync(),
-        Some(DeskPage::Invite(invite)) => view! { <InviteView invite=*invite/> }.into_any_sync(),
-        Some(DeskPage::Problem {
+    #[cfg(feature = "ssr")]
+    if let Some(page) = use_context::<DeskPage>() {
+        return server_page(page);
+    }
+    view! {
+        <section class="panel">
+            <h1>"Desk"</h1>
+            <p><a href="/desk" rel="external">"Open the desk"</a></p>
+        </section>
+    }
+    .into_any_sync()
+}
+
+#[cfg(feature = "ssr")]
+fn server_page(page: DeskPage) -> AnyView {
+    match page {
+        DeskPage::SignIn { error, next } => view! { <SignIn error next/> }.into_any_sync(),
+        DeskPage::Invite(invite) => view! { <InviteView invite=*invite/> }.into_any_sync(),
+        DeskPage::Problem {
             owner,
             message,
             back,
-        }) => view! {
+        } => view! {
             <PageTitle text="Problem · Desk · Reporter-to-Release"/>
             {owner.map(|owner| view! { <DeskNav owner/> })}
             <section class="panel">
@@ -30,17 +51,10 @@ pub fn Desk() -> impl IntoView {
             </section>
         }
         .into_any_sync(),
-        // Reached by client-side navigation: the desk needs a full page load.
-        None => view! {
-            <section class="panel">
-                <h1>"Desk"</h1>
-                <p><a href="/desk" rel="external">"Open the desk"</a></p>
-            </section>
-        }
-        .into_any_sync(),
     }
 }
 
+#[cfg(feature = "ssr")]
 #[component]
 pub(crate) fn DeskNav(owner: String) -> impl IntoView {
     view! {
@@ -59,6 +73,7 @@ pub(crate) fn DeskNav(owner: String) -> impl IntoView {
     }
 }
 
+#[cfg(feature = "ssr")]
 #[component]
 fn SignIn(error: Option<String>, next: String) -> impl IntoView {
     view! {
@@ -84,11 +99,13 @@ fn SignIn(error: Option<String>, next: String) -> impl IntoView {
 }
 
 /// A moment as "3 hours ago", with the exact time on hover and for machines.
+#[cfg(feature = "ssr")]
 #[component]
 fn When(at: i64, now: i64) -> impl IntoView {
     view! { <time datetime=machine_time(at) title=format_time(at)>{relative_time(at, now)}</time> }
 }
 
+#[cfg(feature = "ssr")]
 pub(crate) fn state_words(state: &str) -> String {
     state.replace('_', " ")
 }
@@ -111,12 +128,22 @@ pub(crate) fn DeskRefusal(error: crate::dto::DeskError, back: String) -> impl In
     }
 }
 
-/// The dashboard's content; its quarantine items are marked handled through `handled`.
+/// The dashboard as the server sends it.
+#[cfg(feature = "ssr")]
+pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
+    DashboardScreen {
+        html: ServerHtml::render(view! { <DashboardView dashboard=dashboard.clone()/> }),
+        data: dashboard,
+    }
+}
+
+/// The dashboard's content. A quarantine item's "handled" form posts to
+/// [`quarantine_handled`](crate::desk_fns::quarantine_handled) without JavaScript; the
+/// hydrated page sends it in place (its `data-handled`).
+#[cfg(feature = "ssr")]
 #[component]
-pub(crate) fn DashboardView(
-    dashboard: Dashboard,
-    handled: ServerAction<crate::desk_fns::QuarantineHandled>,
-) -> impl IntoView {
+fn DashboardView(dashboard: Dashboard) -> impl IntoView {
+    use leptos::server_fn::ServerFn;
     let filter = dashboard.filter.clone();
     let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
     let states: Vec<String> = dashboard.counts.iter().map(|(s, _)| s.clone()).collect();
@@ -238,11 +265,6 @@ pub(crate) fn DashboardView(
         <section class="panel">
             <h2>"Quarantine"</h2>
             <p class="hint">"Reports the airlock held back. Their text was never stored: only when, where and why. Mark an item handled once you have looked at it (and written to its reporter, if they left a way back)."</p>
-            // Its own words for the code, never the message: without JavaScript the refusal
-            // comes back in the address, where anyone could have written it.
-            {move || handled.value().get().and_then(Result::err).map(|error| view! {
-                <p class="error" role="alert" data-testid="quarantine-error">{error.words()}</p>
-            })}
             {if dashboard.quarantine.is_empty() {
                 view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any_sync()
             } else {
@@ -253,13 +275,13 @@ pub(crate) fn DashboardView(
                                 <code>{q.id.clone()}</code>" · "{q.component}" · "<When at=q.at now/>" · "{q.families.join(", ")}
                                 " · "{if q.contact { "the reporter left an email address" } else { "no way back to the reporter but their tracking page" }}
                                 <Ask bug=String::new() action="contact" label=format!("Write to the reporter of {}…", q.id) report=q.id.clone()/>
-                                <leptos::form::ActionForm action=handled>
+                                <form method="post" action=crate::desk_fns::QuarantineHandled::url() data-handled="">
                                     <input type="hidden" name="report" value=q.id.clone()/>
                                     <input type="hidden" name="csrf" value=csrf.clone()/>
                                     <button type="submit" class="button secondary" data-testid="quarantine-handled">
                                         {format!("Mark {} handled", q.id)}
                                     </button>
-                                </leptos::form::ActionForm>
+                                </form>
                             </li>
                         }}).collect_view()}
                     </ul>
@@ -269,14 +291,23 @@ pub(crate) fn DashboardView(
     }
 }
 
+/// The crew page as the server sends it.
+#[cfg(feature = "ssr")]
+pub(crate) fn crew_screen(crew: CrewDesk) -> CrewScreen {
+    CrewScreen {
+        html: ServerHtml::render(view! { <CrewView crew=crew.clone()/> }),
+        data: crew,
+    }
+}
+
 /// The crew page's content.
+#[cfg(feature = "ssr")]
 #[component]
-pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
+fn CrewView(crew: CrewDesk) -> impl IntoView {
     let (committed, settled, total) = crew.spend;
     let dollars =
         |micros: u64| format!("${}.{:04}", micros / 1_000_000, (micros % 1_000_000) / 100);
     view! {
-        <PageTitle text="Crew · Desk · Reporter-to-Release"/>
         <DeskNav owner=crew.owner.clone()/>
         <section class="panel">
             <h1>"Crew"</h1>
@@ -330,6 +361,7 @@ pub(crate) fn CrewView(crew: CrewDesk) -> impl IntoView {
     }
 }
 
+#[cfg(feature = "ssr")]
 #[component]
 fn InviteView(invite: InvitePage) -> impl IntoView {
     if invite.created && invite.pending {

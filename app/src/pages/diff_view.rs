@@ -6,7 +6,6 @@
 use crate::diff::{parse, side_by_side, DiffFile, DiffLine, LineKind};
 use crate::erase::IntoAnySync;
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
 
 fn marker(kind: LineKind) -> (&'static str, &'static str, &'static str) {
     // (row class, visible marker, words for a screen reader)
@@ -62,7 +61,7 @@ fn unified(file: &DiffFile) -> impl IntoView {
     }
 }
 
-fn split(file: &DiffFile) -> impl IntoView {
+fn side_by_side_table(file: &DiffFile) -> impl IntoView {
     view! {
         <table class="diff-table split">
             <thead class="visually-hidden">
@@ -89,12 +88,15 @@ fn split(file: &DiffFile) -> impl IntoView {
 }
 
 /// The diff of the fix; `confirmed_test` is the test a reporter confirmed (the fixer may not
-/// change it).
+/// change it); `split` lays it out side by side.
 #[component]
-pub(crate) fn DiffViewer(diff: String, confirmed_test: Option<String>) -> impl IntoView {
+pub(crate) fn DiffViewer(
+    diff: String,
+    confirmed_test: Option<String>,
+    split: bool,
+) -> impl IntoView {
     let files = parse(&diff);
-    let query = use_query_map();
-    let side = Memo::new(move |_| query.with(|q| q.get("diff").as_deref() == Some("split")));
+    let side = split;
     let (added, removed) = files
         .iter()
         .fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
@@ -107,9 +109,9 @@ pub(crate) fn DiffViewer(diff: String, confirmed_test: Option<String>) -> impl I
                     " " <span class="count-del">{format!("−{removed}")}</span></p>
                 <p class="diff-layout">
                     "Layout: "
-                    <a href="?diff=unified#evidence" aria-current=move || (!side.get()).then_some("true")>"Unified"</a>
+                    <a href="?diff=unified#evidence" aria-current=(!side).then_some("true")>"Unified"</a>
                     " · "
-                    <a href="?diff=split#evidence" aria-current=move || side.get().then_some("true")>"Side by side"</a>
+                    <a href="?diff=split#evidence" aria-current=side.then_some("true")>"Side by side"</a>
                 </p>
             </div>
             {files.into_iter().map(|file| {
@@ -129,7 +131,7 @@ pub(crate) fn DiffViewer(diff: String, confirmed_test: Option<String>) -> impl I
                             {if file.binary {
                                 view! { <p class="hint">"A binary file: nothing to show line by line."</p> }.into_any_sync()
                             } else {
-                                view! { {move || if side.get() { split(&body).into_any_sync() } else { unified(&body).into_any_sync() }} }.into_any_sync()
+                                if side { side_by_side_table(&body).into_any_sync() } else { unified(&body).into_any_sync() }
                             }}
                         </div>
                     </details>

@@ -7,6 +7,7 @@ mod crew;
 mod dashboard;
 mod demo;
 mod desk;
+#[cfg(feature = "ssr")]
 mod diff_view;
 mod home;
 mod live;
@@ -28,6 +29,13 @@ pub use not_found::NotFound;
 pub use owners::OwnersPage;
 pub use report::Report;
 pub use track::Track;
+#[cfg(feature = "ssr")]
+pub(crate) use {
+    bug_view::bug_screen,
+    confirm::question_screen,
+    desk::{crew_screen, dashboard_screen},
+    owners::owners_screen,
+};
 
 use crate::erase::IntoAnySync;
 use leptos::prelude::*;
@@ -40,32 +48,35 @@ pub(crate) fn hydrated_signal() -> ReadSignal<bool> {
     hydrated
 }
 
-/// Every desk page, one lazy chunk (split further, each desk page's chunks shared with the
-/// visitors' pages multiplied and the tracking page opened with more bytes in all): the
-/// dashboard, the bug view, the questions before an action, the crew and owners pages are
-/// hydrated on their server functions; sign-in, accepting an invitation and a refusal are
-/// rendered by the server alone (their data comes in the request's context).
+/// `/desk`: the dashboard, hydrated on its server function. The server also renders a refusal
+/// there from a [`DeskPage`](crate::dto::DeskPage) context, script-free, so the browser never
+/// needs that view.
+#[component]
+pub fn DashboardPages() -> impl IntoView {
+    match server_desk_page() {
+        Some(page) => page,
+        None => view! { <DashboardPage/> }.into_any_sync(),
+    }
+}
+
+/// The owners' desk pages other than the dashboard and the bug view (each its own lazy chunk,
+/// so the desk opens with the code of one page): the questions before an action, the crew and
+/// owners pages are hydrated on their server functions; sign-in and accepting an invitation
+/// are rendered by the server alone, script-free (their data comes in the request's context).
 #[component]
 pub fn DeskPages() -> impl IntoView {
-    // A page the server rendered with its data in context (a refusal) is that page, whatever
-    // its address; otherwise the address says which page it is.
-    let server_page = use_context::<crate::dto::DeskPage>().is_some();
+    if let Some(page) = server_desk_page() {
+        return page;
+    }
     let path = leptos_router::hooks::use_location()
         .pathname
         .get_untracked();
     let path = path.trim_end_matches('/');
-    let bug_view = path.starts_with("/desk/bugs/") && path.matches('/').count() == 3;
     let question = ((path.starts_with("/desk/bugs/") || path.starts_with("/desk/reports/"))
         && path.ends_with("/confirm")
         && path.matches('/').count() == 4)
         || path == "/desk/owners/confirm";
-    if server_page {
-        view! { <Desk/> }.into_any_sync()
-    } else if path == "/desk" {
-        view! { <DashboardPage/> }.into_any_sync()
-    } else if bug_view {
-        view! { <BugPage/> }.into_any_sync()
-    } else if question {
+    if question {
         view! { <ConfirmPage/> }.into_any_sync()
     } else if path == "/desk/crew" {
         view! { <CrewPage/> }.into_any_sync()
@@ -74,4 +85,15 @@ pub fn DeskPages() -> impl IntoView {
     } else {
         view! { <Desk/> }.into_any_sync()
     }
+}
+
+/// A desk page the server rendered from a [`DeskPage`](crate::dto::DeskPage) in its context
+/// (sign-in, an invitation, a refusal), whatever its address. Those answers load no scripts,
+/// so the WebAssembly bundle carries none of their views.
+fn server_desk_page() -> Option<AnyView> {
+    #[cfg(feature = "ssr")]
+    if use_context::<crate::dto::DeskPage>().is_some() {
+        return Some(view! { <Desk/> }.into_any_sync());
+    }
+    None
 }

@@ -4,14 +4,20 @@
 //! dialog with it), and are done by `desk_act`. A new invitation's link is shown once: the
 //! desk keeps only its fingerprint.
 
-use super::confirm::{Ask, Asking, QuestionDialog};
-use super::desk::{DeskNav, DeskRefusal};
+use super::confirm::{Asking, QuestionDialog};
+use super::desk::DeskRefusal;
 use crate::desk_fns::desk_owners;
-use crate::dto::OwnersDesk;
 use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
-use crate::net::format_time;
 use leptos::prelude::*;
+#[cfg(feature = "ssr")]
+use {
+    super::confirm::Ask,
+    super::desk::DeskNav,
+    crate::dto::OwnersDesk,
+    crate::net::format_time,
+    crate::screen::{OwnersScreen, ServerHtml},
+};
 
 /// `/desk/owners`.
 #[component]
@@ -24,7 +30,10 @@ pub fn OwnersPage() -> impl IntoView {
         <Transition fallback=|| view! { <p class="hint">"Loading the owners…"</p> }>
             {move || Suspend::new(async move {
                 match owners.await {
-                    Ok(owners) => view! { <OwnersView owners/> }.into_any_sync(),
+                    Ok(owners) => view! {
+                        <div class="fragment" on:submit=asking.on_submit()
+                            inner_html=owners.html.into_inner()></div>
+                    }.into_any_sync(),
                     Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}
@@ -33,6 +42,16 @@ pub fn OwnersPage() -> impl IntoView {
     }
 }
 
+/// The owners page as the server sends it.
+#[cfg(feature = "ssr")]
+pub(crate) fn owners_screen(owners: OwnersDesk) -> OwnersScreen {
+    OwnersScreen {
+        html: ServerHtml::render(view! { <OwnersView owners=owners.clone()/> }),
+        data: owners,
+    }
+}
+
+#[cfg(feature = "ssr")]
 #[component]
 fn OwnersView(owners: OwnersDesk) -> impl IntoView {
     view! {

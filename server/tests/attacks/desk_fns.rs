@@ -386,6 +386,40 @@ async fn the_bug_view_comes_from_its_function_for_owners_only() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["bug"]["id"], bug.as_str());
     assert_eq!(body["bug"]["title"], "Coupon total <b>below</b> zero");
+    // The page's read-only parts come drawn by the server, which escaped every text: the
+    // browser inserts them as they are. The actions' forms carry what the hydrated page needs
+    // to ask in its dialog.
+    assert_eq!(
+        body["page_title"],
+        "Coupon total <b>below</b> zero · Desk · Reporter-to-Release"
+    );
+    let head = body["head_html"].as_str().unwrap();
+    assert!(
+        head.contains("Coupon total &lt;b&gt;below&lt;/b&gt; zero") && !head.contains("<b>"),
+        "{head}"
+    );
+    let sections: Vec<&str> = body["sections_html"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sections.len(),
+        5,
+        "reports, evidence, review, release, ledger"
+    );
+    assert!(
+        sections[0].contains("&lt;b&gt;below") && !sections[0].contains("<b>"),
+        "{}",
+        sections[0]
+    );
+    assert!(
+        sections[0].contains(&format!("data-ask=\"contact\" data-bug=\"{bug}\"")),
+        "{}",
+        sections[0]
+    );
+    assert!(sections[4].contains("id=\"ledger-h\""), "{}", sections[4]);
     for role in [
         Role::Manager,
         Role::Reproducer,
