@@ -4,6 +4,8 @@
 #   document per workspace written by compare-and-swap), on SQLite and on PostgreSQL;
 #   intake: reports/s over HTTP against raw single-row inserts, on SQLite and PostgreSQL,
 #   with 20 and with 15,000 open bugs filed first;
+#   desk: GET /desk latency and size with 1,000 and 15,000 bugs, and the server's CPU while
+#   twenty live pages are open and nothing changes;
 #   airlock: MB/s against a bare RegexSet pass over the shared corpus.
 # Arguments are passed to the ledger benchmark.
 # Starts PostgreSQL like the test command and uses a fresh scratch database for each run.
@@ -45,6 +47,16 @@ for open in 20 15000; do
   log "intake benchmark on PostgreSQL, $open open bugs before"
   RUST_LOG=warn "$r2r" --env-file /dev/null bench intake --open-bugs "$open" \
     --database-url "$intake_db" --raw-database-url "$raw_db"
+done
+
+# The desk with 1,000 and 15,000 bugs: the dashboard's latency and size, and what open live
+# pages cost while nothing changes.
+for bugs in 1000 15000; do
+  log "desk benchmark on SQLite (temporary file), $bugs bugs"
+  RUST_LOG=warn "$r2r" --env-file /dev/null bench desk --bugs "$bugs"
+  scratch_db "desk_$bugs"
+  log "desk benchmark on PostgreSQL, $bugs bugs"
+  RUST_LOG=warn "$r2r" --env-file /dev/null bench desk --bugs "$bugs" --database-url "$scratch_url"
 done
 
 log "airlock benchmark"

@@ -214,6 +214,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
             config.github.clone(),
             config.policy.clone(),
         )),
+        tokio::spawn(crate::workers::changes::run(
+            store.clone(),
+            state_for_workers.changes.clone(),
+        )),
     ];
     workers.extend(start_concierge(config, bound));
     if let Some(deploy) = &config.deploy {

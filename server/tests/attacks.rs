@@ -11,6 +11,8 @@ mod common;
 mod desk_fns;
 #[path = "attacks/identity.rs"]
 mod identity;
+#[path = "attacks/live.rs"]
+mod live;
 #[path = "attacks/owners_page.rs"]
 mod owners_page;
 #[path = "attacks/reporter_fns.rs"]

@@ -158,6 +158,7 @@ fn every_subcommand_has_help() {
         &["demo", "reproduce", "--help"],
         &["ledger", "verify", "--help"],
         &["bench", "ledger", "--help"],
+        &["bench", "desk", "--help"],
         &["airlock", "scan", "--help"],
         &["airlock", "eval", "--help"],
         &["cluster", "eval", "--help"],

@@ -6,6 +6,7 @@
 mod macros;
 pub mod auth;
 mod bench;
+mod changes;
 pub mod crew;
 pub mod evidence;
 mod file_mode;
@@ -21,9 +22,10 @@ mod url;
 pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 15;
 
 pub use auth::OwnerAccount;
+pub use changes::ChangeListener;
 pub use crew::CrewTask;
 pub use evidence::EvidenceRecord;
 pub use ledger::{Applied, ApplyError, Commit, LedgerSummary, StoredBug};

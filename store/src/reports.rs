@@ -738,6 +738,17 @@ impl Store {
         })
     }
 
+    /// How many reports the airlock quarantined, and how many of them an owner marked handled
+    /// (two index counts: what the desk's change fingerprint reads of the queue).
+    pub async fn quarantine_counts(&self) -> Result<(i64, i64), StoreError> {
+        let sql = "SELECT (SELECT COUNT(*) FROM reports WHERE status = 'quarantined'), \
+                   (SELECT COUNT(*) FROM quarantine_handled)";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_one(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).fetch_one(pool).await?,
+        })
+    }
+
     /// Quarantined reports not yet handled, newest first: metadata only, there is no text to
     /// show.
     pub async fn quarantine_queue(&self, limit: u32) -> Result<Vec<StoredReport>, StoreError> {

@@ -285,6 +285,25 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=100_000))]
         open_bugs: u32,
     },
+    /// The owners' desk as the backlog grows: `GET /desk` latency and size with this many
+    /// bugs, and the server's CPU while live pages are open and nothing changes.
+    Desk {
+        /// Bugs to file first (untimed).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        bugs: u32,
+        /// Dashboard loads to time.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u16).range(1..=10_000))]
+        loads: u16,
+        /// Live pages to hold open while nothing changes.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u16).range(1..=1000))]
+        streams: u16,
+        /// Seconds each idle window lasts.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..=600))]
+        window: u16,
+        /// A scratch database holding no bugs (default: a temporary SQLite file).
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+    },
     /// Airlock MB/s against a bare RegexSet pass over the same shared corpus.
     Airlock {
         #[command(flatten)]
@@ -364,6 +383,26 @@ pub async fn command(env_file: &Path, command: BenchCommand) -> anyhow::Result<E
                 reports as usize,
                 usize::from(clients),
                 open_bugs as usize,
+            )
+            .await?;
+            print!("{figures}");
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Desk {
+            bugs,
+            loads,
+            streams,
+            window,
+            database_url,
+        } => {
+            let scratch = tempfile::tempdir()?;
+            let url = scratch_url(database_url, &scratch, "desk.db", "--database-url")?;
+            let figures = crate::cli::bench_desk::desk(
+                &url,
+                bugs as usize,
+                usize::from(loads),
+                usize::from(streams),
+                std::time::Duration::from_secs(u64::from(window)),
             )
             .await?;
             print!("{figures}");

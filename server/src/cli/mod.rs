@@ -3,6 +3,7 @@
 pub mod airlock;
 pub mod airlock_data;
 pub mod bench;
+pub mod bench_desk;
 pub mod bench_reporter;
 pub mod cluster;
 pub mod concierge;

@@ -13,11 +13,12 @@ pub struct LiveQuery {
 }
 
 /// What a page shows changes when this changes: a bug's version and what the crew is doing
-/// about it, or, for the dashboard, every bug's version and the quarantine queue.
+/// about it, or, for the dashboard, everything the desk's pages show.
 async fn fingerprint(state: &AppState, bug: Option<&str>) -> Option<String> {
-    let doing = state.store.heartbeats().await.ok()?;
+    tracing::debug!(bug = ?bug, "a live stream looks at its page");
     match bug {
         Some(id) => {
+            let doing = state.store.heartbeats().await.ok()?;
             let stored = state.store.load_bug(id).await.ok()??;
             let busy: Vec<String> = doing
                 .iter()
@@ -26,20 +27,14 @@ async fn fingerprint(state: &AppState, bug: Option<&str>) -> Option<String> {
                 .collect();
             Some(format!("{}|{}", stored.bug.version, busy.join(",")))
         }
-        None => {
-            // One indexed aggregate, not every bug: an idle stream stays cheap at any size.
-            let (bugs, versions) = state.store.change_count().await.ok()?;
-            // The queue's size and its newest entry (the size alone stops at the page's 50).
-            let queue = state.store.quarantine_queue(50).await.ok()?;
-            let newest = queue.first().map(|r| r.id.as_str()).unwrap_or_default();
-            Some(format!("{bugs}|{versions}|{}|{newest}", queue.len()))
-        }
+        None => crate::workers::changes::fingerprint(&state.store).await,
     }
 }
 
 /// `GET /desk/live[?bug=ID]`: server-sent events. A `changed` event whenever what the page
-/// shows changed (checked every second); the hydrated page then fetches its data again
-/// through its server function. Owners only.
+/// shows changed; the hydrated page then fetches its data again through its server function.
+/// The stream looks at its page only when the server's change counter moves
+/// ([`crate::workers::changes`]): idle, it costs nothing. Owners only.
 pub async fn live(
     State(state): State<AppState>,
     credential: Credential,
@@ -49,23 +44,32 @@ pub async fn live(
     if owner(&credential).is_none() {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    let deadline = std::time::Instant::now() + LIVE_FOR;
+    let deadline = tokio::time::Instant::now() + LIVE_FOR;
+    // Subscribed before the first look: a change made meanwhile still wakes the stream.
+    let woken = state.changes.subscribe();
     let first = fingerprint(&state, query.bug.as_deref()).await;
     let stream = futures_util::stream::unfold(
-        (state, query.bug, first),
-        move |(state, bug, mut last)| async move {
+        (state, query.bug, first, woken),
+        move |(state, bug, mut last, mut woken)| async move {
             loop {
-                if std::time::Instant::now() >= deadline {
-                    return None;
+                tokio::select! {
+                    moved = woken.changed() => {
+                        if moved.is_err() {
+                            return None;
+                        }
+                    }
+                    () = tokio::time::sleep_until(deadline) => return None,
                 }
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 let now = fingerprint(&state, bug.as_deref()).await;
                 if now.is_some() && now != last {
                     last = now.clone();
                     let event = Event::default()
                         .event("changed")
                         .data(now.unwrap_or_default());
-                    return Some((Ok::<_, std::convert::Infallible>(event), (state, bug, last)));
+                    return Some((
+                        Ok::<_, std::convert::Infallible>(event),
+                        (state, bug, last, woken),
+                    ));
                 }
             }
         },

@@ -43,6 +43,8 @@ pub struct AppState {
     pub releases: Arc<Releases>,
     /// Held while two bugs are merged (`mark_duplicate`): one merge at a time in this process.
     pub merges: Arc<tokio::sync::Mutex<()>>,
+    /// Moves when something a desk page shows changed (`/desk/live` waits on it).
+    pub changes: crate::workers::changes::Changes,
 }
 
 /// When health last probed a write, and whether the database took it.
@@ -78,6 +80,7 @@ impl AppState {
                 ..Releases::default()
             }),
             merges: Arc::default(),
+            changes: crate::workers::changes::Changes::default(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! What runs beside the HTTP server, started by [`crate::start`]: the re-asker (questions
-//! whose answer window passed), the GitHub event worker, and the concierge (deliveries to
-//! reporters and owners, over the desk's own API with its own token).
+//! whose answer window passed), the GitHub event worker, the concierge (deliveries to
+//! reporters and owners, over the desk's own API with its own token), and the change counter
+//! that wakes the desk's live pages.
 
+pub mod changes;
 pub mod concierge;
 pub mod deployer;
 pub mod github;
