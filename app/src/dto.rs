@@ -695,7 +695,8 @@ pub fn question_words(action: &str) -> (&'static str, String, bool) {
         "retry" => "Give this bug back to the crew?",
         "take_over" => "Take this bug over from the crew?",
         "duplicate" => "Mark this bug as a duplicate?",
-        _ => "Reopen this bug?",
+        "reopen" => "Reopen this bug?",
+        _ => "Which action?",
     };
     let yes = match action {
         "contact" => "Yes, send the message".to_owned(),

@@ -43,8 +43,14 @@ pub struct DashboardScreen {
     #[cfg(feature = "ssr")]
     #[serde(flatten)]
     pub data: Dashboard,
-    /// The whole page: counts, filters, the bugs, the quarantine queue.
-    pub html: ServerHtml,
+    /// The navigation and the bugs by state.
+    pub counts_html: ServerHtml,
+    /// The search form (drawn apart: a redraw must not clear what a person types in it).
+    pub filters_html: ServerHtml,
+    /// How many bugs match, the list and its pages.
+    pub list_html: ServerHtml,
+    /// The quarantine queue.
+    pub quarantine_html: ServerHtml,
 }
 
 /// `/desk/bugs/{id}`: the bug view.

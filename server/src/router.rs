@@ -370,6 +370,17 @@ async fn server_fn_statuses(
                 .to_owned(),
         );
     }
+    // Only this desk's own pages call its functions. Another site's page cannot make an
+    // owner's browser run one (the session cookie is SameSite=Strict, and every mutation needs
+    // the session's CSRF token besides) nor a visitor's file a report in their name: the
+    // browser's own word (`Sec-Fetch-Site`, else `Origin`) refuses it before anything runs.
+    if crate::auth::cross_site(request.headers()) {
+        return side.refuse(
+            axum::http::StatusCode::FORBIDDEN,
+            "cross_site",
+            "Another site's page cannot call this desk's functions. Nothing was done.".to_owned(),
+        );
+    }
     let (parts, body) = request.into_parts();
     let request = match crate::web::read_body(&parts, body, side.body_limit()).await {
         Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),

@@ -8,6 +8,7 @@ use super::bug_view::{BugView, Tabs};
 use super::desk::DeskRefusal;
 use crate::desk_fns::desk_bug;
 use crate::erase::IntoAnySync;
+use crate::layout::PageTitle;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
@@ -41,7 +42,10 @@ pub fn BugPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match bug.await {
                     Ok(bug) => view! { <BugView bug/> }.into_any_sync(),
-                    Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
+                    Err(error) => view! {
+                        <PageTitle text="That did not work · Desk · Reporter-to-Release"/>
+                        <DeskRefusal error back="/desk".to_owned()/>
+                    }.into_any_sync(),
                 }
             })}
         </Transition>

@@ -192,6 +192,11 @@ fn act_on_submit(act: ServerAction<DeskAct>) -> impl Fn(leptos::ev::SubmitEvent)
         #[cfg(feature = "hydrate")]
         if let Some(form) = form_marked(&event, "data-act") {
             event.prevent_default();
+            // One answer at a time: a double click must not send the message (or make the
+            // invitation) twice.
+            if act.pending().get_untracked() {
+                return;
+            }
             let field = form_fields(&form);
             act.dispatch(DeskAct {
                 csrf: field("csrf").unwrap_or_default(),

@@ -48,6 +48,9 @@ pub fn DashboardPage() -> impl IntoView {
         #[cfg(feature = "hydrate")]
         if let Some(form) = super::confirm::form_marked(&event, "data-handled") {
             event.prevent_default();
+            if handled.pending().get_untracked() {
+                return;
+            }
             let field = super::confirm::form_fields(&form);
             handled.dispatch(QuarantineHandled {
                 report: field("report").unwrap_or_default(),
@@ -68,8 +71,14 @@ pub fn DashboardPage() -> impl IntoView {
                 Suspend::new(async move {
                     match dashboard.await {
                         Ok(dashboard) => view! {
-                            <div class="fragment" on:submit=on_submit
-                                inner_html=dashboard.html.into_inner()></div>
+                            <div class="fragment" on:submit=on_submit>
+                                <div class="fragment" inner_html=dashboard.counts_html.into_inner()></div>
+                                <section class="panel">
+                                    <div class="fragment" inner_html=dashboard.filters_html.into_inner()></div>
+                                    <div class="fragment" inner_html=dashboard.list_html.into_inner()></div>
+                                </section>
+                                <div class="fragment" inner_html=dashboard.quarantine_html.into_inner()></div>
+                            </div>
                         }.into_any_sync(),
                         Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                     }

@@ -128,21 +128,10 @@ pub(crate) fn DeskRefusal(error: crate::dto::DeskError, back: String) -> impl In
     }
 }
 
-/// The dashboard as the server sends it.
+/// The dashboard as the server sends it: its parts drawn apart, so a live redraw replaces the
+/// list without touching the search form a person may be typing in.
 #[cfg(feature = "ssr")]
 pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
-    DashboardScreen {
-        html: ServerHtml::render(view! { <DashboardView dashboard=dashboard.clone()/> }),
-        data: dashboard,
-    }
-}
-
-/// The dashboard's content. A quarantine item's "handled" form posts to
-/// [`quarantine_handled`](crate::desk_fns::quarantine_handled) without JavaScript; the
-/// hydrated page sends it in place (its `data-handled`).
-#[cfg(feature = "ssr")]
-#[component]
-fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     use leptos::server_fn::ServerFn;
     let filter = dashboard.filter.clone();
     let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
@@ -151,7 +140,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
     let paging = dashboard.paging.clone();
     let csrf = dashboard.csrf.clone();
     let now = dashboard.now;
-    view! {
+    let counts_html = ServerHtml::render(view! {
         <DeskNav owner=dashboard.owner.clone()/>
         <section class="panel">
             <h1>"Bugs"</h1>
@@ -169,8 +158,10 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                 }).collect_view()}
             </ul>
         </section>
-        <section class="panel">
-            <h2 id="filters">"Find bugs"</h2>
+    });
+    let components = dashboard.components.clone();
+    let filters_html = ServerHtml::render(view! {
+        <h2 id="filters">"Find bugs"</h2>
             <form method="get" action="/desk" class="filters" aria-labelledby="filters">
                 <div class="field">
                     <label for="f-q">"Search"</label>
@@ -189,7 +180,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                     <label for="f-component">"Component"</label>
                     <select id="f-component" name="component">
                         <option value="">"Any"</option>
-                        {dashboard.components.iter().map(|c| view! {
+                        {components.iter().map(|c| view! {
                             <option value=c.clone() selected=selected(&filter.component, c)>{c.clone()}</option>
                         }).collect_view()}
                     </select>
@@ -217,21 +208,25 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                 </div>
                 <button type="submit" class="button">"Show"</button>
             </form>
-            <p class="hint" role="status" data-testid="shown-count">{
+    });
+    let bugs = dashboard.bugs.clone();
+    let total = dashboard.total;
+    let list_html = ServerHtml::render(view! {
+        <p class="hint" role="status" data-testid="shown-count">{
                 if shown == 0 {
-                    format!("0 of {} bugs", dashboard.total)
+                    format!("0 of {} bugs", total)
                 } else if paging.pages > 1 {
                     format!(
                         "{}–{} of {} matching ({} bugs in all) · page {} of {}",
                         paging.first,
                         paging.first + shown - 1,
                         paging.matching,
-                        dashboard.total,
+                        total,
                         paging.page,
                         paging.pages
                     )
                 } else {
-                    format!("{} of {} bugs", paging.matching.max(shown), dashboard.total)
+                    format!("{} of {} bugs", paging.matching.max(shown), total)
                 }
             }</p>
             <div class="table-wrap" tabindex="0" role="region" aria-label="Bugs">
@@ -241,7 +236,7 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                         <tr><th scope="col">"Bug"</th><th scope="col">"State"</th><th scope="col">"Waiting for"</th><th scope="col">"Component"</th><th scope="col">"Reports"</th><th scope="col">"Opened"</th></tr>
                     </thead>
                     <tbody>
-                        {dashboard.bugs.into_iter().map(|bug| view! {
+                        {bugs.into_iter().map(|bug| view! {
                             <tr data-bug=bug.id.clone()>
                                 <td><a href=format!("/desk/bugs/{}", bug.id) rel="external">{bug.title.clone()}</a><br/><code>{bug.id.clone()}</code></td>
                                 <td data-label="State"><span class=format!("state state-{}", bug.state)>{state_words(&bug.state)}</span>{bug.tier.map(|t| format!(" · tier {t}"))}</td>
@@ -261,16 +256,18 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                     {paging.next.clone().map(|href| view! { <a href=href rel="external next">"Next page →"</a> })}
                 </nav>
             })}
-        </section>
+    });
+    let quarantine = dashboard.quarantine.clone();
+    let quarantine_html = ServerHtml::render(view! {
         <section class="panel">
             <h2>"Quarantine"</h2>
             <p class="hint">"Reports the airlock held back. Their text was never stored: only when, where and why. Mark an item handled once you have looked at it (and written to its reporter, if they left a way back)."</p>
-            {if dashboard.quarantine.is_empty() {
+            {if quarantine.is_empty() {
                 view! { <p data-testid="quarantine-empty">"Nothing in quarantine."</p> }.into_any_sync()
             } else {
                 view! {
                     <ul class="plain" data-testid="quarantine">
-                        {dashboard.quarantine.into_iter().map(|q| { let csrf = csrf.clone(); view! {
+                        {quarantine.into_iter().map(|q| { let csrf = csrf.clone(); view! {
                             <li>
                                 <code>{q.id.clone()}</code>" · "{q.component}" · "<When at=q.at now/>" · "{q.families.join(", ")}
                                 " · "{if q.contact { "the reporter left an email address" } else { "no way back to the reporter but their tracking page" }}
@@ -288,6 +285,13 @@ fn DashboardView(dashboard: Dashboard) -> impl IntoView {
                 }.into_any_sync()
             }}
         </section>
+    });
+    DashboardScreen {
+        counts_html,
+        filters_html,
+        list_html,
+        quarantine_html,
+        data: dashboard,
     }
 }
 

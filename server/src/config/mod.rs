@@ -546,14 +546,22 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// A deliberately loose check: one `@`, something on each side, no spaces.
+/// A deliberately loose check: one `@`, something on each side, no spaces, no control or
+/// invisible characters (a zero-width space would make a second `owner@example.org` that
+/// reads exactly like the first) and none of `<>"` (an apostrophe stays: o'brien@… is an
+/// address).
 pub fn looks_like_email(text: &str) -> bool {
     match text.split_once('@') {
         Some((local, domain)) => {
             !local.is_empty()
                 && !domain.is_empty()
                 && !domain.contains('@')
-                && !text.chars().any(char::is_whitespace)
+                && !text.chars().any(|c| {
+                    c.is_whitespace()
+                        || c.is_control()
+                        || domain::airlock::unicode::is_default_ignorable(c)
+                        || matches!(c, '<' | '>' | '"')
+                })
         }
         None => false,
     }
@@ -587,6 +595,28 @@ fn whole_in(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_email_that_reads_like_another_or_carries_markup_is_not_an_email() {
+        assert!(looks_like_email("owner@example.org"));
+        assert!(looks_like_email("o.wner+desk@xn--bcher-kva.example"));
+        assert!(looks_like_email("o'brien@example.org"));
+        for bad in [
+            "owner@localhost\u{200B}",
+            "\u{FEFF}owner@example.org",
+            "ow\u{00AD}ner@example.org",
+            "owner@exam\u{202E}gro.elp",
+            "a<b>c@evil.example",
+            "\"owner\"@example.org",
+            "owner@exa mple.org",
+            "owner@example.org\n",
+            "owner@@example.org",
+            "@example.org",
+            "owner@",
+        ] {
+            assert!(!looks_like_email(bad), "{bad:?}");
+        }
+    }
 
     #[test]
     fn the_sandbox_backend_is_parsed_once_into_its_type() {

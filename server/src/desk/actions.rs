@@ -57,13 +57,14 @@ fn unknown_action() -> Refused {
 }
 
 /// An owner's free text as the desk keeps it: lines and tabs stay; other control characters
-/// (NUL, escape sequences) and the bidirectional overrides that can make a ledger line read
-/// backwards are dropped.
+/// (NUL, escape sequences) and every character that renders as nothing (zero-width spaces,
+/// the bidirectional overrides that can make a ledger line read backwards, …) are dropped, so
+/// a message of nothing visible is empty.
 fn plain_text(text: &str) -> String {
     text.chars()
         .filter(|c| {
             (!c.is_control() || matches!(c, '\n' | '\t'))
-                && !matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+                && !domain::airlock::unicode::is_default_ignorable(*c)
         })
         .collect()
 }
@@ -151,6 +152,24 @@ pub(super) async fn question(
             "no_fix",
             "This bug has no fix to approve or merge yet.",
         ));
+    }
+    // Only what the bug view would offer now (a question page reached again with Back, after
+    // the bug moved on, says so in words rather than the engine's).
+    if let Some(current) = loaded.as_ref().filter(|_| action != "contact") {
+        let me = crate::auth::owner_actor(account).human();
+        if !super::bug::owner_actions(state, current, me.as_ref())
+            .iter()
+            .any(|a| a == action)
+        {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "not_now",
+                format!(
+                    "That cannot be done on this bug now: it is {}. Open the bug to see what you can do.",
+                    current.state.as_str().replace('_', " ")
+                ),
+            ));
+        }
     }
     let (head_text, number) = (
         head.clone().unwrap_or_default(),

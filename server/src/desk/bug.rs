@@ -258,34 +258,7 @@ pub(crate) async fn bug_data(
     } else {
         Vec::new()
     };
-    let mut actions = Vec::new();
-    if bug.state == BugState::InReview
-        || (bug.state == BugState::Approved
-            && !bug
-                .approvals
-                .iter()
-                .any(|a| Some(&a.approver) == me.as_ref()))
-    {
-        actions.push("approve".to_owned());
-    }
-    if bug.state == BugState::Approved && state.local_forge.is_some() {
-        actions.push("merge".to_owned());
-    }
-    if bug.state == BugState::NeedsHuman {
-        actions.push("retry".to_owned());
-    }
-    if bug.crew_holds() {
-        actions.push("take_over".to_owned());
-    }
-    if !matches!(
-        bug.state,
-        BugState::New | BugState::Reopened | BugState::Duplicate
-    ) {
-        actions.push("reopen".to_owned());
-    }
-    if !matches!(bug.state, BugState::Verified | BugState::Duplicate) {
-        actions.push("duplicate".to_owned());
-    }
+    let actions = owner_actions(state, &bug, me.as_ref());
     let row = BugRow {
         id: bug.id.clone(),
         title: reports
@@ -384,4 +357,39 @@ pub async fn bug(
         return to_sign_in(&format!("/desk/bugs/{id}"));
     }
     crate::web::render_hydrated(&state, request, super::fns::desk_server(&state)).await
+}
+
+/// What an owner (`me`) can do on `bug` now: the bug view's buttons, and the only actions its
+/// questions are asked for.
+pub(super) fn owner_actions(
+    state: &AppState,
+    bug: &domain::workflow::Bug,
+    me: Option<&domain::workflow::Human>,
+) -> Vec<String> {
+    let mut actions = Vec::new();
+    if bug.state == BugState::InReview
+        || (bug.state == BugState::Approved
+            && !bug.approvals.iter().any(|a| Some(&a.approver) == me))
+    {
+        actions.push("approve".to_owned());
+    }
+    if bug.state == BugState::Approved && state.local_forge.is_some() {
+        actions.push("merge".to_owned());
+    }
+    if bug.state == BugState::NeedsHuman {
+        actions.push("retry".to_owned());
+    }
+    if bug.crew_holds() {
+        actions.push("take_over".to_owned());
+    }
+    if !matches!(
+        bug.state,
+        BugState::New | BugState::Reopened | BugState::Duplicate
+    ) {
+        actions.push("reopen".to_owned());
+    }
+    if !matches!(bug.state, BugState::Verified | BugState::Duplicate) {
+        actions.push("duplicate".to_owned());
+    }
+    actions
 }

@@ -651,6 +651,24 @@ async fn the_questions_and_the_actions_are_an_owners_with_the_csrf_token_and_the
         (409, Some("no_fix")),
         "{body}"
     );
+    // Nor is an action the bug view does not offer now (the crew holds this bug: there is
+    // nothing to try again), in the desk's words rather than the engine's.
+    let (got, body) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/question",
+        &[("bug", &bug), ("action", "retry")],
+    )
+    .await;
+    assert_eq!(
+        (got, body["code"].as_str()),
+        (409, Some("not_now")),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("Open the bug"),
+        "{body}"
+    );
     // A head made up by the caller is the engine's to refuse.
     let (got, body) = call_as(
         &target,
@@ -1263,4 +1281,103 @@ async fn a_desk_function_reads_no_more_than_a_form_and_free_text_loses_control_c
         .unwrap();
     let kept = tracking["messages"][0]["body"].as_str().unwrap();
     assert_eq!(kept, "Thanks[2J for reporting\nBye", "{tracking}");
+    // A message of nothing visible (zero-width spaces, a word joiner) is no message.
+    let (got, body) = call_as(
+        &target,
+        &owner,
+        "/desk/fn/act",
+        &[
+            ("csrf", &owner.csrf),
+            ("action", "contact"),
+            ("bug", &bug),
+            ("report", filed["report_id"].as_str().unwrap()),
+            ("text", "\u{200B}\u{200B}\u{2060} \u{FEFF}"),
+        ],
+    )
+    .await;
+    assert_ne!(got, 200, "an invisible message was sent: {body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sites_page_cannot_call_a_desk_or_reporter_function() {
+    let target = Target::start(&[]);
+    let owner = target.owner().await;
+    let filed = target.file("Coupon total below zero", "−₹100").await;
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let report_fields = [
+        ("component", "shoplite"),
+        ("title", "A stranger's page files this"),
+        ("what_happened", "It was filed from another site."),
+        ("expected", "nothing"),
+        ("steps", ""),
+    ];
+    let total = || async {
+        call_as(&target, &owner, "/desk/fn/dashboard", &[]).await.1["total"]
+            .as_u64()
+            .unwrap()
+    };
+    let before = total().await;
+    // (path, arguments, whether it is an owner's call)
+    type Call<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool);
+    let calls: [Call; 3] = [
+        (
+            "/desk/fn/act",
+            vec![
+                ("csrf", owner.csrf.as_str()),
+                ("action", "contact"),
+                ("bug", bug.as_str()),
+                ("report", filed["report_id"].as_str().unwrap()),
+                ("text", "Sent from another site"),
+            ],
+            true,
+        ),
+        ("/desk/fn/owners", vec![], true),
+        ("/report/fn/file", report_fields.to_vec(), false),
+    ];
+    for (path, form, owners) in &calls {
+        for (name, value) in [
+            ("sec-fetch-site", "cross-site"),
+            ("sec-fetch-site", "same-site"),
+            ("origin", "http://evil.example"),
+        ] {
+            let mut request = target
+                .client
+                .post(target.url(path))
+                .header("accept", "application/json")
+                .header(name, value)
+                .form(form);
+            if *owners {
+                request = request.header("cookie", &owner.cookie);
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            let code = body.get("code").or_else(|| body.get("error"));
+            assert_eq!(
+                (status, code.and_then(Value::as_str)),
+                (403, Some("cross_site")),
+                "{path} with {name}: {value}: {body}"
+            );
+        }
+    }
+    assert_eq!(total().await, before, "a cross-site call filed a report");
+    // Nothing went to the reporter either.
+    let (_, view) = call_as(&target, &owner, "/desk/fn/bug", &[("id", &bug)]).await;
+    assert!(
+        !view.to_string().contains("Sent from another site"),
+        "{view}"
+    );
+    // The desk's own pages, which say so, are served.
+    let (path, form, _) = &calls[0];
+    let response = target
+        .client
+        .post(target.url(path))
+        .header("accept", "application/json")
+        .header("sec-fetch-site", "same-origin")
+        .header("cookie", &owner.cookie)
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
 }
