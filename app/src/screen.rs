@@ -64,8 +64,12 @@ pub struct BugScreen {
     pub page_title: String,
     /// The desk's navigation.
     pub nav_html: ServerHtml,
-    /// The head: title, state, what it waits for, the actions, the proof at a glance.
+    /// The head: title, state, what it waits for, what the crew is doing.
     pub head_html: ServerHtml,
+    /// The owner's actions (a part of its own: a redraw of the head leaves the buttons be).
+    pub actions_html: ServerHtml,
+    /// The proof at a glance.
+    pub summary_html: ServerHtml,
     /// Each section's content, in the tabs' order (reports, evidence, review, release,
     /// ledger).
     pub sections_html: Vec<ServerHtml>,

@@ -577,7 +577,7 @@ test('every desk page hydrates on its own load, and the page that takes an invit
     '/desk?state=new&sort=newest',
     `/desk/bugs/${filed.bug_id}`,
     `/desk/bugs/${filed.bug_id}?diff=split#ledger`,
-    `/desk/bugs/${filed.bug_id}/confirm?action=reopen`,
+    `/desk/bugs/${filed.bug_id}/confirm?action=contact&report=${filed.report_id}`,
     `/desk/bugs/${filed.bug_id}/confirm?action=duplicate`,
     `/desk/reports/${filed.report_id}/confirm?action=contact`,
     '/desk/crew',

@@ -382,120 +382,127 @@ pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
     let summary = Summary::of(&bug);
     let head = ServerHtml::render(view! {
         <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
-                <h1>{bug.bug.title.clone()}</h1>
-                <p>
-                    <code>{id.clone()}</code>" · "{bug.bug.component.clone()}" · "
-                    <span class=format!("state state-{}", bug.bug.state) data-testid="bug-state">{state_words(&bug.bug.state)}</span>
-                    {bug.bug.tier.map(|t| format!(" · tier {t}"))}
-                    {format!(" · version {}", bug.version)}
-                </p>
-                {bug.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
-            {bug.duplicate_of.clone().map(|of| view! {
-                <p class="deliberate panel" data-testid="duplicate-of">
-                    "A duplicate of " <a href=format!("/desk/bugs/{of}")>{of.clone()}</a>
-                    ": its reports joined that bug, and nothing more happens here."
-                </p>
+            <h1>{bug.bug.title.clone()}</h1>
+            <p>
+                <code>{id.clone()}</code>" · "{bug.bug.component.clone()}" · "
+                <span class=format!("state state-{}", bug.bug.state) data-testid="bug-state">{state_words(&bug.bug.state)}</span>
+                {bug.bug.tier.map(|t| format!(" · tier {t}"))}
+                {format!(" · version {}", bug.version)}
+            </p>
+            {bug.notice.clone().map(|n| view! { <p class="notice" role="status" data-testid="desk-notice">{n}</p> })}
+        {bug.duplicate_of.clone().map(|of| view! {
+            <p class="deliberate panel" data-testid="duplicate-of">
+                "A duplicate of " <a href=format!("/desk/bugs/{of}")>{of.clone()}</a>
+                ": its reports joined that bug, and nothing more happens here."
+            </p>
+        })}
+            {bug.bug.waiting_for.clone().map(|w| view! { <p class="deliberate panel" data-testid="waiting-for">{format!("Waiting for: {w}")}</p> })}
+            {(!bug.crew_working.is_empty()).then(|| view! {
+                <p class="notice" data-testid="crew-working">{format!("The crew is working on it: {}", bug.crew_working.join("; "))}</p>
             })}
-                {bug.bug.waiting_for.clone().map(|w| view! { <p class="deliberate panel" data-testid="waiting-for">{format!("Waiting for: {w}")}</p> })}
-                {(!bug.crew_working.is_empty()).then(|| view! {
-                    <p class="notice" data-testid="crew-working">{format!("The crew is working on it: {}", bug.crew_working.join("; "))}</p>
-                })}
-                <div class="actions">
-                    {approve.then(|| view! { <Ask bug=id.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
-                    {merge.then(|| view! { <Ask bug=id.clone() action="merge" label="Merge…".to_owned()/> })}
-                    {retry.then(|| view! { <Ask bug=id.clone() action="retry" label="Try again…".to_owned()/> })}
-                    {take_over.then(|| view! { <Ask bug=id.clone() action="take_over" label="Take it over…".to_owned()/> })}
-                    {duplicate.then(|| view! { <Ask bug=id.clone() action="duplicate" label="Mark as duplicate of…".to_owned()/> })}
-                {reopen.then(|| view! { <Ask bug=id.clone() action="reopen" label="Reopen…".to_owned()/> })}
-                </div>
-                {summary}
     });
+    // The buttons and the summary are parts of their own: a live redraw of the head (the
+    // crew's work, a new version) must not replace a button under an owner's pointer.
+    let actions = ServerHtml::render(view! {
+        <div class="actions">
+            {approve.then(|| view! { <Ask bug=id.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
+            {merge.then(|| view! { <Ask bug=id.clone() action="merge" label="Merge…".to_owned()/> })}
+            {retry.then(|| view! { <Ask bug=id.clone() action="retry" label="Try again…".to_owned()/> })}
+            {take_over.then(|| view! { <Ask bug=id.clone() action="take_over" label="Take it over…".to_owned()/> })}
+            {duplicate.then(|| view! { <Ask bug=id.clone() action="duplicate" label="Mark as duplicate of…".to_owned()/> })}
+        {reopen.then(|| view! { <Ask bug=id.clone() action="reopen" label="Reopen…".to_owned()/> })}
+        </div>
+    });
+    let summary = ServerHtml::render(summary);
+
     let reports = bug.reports.clone();
     let reports = ServerHtml::render(view! {
         <h2 id="reports-h">{format!("Reports ({})", reports.len())}</h2>
-                <p class="hint">"Each reporter's report as the airlock admitted it: redacted, never the raw text."</p>
-                {reports.into_iter().map(|r| { let report_id = r.id.clone(); view! {
-                    <article class="report" data-report=report_id>
-                        <h3>{r.title}</h3>
-                        <p class="hint"><code>{r.id}</code>" · filed "{format_time(r.filed_at)}</p>
-                        <dl class="dossier">
-                            <dt>"What happened"</dt><dd>{r.what_happened}</dd>
-                            <dt>"Expected"</dt><dd>{r.expected}</dd>
-                            <dt>"Steps"</dt><dd><ol>{r.steps.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}</ol></dd>
-                            <dt>"Answers"</dt><dd>{if r.answers.is_empty() { "none yet".to_owned() } else { r.answers.join("; ") }}</dd>
-                            <dt>"Contact"</dt><dd>{if r.has_contact { "email address on file (the concierge emails your messages)" } else { "tracking link only" }}</dd>
-                        </dl>
-                        <Ask bug=id.clone() action="contact" label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
-                    </article>
-                }}).collect_view()}
+        <p class="hint">"Each reporter's report as the airlock admitted it: redacted, never the raw text."</p>
+        {reports.into_iter().map(|r| { let report_id = r.id.clone(); view! {
+            <article class="report" data-report=report_id>
+                <h3>{r.title}</h3>
+                <p class="hint"><code>{r.id}</code>" · filed "{format_time(r.filed_at)}</p>
+                <dl class="dossier">
+                    <dt>"What happened"</dt><dd>{r.what_happened}</dd>
+                    <dt>"Expected"</dt><dd>{r.expected}</dd>
+                    <dt>"Steps"</dt><dd><ol>{r.steps.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}</ol></dd>
+                    <dt>"Answers"</dt><dd>{if r.answers.is_empty() { "none yet".to_owned() } else { r.answers.join("; ") }}</dd>
+                    <dt>"Contact"</dt><dd>{if r.has_contact { "email address on file (the concierge emails your messages)" } else { "tracking link only" }}</dd>
+                </dl>
+                <Ask bug=id.clone() action="contact" label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
+            </article>
+        }}).collect_view()}
     });
     let evidence = bug.evidence.clone();
     let diff = bug.diff.clone();
     let evidence = ServerHtml::render(view! {
         <h2 id="evidence-h">"Evidence"</h2>
-                {if evidence.is_empty() {
-                    view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any_sync()
-                } else {
-                    evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any_sync()
-                }}
-                {diff.map(|diff| view! {
-                    <h3>"The fix's diff"</h3>
-                    <DiffViewer diff confirmed_test=bug.confirmed_test.clone() split/>
-                })}
-                {(!bug.notes.is_empty()).then(|| view! {
-                    <h3>"Advisory notes (never decisions)"</h3>
-                    <ul class="plain" data-testid="notes">{bug.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
-                })}
+        {if evidence.is_empty() {
+            view! { <p>"No evidence yet: the crew has not run anything for this bug."</p> }.into_any_sync()
+        } else {
+            evidence.into_iter().map(|item| view! { <Evidence item/> }).collect_view().into_any_sync()
+        }}
+        {diff.map(|diff| view! {
+            <h3>"The fix's diff"</h3>
+            <DiffViewer diff confirmed_test=bug.confirmed_test.clone() split/>
+        })}
+        {(!bug.notes.is_empty()).then(|| view! {
+            <h3>"Advisory notes (never decisions)"</h3>
+            <ul class="plain" data-testid="notes">{bug.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}</ul>
+        })}
     });
     let review = ServerHtml::render(view! {
         <h2 id="review-h">"Review"</h2>
-                {match bug.pull_request.clone() {
-                    None => view! { <p>"No fix yet."</p> }.into_any_sync(),
-                    Some((number, head, reasons, paths)) => view! {
-                        <dl class="dossier">
-                            <dt>"Draft pull request"</dt><dd>{format!("#{number}")}</dd>
-                            <dt>"Head"</dt><dd><code data-testid="head">{head}</code></dd>
-                            <dt>"Tier"</dt><dd>{bug.bug.tier.map(|t| format!("{t}: ")).unwrap_or_default()}{reasons.join("; ")}</dd>
-                            <dt>"Changes"</dt><dd>{paths.join(", ")}</dd>
-                            <dt>"Approvals"</dt><dd data-testid="approvals">{if bug.approvals.is_empty() { "none".to_owned() } else { bug.approvals.iter().map(|(who, head)| format!("{who} at {}", head.chars().take(12).collect::<String>())).collect::<Vec<_>>().join("; ") }}</dd>
-                            <dt>"Still required"</dt><dd>{if bug.still_required.is_empty() { "nothing".to_owned() } else { bug.still_required.join("; ") }}</dd>
-                        </dl>
-                    }.into_any_sync(),
-                }}
+        {match bug.pull_request.clone() {
+            None => view! { <p>"No fix yet."</p> }.into_any_sync(),
+            Some((number, head, reasons, paths)) => view! {
+                <dl class="dossier">
+                    <dt>"Draft pull request"</dt><dd>{format!("#{number}")}</dd>
+                    <dt>"Head"</dt><dd><code data-testid="head">{head}</code></dd>
+                    <dt>"Tier"</dt><dd>{bug.bug.tier.map(|t| format!("{t}: ")).unwrap_or_default()}{reasons.join("; ")}</dd>
+                    <dt>"Changes"</dt><dd>{paths.join(", ")}</dd>
+                    <dt>"Approvals"</dt><dd data-testid="approvals">{if bug.approvals.is_empty() { "none".to_owned() } else { bug.approvals.iter().map(|(who, head)| format!("{who} at {}", head.chars().take(12).collect::<String>())).collect::<Vec<_>>().join("; ") }}</dd>
+                    <dt>"Still required"</dt><dd>{if bug.still_required.is_empty() { "nothing".to_owned() } else { bug.still_required.join("; ") }}</dd>
+                </dl>
+            }.into_any_sync(),
+        }}
     });
     let release = ServerHtml::render(view! {
         <h2 id="release-h">"Release"</h2>
-                {if bug.deployments.is_empty() {
-                    view! { <p>"No deployment recorded."</p> }.into_any_sync()
-                } else {
-                    view! {
-                        <p class="hint">"Each deployment was recorded by the recorder after it read the running service's health twice (its exact commit); the desk then checked that commit's ancestry."</p>
-                        <ul class="plain" data-testid="deployments">
-                            {bug.deployments.iter().map(|(id, commit, status)| view! {
-                                <li><span class="label">"live run"</span>" "<code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.replace('_', " ")}</li>
-                            }).collect_view()}
-                        </ul>
-                    }.into_any_sync()
-                }}
+        {if bug.deployments.is_empty() {
+            view! { <p>"No deployment recorded."</p> }.into_any_sync()
+        } else {
+            view! {
+                <p class="hint">"Each deployment was recorded by the recorder after it read the running service's health twice (its exact commit); the desk then checked that commit's ancestry."</p>
+                <ul class="plain" data-testid="deployments">
+                    {bug.deployments.iter().map(|(id, commit, status)| view! {
+                        <li><span class="label">"live run"</span>" "<code>{id.clone()}</code>" · "<code>{commit.chars().take(12).collect::<String>()}</code>" · "{status.replace('_', " ")}</li>
+                    }).collect_view()}
+                </ul>
+            }.into_any_sync()
+        }}
     });
     let ledger = bug.ledger.clone();
     let ledger = ServerHtml::render(view! {
         <h2 id="ledger-h">"Ledger"</h2>
-                <p data-testid="ledger-status"><strong>{format!("Hash chain: {}", bug.ledger_status)}</strong></p>
-                <ol class="ledger">
-                    {ledger.into_iter().map(|e| view! {
-                        <li>
-                            <strong>{e.kind.replace('_', " ")}</strong>" · "{e.actor}" · "{format_time(e.at)}
-                            {(!e.detail.is_empty()).then(|| format!(" · {}", e.detail.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")))}
-                            <br/><code class="hash">{e.hash.chars().take(16).collect::<String>()}</code>
-                        </li>
-                    }).collect_view()}
-                </ol>
+        <p data-testid="ledger-status"><strong>{format!("Hash chain: {}", bug.ledger_status)}</strong></p>
+        <ol class="ledger">
+            {ledger.into_iter().map(|e| view! {
+                <li>
+                    <strong>{e.kind.replace('_', " ")}</strong>" · "{e.actor}" · "{format_time(e.at)}
+                    {(!e.detail.is_empty()).then(|| format!(" · {}", e.detail.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")))}
+                    <br/><code class="hash">{e.hash.chars().take(16).collect::<String>()}</code>
+                </li>
+            }).collect_view()}
+        </ol>
     });
     BugScreen {
         page_title: format!("{} · Desk · Reporter-to-Release", bug.bug.title),
         nav_html: ServerHtml::render(view! { <DeskNav owner=bug.owner.clone()/> }),
         head_html: head,
+        actions_html: actions,
+        summary_html: summary,
         sections_html: vec![reports, evidence, review, release, ledger],
         data: bug,
     }
@@ -511,6 +518,8 @@ pub(crate) fn BugView(bug: BugScreen) -> impl IntoView {
         <div class="fragment" inner_html=bug.nav_html.into_inner()></div>
         <section class="panel" on:submit=ask.clone()>
             <div class="fragment" inner_html=bug.head_html.into_inner()></div>
+            <div class="fragment" inner_html=bug.actions_html.into_inner()></div>
+            <div class="fragment" inner_html=bug.summary_html.into_inner()></div>
             <SectionTabs/>
         </section>
         {bug.sections_html.into_iter().zip(SECTIONS).map(|(html, (id, _))| view! {

@@ -1,7 +1,7 @@
 //! `r2r setup`: writes `.env.local` with fresh secrets, never overwriting one that exists.
 
 use crate::config::Environment;
-use crate::config::{looks_like_email, parse_env_file};
+use crate::config::{looks_like_owner_email, parse_env_file};
 use domain::Role;
 use rand::{Rng, RngCore};
 use std::io::Write;
@@ -73,7 +73,7 @@ fn one_time_password() -> String {
 
 /// Creates or completes the env file at `path`.
 pub fn run(path: &Path, owner_email: &str) -> Result<SetupReport, SetupError> {
-    if !looks_like_email(owner_email) {
+    if !looks_like_owner_email(owner_email) {
         return Err(SetupError::OwnerEmail(owner_email.to_owned()));
     }
     let display = path.display().to_string();

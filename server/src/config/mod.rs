@@ -221,7 +221,7 @@ impl Config {
                 ))
             }
             (Some(email), Some(hash)) => {
-                if !looks_like_email(email) {
+                if !looks_like_owner_email(email) {
                     return Err(ConfigError::new(
                         "R2R_OWNER_EMAIL",
                         format!(
@@ -546,25 +546,31 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// A deliberately loose check: one `@`, something on each side, no spaces, no control or
-/// invisible characters (a zero-width space would make a second `owner@example.org` that
-/// reads exactly like the first) and none of `<>"` (an apostrophe stays: o'brien@… is an
-/// address).
+/// A deliberately loose check: one `@`, something on each side, no spaces (a reporter's
+/// contact address; the concierge only ever sends to it).
 pub fn looks_like_email(text: &str) -> bool {
     match text.split_once('@') {
         Some((local, domain)) => {
             !local.is_empty()
                 && !domain.is_empty()
                 && !domain.contains('@')
-                && !text.chars().any(|c| {
-                    c.is_whitespace()
-                        || c.is_control()
-                        || domain::airlock::unicode::is_default_ignorable(c)
-                        || matches!(c, '<' | '>' | '"')
-                })
+                && !text.chars().any(char::is_whitespace)
         }
         None => false,
     }
+}
+
+/// An owner's email, which other owners read on approvals, the ledger and the Owners page:
+/// [`looks_like_email`], and no control or invisible characters (a zero-width space made a
+/// second `owner@example.org` that read exactly like the first) nor any of `<>"` (an
+/// apostrophe stays: o'brien@… is an address).
+pub fn looks_like_owner_email(text: &str) -> bool {
+    looks_like_email(text)
+        && !text.chars().any(|c| {
+            c.is_control()
+                || domain::airlock::unicode::is_default_ignorable(c)
+                || matches!(c, '<' | '>' | '"')
+        })
 }
 
 /// A whole number from `min` to `max` in `name`, or `default` when it is unset.
@@ -597,10 +603,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_email_that_reads_like_another_or_carries_markup_is_not_an_email() {
-        assert!(looks_like_email("owner@example.org"));
-        assert!(looks_like_email("o.wner+desk@xn--bcher-kva.example"));
-        assert!(looks_like_email("o'brien@example.org"));
+    fn an_owners_email_that_reads_like_another_or_carries_markup_is_refused() {
+        assert!(looks_like_owner_email("owner@example.org"));
+        assert!(looks_like_owner_email("o.wner+desk@xn--bcher-kva.example"));
+        assert!(looks_like_owner_email("o'brien@example.org"));
         for bad in [
             "owner@localhost\u{200B}",
             "\u{FEFF}owner@example.org",
@@ -614,7 +620,7 @@ mod tests {
             "@example.org",
             "owner@",
         ] {
-            assert!(!looks_like_email(bad), "{bad:?}");
+            assert!(!looks_like_owner_email(bad), "{bad:?}");
         }
     }
 

@@ -171,7 +171,7 @@ pub async fn accept_invitation(
     };
     {
         let mut fields = std::collections::BTreeMap::new();
-        if !crate::config::looks_like_email(accept.email.trim()) {
+        if !crate::config::looks_like_owner_email(accept.email.trim()) {
             fields.insert("email".to_owned(), "expected an email address".to_owned());
         }
         if accept.password.chars().count() < MIN_PASSWORD_CHARS {

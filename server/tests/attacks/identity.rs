@@ -99,6 +99,17 @@ async fn one_owner_alone_cannot_mint_a_second_approving_identity_once_the_desk_h
         .session("ben@example.org", "a long enough password")
         .await;
 
+    // An account that reads exactly like an existing owner's (a zero-width space, a byte
+    // order mark) or carries markup is refused, and the invitation is not spent.
+    let to_twin = invite(&target, &ana).await;
+    for twin in [
+        "owner@e2e.test\u{200B}",
+        "\u{FEFF}ben@example.org",
+        "a<b>c@evil.example",
+    ] {
+        let (status, body) = accept(&target, &to_twin, twin).await;
+        assert_eq!(status, 422, "{twin:?}: {body}");
+    }
     // Ana invites a sock puppet and accepts the invitation herself.
     let to_sock = invite(&target, &ana).await;
     let (status, body) = accept(&target, &to_sock, " Sock@Example.org ").await;
