@@ -195,6 +195,57 @@ pub struct ContextFile {
     pub content: String,
 }
 
+/// `GET /api/v1/bugs/{id}/reproduction/context`: what a reproduction may be written from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReproductionContext {
+    /// The bug.
+    pub bug: String,
+    /// Its state (a test is measured only while `reproducing`).
+    pub state: BugState,
+    /// Proposed tests that did not reproduce in this round.
+    pub attempts: u8,
+    /// Attempts allowed per round.
+    pub max_attempts: u8,
+    /// The default branch's head the test is run against.
+    pub base: String,
+    /// The target's test profile.
+    pub profile: String,
+    /// The package the tests import, from the project's manifest.
+    pub package: Option<String>,
+    /// Where a new test goes and how it reaches the code, naming the package.
+    pub how_to_test: String,
+    /// Source files and their public symbols (within a bound; `map_omitted` more).
+    pub map: Vec<MapEntry>,
+    /// Source files the map leaves out for its bound.
+    pub map_omitted: usize,
+    /// The files most related to the reports' words, best first, within `budget_chars`.
+    pub files: Vec<RankedFile>,
+    /// Characters of file text the context may carry.
+    pub budget_chars: usize,
+}
+
+/// A source file in a [`ReproductionContext`]'s map.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapEntry {
+    /// Its path.
+    pub path: String,
+    /// Its public symbols.
+    pub symbols: Vec<String>,
+}
+
+/// A file shown whole in a [`ReproductionContext`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RankedFile {
+    /// Its path.
+    pub path: String,
+    /// Its whole text.
+    pub content: String,
+    /// Its rank score (0 for the example test when it shares no word).
+    pub score: f64,
+    /// The reports' words it contains, best first.
+    pub matched: Vec<String>,
+}
+
 /// `GET /api/v1/bugs/{id}/diff`: a fix's diff for owners and the reviewer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixDiff {

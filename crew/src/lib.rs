@@ -9,6 +9,7 @@
 
 pub mod advisor;
 pub mod config;
+pub mod context;
 pub mod desk;
 pub mod fixer;
 pub mod openai;

@@ -79,6 +79,10 @@ pub enum ReproduceError {
         /// Its state.
         state: String,
     },
+    /// Every attempt of the round was measured and none reproduced the bug: the desk gave it
+    /// to a person (nothing more to hand over).
+    #[error("no attempt of the round reproduced the bug: {0}")]
+    AttemptsSpent(String),
     /// The bug has no clean dossier to work from.
     #[error("bug {0} has no admitted report to reproduce from")]
     NoDossier(String),
@@ -190,24 +194,105 @@ pub fn dossiers_of(view: &BugDetail) -> Vec<String> {
         .collect()
 }
 
-/// One reproduction attempt for `bug`: returns the desk's answer to the proposal.
-pub async fn reproduce_once(
+/// How the reproducer works: what it reads of the project and whether the desk's verdict on
+/// a test goes back to the model for the next attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Approach {
+    /// What the model is told of the target when no context is read (by profile).
+    pub hint: String,
+    /// Read the project's map and most related files from the desk (`R2R_CREW_CONTEXT`).
+    pub context: bool,
+    /// Send the desk's verdict and the run's output back for the next attempt
+    /// (`R2R_CREW_FEEDBACK`).
+    pub feedback: bool,
+}
+
+impl Approach {
+    /// Context and feedback on, with `hint` for a desk that gives no context.
+    pub fn full(hint: &str) -> Self {
+        Approach {
+            hint: hint.to_owned(),
+            context: true,
+            feedback: true,
+        }
+    }
+}
+
+/// Attempts one reproduction round may make at most, whatever the desk says (its own bound,
+/// `R2R_REPRODUCTION_ATTEMPTS`, is the one that counts; this only stops a runaway loop).
+pub const MAX_ROUND_ATTEMPTS: u8 = 10;
+
+/// The project as the model reads it: how tests reach the code, the map, and the related
+/// files whole.
+pub fn context_text(context: &api_types::ReproductionContext) -> String {
+    let mut text = format!(
+        "{}\n\nThe project at commit {}",
+        context.how_to_test, context.base
+    );
+    text.push_str(" — its source files and their public symbols:\n");
+    for entry in &context.map {
+        text.push_str(&format!("- {}: {}\n", entry.path, entry.symbols.join(", ")));
+    }
+    if context.map_omitted > 0 {
+        text.push_str(&format!("- … and {} more files\n", context.map_omitted));
+    }
+    text.push_str("\nThe files most related to the report, whole:\n");
+    for file in &context.files {
+        text.push_str(&format!(
+            "{}{} ---\n{}\n{}\n",
+            crate::scripted::FILE_START,
+            file.path,
+            file.content.trim_end(),
+            crate::scripted::FILE_END
+        ));
+    }
+    text
+}
+
+/// What the model reads of its previous attempt: the test it wrote and what the desk's run of
+/// it said.
+pub fn feedback_text(test_path: &str, test_source: &str, refusal: &Value) -> String {
+    let verdict = &refusal["verdict"];
+    let why = match (verdict["verdict"].as_str(), verdict["reason"].as_str()) {
+        (Some("passed"), _) => {
+            "the test passed on the current code, so it does not show the bug".to_owned()
+        }
+        (_, Some("compile_error")) => "the test did not compile".to_owned(),
+        (_, Some("timed_out")) => "the run was killed at its deadline".to_owned(),
+        (_, Some("failed_without_assertion")) => {
+            "the test failed, but not on an assertion (a panic, an unwrap or an early exit)"
+                .to_owned()
+        }
+        (_, Some("test_not_run")) => "the test named in test_name was not in the run".to_owned(),
+        (_, Some(other)) => other.replace('_', " "),
+        _ => "it did not reproduce the bug".to_owned(),
+    };
+    format!(
+        "\n\nYour previous test (attempt {} of {}) did not reproduce the bug when the desk ran it: {why}.\n{}{test_path} ---\n{}\n{}\nThe end of the run's output:\n{}\nWrite a corrected test.",
+        refusal["attempt"],
+        refusal["max_attempts"],
+        crate::scripted::FILE_START,
+        test_source.trim_end(),
+        crate::scripted::FILE_END,
+        refusal["output_tail"].as_str().unwrap_or_default()
+    )
+}
+
+/// One reproduction round for `bug`: proposes tests until the desk's run of one fails for the
+/// bug, the round's attempts are spent (the desk then gives the bug to a person), or another
+/// error ends it. Returns the desk's answer to the test it recorded.
+pub async fn reproduce(
     desk: &Desk,
     model: &dyn ModelProvider,
     pricing: &dyn WorstCase,
     bug: &str,
-    project_hint: &str,
+    approach: &Approach,
 ) -> Result<Value, ReproduceError> {
     let view = desk.bug(bug).await?;
     let dossiers = dossiers_of(&view);
     if dossiers.is_empty() {
         return Err(ReproduceError::NoDossier(bug.to_owned()));
     }
-    let prompt = Prompt {
-        task: Task::Reproduce,
-        system: format!("{SYSTEM}\n{SPOTLIGHT_RULE}\n{project_hint}"),
-        user: dossiers.join("\n\n"),
-    };
     let state = view.bug.state;
     let state = if matches!(
         state,
@@ -224,39 +309,82 @@ pub async fn reproduce_once(
             state: state.as_str().to_owned(),
         });
     }
-    let completion = guarded_call(desk, model, pricing, &prompt).await?;
-    let draft = schema::reproduction(&completion.content)?;
-    let answer = desk
-        .post(
-            &format!("/api/v1/bugs/{bug}/reproduction"),
-            &json!({
-                "test_path": draft.test_path,
-                "test_name": draft.test_name,
-                "test_source": draft.test_source,
-                "summary": draft.summary,
-                "model": completion.model,
-                "provider": completion.provider,
-            }),
-        )
-        .await?;
-    let mut answer = answer;
-    if answer["state"] == json!("awaiting_reporter") {
-        // The second, advisory call: does the test assert what the reporter expected? Its
-        // failure changes nothing about the measured reproduction.
-        answer["advisory_review"] = match crate::advisor::review_test(
-            desk,
-            model,
-            pricing,
-            bug,
-            &draft.test_source,
-        )
-        .await
+    let project = if approach.context {
+        match desk
+            .get_as::<api_types::ReproductionContext>(&format!(
+                "/api/v1/bugs/{bug}/reproduction/context"
+            ))
+            .await
         {
-            Ok(_) => json!("recorded as a note"),
-            Err(error) => json!(format!("not recorded: {error}")),
+            Ok(context) => context_text(&context),
+            // A desk without a repository has no code to show (nor can it measure a test:
+            // it says so when the test is proposed); the model gets the profile's hint.
+            Err(DeskError::Refused { code, .. }) if code == "no_local_forge" => {
+                approach.hint.clone()
+            }
+            Err(error) => return Err(error.into()),
+        }
+    } else {
+        approach.hint.clone()
+    };
+    let system = format!("{SYSTEM}\n{SPOTLIGHT_RULE}\n{project}");
+    let mut feedback = String::new();
+    for _ in 0..MAX_ROUND_ATTEMPTS {
+        let prompt = Prompt {
+            task: Task::Reproduce,
+            system: system.clone(),
+            user: format!("{}{feedback}", dossiers.join("\n\n")),
         };
+        let completion = guarded_call(desk, model, pricing, &prompt).await?;
+        let draft = schema::reproduction(&completion.content)?;
+        let (status, answer) = desk
+            .post_raw(
+                &format!("/api/v1/bugs/{bug}/reproduction"),
+                &json!({
+                    "test_path": draft.test_path,
+                    "test_name": draft.test_name,
+                    "test_source": draft.test_source,
+                    "summary": draft.summary,
+                    "model": completion.model,
+                    "provider": completion.provider,
+                }),
+            )
+            .await?;
+        if status == 422 && answer["error"] == json!("not_reproduced") {
+            if answer["attempts_left"].as_u64().unwrap_or(0) == 0 {
+                return Err(ReproduceError::AttemptsSpent(
+                    answer["message"].as_str().unwrap_or_default().to_owned(),
+                ));
+            }
+            if approach.feedback {
+                feedback = feedback_text(&draft.test_path, &draft.test_source, &answer);
+            }
+            continue;
+        }
+        if !(200..300).contains(&status) {
+            return Err(ReproduceError::Desk(DeskError::Refused {
+                status,
+                code: answer["error"].as_str().unwrap_or("unknown").to_owned(),
+                message: answer["message"].as_str().unwrap_or_default().to_owned(),
+            }));
+        }
+        let mut answer = answer;
+        if answer["state"] == json!("awaiting_reporter") {
+            // The second, advisory call: does the test assert what the reporter expected? Its
+            // failure changes nothing about the measured reproduction.
+            answer["advisory_review"] =
+                match crate::advisor::review_test(desk, model, pricing, bug, &draft.test_source)
+                    .await
+                {
+                    Ok(_) => json!("recorded as a note"),
+                    Err(error) => json!(format!("not recorded: {error}")),
+                };
+        }
+        return Ok(answer);
     }
-    Ok(answer)
+    Err(ReproduceError::AttemptsSpent(format!(
+        "{MAX_ROUND_ATTEMPTS} attempts without a reproduction; the desk still counts attempts left"
+    )))
 }
 
 #[cfg(test)]

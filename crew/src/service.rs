@@ -51,8 +51,8 @@ pub struct CrewSettings {
     pub reviewer: String,
     /// How often the manager and the workers look for work.
     pub poll: Duration,
-    /// What the reproducer tells the model about the target.
-    pub project_hint: String,
+    /// How the reproducer works: context, feedback, and the target's hint.
+    pub approach: crate::reproducer::Approach,
 }
 
 /// The running crew: its tasks (abort them to stop it).
@@ -433,12 +433,12 @@ impl Worker {
     async fn act(&self, kind: &str, bug: &str) -> String {
         let model = self.model.as_ref();
         match (self.role, kind) {
-            ("reproducer", "reproduce") => match crate::reproducer::reproduce_once(
+            ("reproducer", "reproduce") => match crate::reproducer::reproduce(
                 &self.desk,
                 model,
                 &self.prices,
                 bug,
-                &self.settings.project_hint,
+                &self.settings.approach,
             )
             .await
             {

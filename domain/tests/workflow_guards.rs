@@ -306,6 +306,70 @@ fn a_red_baseline_needs_a_human() {
 }
 
 #[test]
+fn three_tests_that_did_not_reproduce_need_a_human_and_a_reporters_no_starts_a_new_round() {
+    let mut d = Driver::new();
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    let fail = |run: &str| Command::FailReproductionAttempt { run: run.into() };
+    // Only the reproducer spends the crew's attempts, and only while reproducing.
+    for actor in [
+        role(Role::Fixer),
+        role(Role::Manager),
+        owner("ana@desk.test"),
+    ] {
+        assert_eq!(kind(d.try_(&actor, fail("r-0"))), RefusalKind::Forbidden);
+    }
+    d.ok(&role(Role::Reproducer), fail("r-1"));
+    d.ok(&role(Role::Reproducer), fail("r-2"));
+    assert_eq!(d.bug.state, BugState::Reproducing);
+    assert_eq!(d.bug.reproduction_attempts, 2);
+    d.ok(&role(Role::Reproducer), fail("r-3"));
+    assert_eq!(d.bug.state, BugState::NeedsHuman);
+    assert_eq!(d.bug.needs_human, Some(NeedsHumanReason::NotReproduced));
+    let last = d.events.last().unwrap();
+    assert_eq!(last.kind, "needs_human");
+    assert!(d
+        .events
+        .iter()
+        .any(|e| e.kind == "reproduction_attempt_failed" && e.evidence == ["r-3"]));
+    assert!(d.jobs.iter().any(|j| j.kind == "notify_owners"));
+    // Spent: no fourth attempt, and no proposal.
+    assert_eq!(
+        kind(d.try_(&role(Role::Reproducer), fail("r-4"))),
+        RefusalKind::Conflict
+    );
+    // An owner gives it back: a new round with all its attempts.
+    d.ok(&owner("ana@desk.test"), Command::OwnerRetry);
+    assert_eq!(d.bug.reproduction_attempts, 0);
+    d.ok(&role(Role::Reproducer), Command::StartReproduction);
+    d.ok(&role(Role::Reproducer), fail("r-5"));
+    d.ok(&role(Role::Reproducer), fail("r-6"));
+    d.ok_with(
+        &role(Role::Reproducer),
+        Command::ProposeReproduction {
+            reproduction: reproduction(1),
+        },
+        &Evidence {
+            rerun: Some(Rerun::Reproduced),
+            ..Evidence::default()
+        },
+    );
+    // The reporter says no: the crew gets a new round of attempts.
+    let request = d.question(QuestionKind::Reproduction, "report-a");
+    d.ok(
+        &reporter("report-a"),
+        Command::AnswerReproduction {
+            request_id: request,
+            confirmed: false,
+            reason: Some("that is not what I saw".into()),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Reproducing);
+    assert_eq!(d.bug.reproduction_attempts, 0);
+    d.ok(&role(Role::Reproducer), fail("r-7"));
+    assert_eq!(d.bug.state, BugState::Reproducing);
+}
+
+#[test]
 fn two_failed_fix_attempts_need_a_human() {
     let mut d = Driver::new();
     d.walk_to_awaiting_reporter();

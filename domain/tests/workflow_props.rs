@@ -55,7 +55,7 @@ fn command(bug: &Bug, choice: u8, pick: u8) -> Command {
         .map(|pr| pr.head.clone())
         .unwrap_or_else(|| sha(pick % 5 + 10));
     let reason = (!pick.is_multiple_of(3)).then(|| "because".to_owned());
-    match choice % 18 {
+    match choice % 19 {
         0 => Command::AttachReport {
             report: if pick.is_multiple_of(2) {
                 "report-b".into()
@@ -103,6 +103,7 @@ fn command(bug: &Bug, choice: u8, pick: u8) -> Command {
         },
         14 => Command::ReaskExpired,
         15 => Command::AddNote { note: "n".into() },
+        18 => Command::FailReproductionAttempt { run: "x".into() },
         // Rare: a duplicate is closed for good, which would end most sequences early.
         17 if pick < 64 => Command::MarkDuplicate { of: "bug-q".into() },
         _ => Command::OwnerReopen { reason: "r".into() },
@@ -122,6 +123,9 @@ fn allowed(command: &str, from: BugState, to: BugState) -> bool {
                 && matches!(to, S::Reproducing | S::NeedsHuman)
         }
         "report_red_baseline" => from == S::Reproducing && to == S::NeedsHuman,
+        "fail_reproduction_attempt" => {
+            from == S::Reproducing && matches!(to, S::Reproducing | S::NeedsHuman)
+        }
         "propose_reproduction" => from == S::Reproducing && to == S::AwaitingReporter,
         "answer_reproduction" => {
             from == S::AwaitingReporter && matches!(to, S::Confirmed | S::Reproducing)
@@ -224,7 +228,7 @@ fn focused(bug: &Bug, pick: u8) -> (Actor, u8) {
     let choices: &[u8] = match bug.state {
         S::New => &[1, 2, 0],
         S::Triaged | S::Reopened => &[2],
-        S::Reproducing => &[4, 4, 4, 3],
+        S::Reproducing => &[4, 4, 4, 18, 3],
         S::AwaitingReporter => &[5, 5, 14],
         S::Confirmed => &[6],
         S::Fixing => &[8, 8, 7],
@@ -244,7 +248,7 @@ fn focused(bug: &Bug, pick: u8) -> (Actor, u8) {
     let actor = match choice {
         0 | 14 => Actor::Desk,
         1 => role(Role::Manager),
-        2..=4 => role(Role::Reproducer),
+        2..=4 | 18 => role(Role::Reproducer),
         5 | 13 => reporter(if pick.is_multiple_of(3) {
             "report-b"
         } else {

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod build_info;
+pub mod changes;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -25,6 +26,7 @@ mod layering {
 
     const LAYERS: &[(&str, u8)] = &[
         ("build_info", 0),
+        ("changes", 0),
         ("clock", 0),
         ("ratelimit", 0),
         ("secret", 0),

@@ -182,6 +182,7 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         | "submitFix"
         | "merge" => bug_command(filter, id)?,
         "getFixContext" => on(filter, fix::get_context),
+        "getReproductionContext" => on(filter, fix::get_reproduction_context),
         "submitFixCandidate" => {
             on(filter, fix::post_candidate).layer(DefaultBodyLimit::max(fix::CANDIDATE_BYTES))
         }

@@ -43,15 +43,6 @@ pub async fn prepare(config: &Config) -> anyhow::Result<(Store, String)> {
     Ok((store, instance))
 }
 
-/// The hint the reproducer gives the model about the target, by profile.
-pub fn project_hint(profile: sandbox::Profile) -> &'static str {
-    match profile {
-        sandbox::Profile::Rust => "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.",
-        sandbox::Profile::NodeTest => "The target is a Node.js project tested with node --test: put the test in a new file under test/.",
-        sandbox::Profile::Vitest => "The target is a JavaScript/TypeScript project tested with Vitest: put the test in a new *.test file.",
-    }
-}
-
 /// Starts the crew in this process when the configuration says so; it reaches the desk at
 /// `bound` over HTTP with each role's own token, like any other client.
 fn start_crew(config: &Config, bound: std::net::SocketAddr) -> Option<crew::service::RunningCrew> {
@@ -88,7 +79,7 @@ fn start_crew(config: &Config, bound: std::net::SocketAddr) -> Option<crew::serv
         fixer: token(domain::Role::Fixer),
         reviewer: token(domain::Role::Reviewer),
         poll: std::time::Duration::from_secs(2),
-        project_hint: project_hint(config.target_profile).to_owned(),
+        approach: config.crew_approach.clone(),
     };
     match crew::service::spawn(settings, model.into(), prices) {
         Ok(crew) => {
@@ -214,7 +205,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
             config.github.clone(),
             config.policy.clone(),
         )),
-        tokio::spawn(crate::workers::changes::run(
+        tokio::spawn(crate::changes::run(
             store.clone(),
             state_for_workers.changes.clone(),
         )),

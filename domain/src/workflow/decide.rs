@@ -151,6 +151,7 @@ pub fn decide(
             }
             if crew_in_scope {
                 out.bug.state = S::Reproducing;
+                out.bug.reproduction_attempts = 0;
                 out.event("reproduction_started", &[], &[]);
             } else {
                 out.escalate_to_human(NeedsHumanReason::OutOfScope, &[]);
@@ -162,6 +163,21 @@ pub fn decide(
                 return Err(conflict(bug, command));
             }
             out.escalate_to_human(NeedsHumanReason::RedBaseline, &[run]);
+        }
+        Command::FailReproductionAttempt { run } => {
+            require_role(actor, &[Role::Reproducer])?;
+            if bug.state != S::Reproducing {
+                return Err(conflict(bug, command));
+            }
+            out.bug.reproduction_attempts = bug.reproduction_attempts.saturating_add(1);
+            out.event(
+                "reproduction_attempt_failed",
+                &[run],
+                &[("attempt", out.bug.reproduction_attempts.to_string())],
+            );
+            if out.bug.reproduction_attempts >= policy.max_reproduction_attempts {
+                out.escalate_to_human(NeedsHumanReason::NotReproduced, &[run]);
+            }
         }
         Command::ProposeReproduction { reproduction } => {
             require_role(actor, &[Role::Reproducer])?;
@@ -228,6 +244,8 @@ pub fn decide(
                     out.bug.rejected_tests.push(rejected.test_sha256);
                 }
                 out.bug.state = S::Reproducing;
+                // The reporter's "no" is new information: a new round of attempts.
+                out.bug.reproduction_attempts = 0;
                 out.event(
                     "reproduction_rejected",
                     &[&test, request_id],
@@ -589,6 +607,7 @@ pub fn decide(
             out.bug.pull_request = None;
             out.bug.approvals.clear();
             out.bug.fix_attempts = 0;
+            out.bug.reproduction_attempts = 0;
             if confirmed {
                 out.bug.state = S::Confirmed;
                 out.event(

@@ -126,6 +126,7 @@ impl<'a> Outcome<'a> {
         bug.questions.clear();
         bug.reproduction = None;
         bug.fix_attempts = 0;
+        bug.reproduction_attempts = 0;
         bug.pull_request = None;
         bug.approvals.clear();
         bug.merge = None;

@@ -406,6 +406,10 @@ pub struct Bug {
     pub confirmations: Vec<Confirmation>,
     /// Questions waiting for an answer.
     pub questions: Vec<Question>,
+    /// Proposed tests the desk's run did not see fail for the bug, in this round of
+    /// reproduction.
+    #[serde(default)]
+    pub reproduction_attempts: u8,
     /// Failed fix attempts in this round.
     pub fix_attempts: u8,
     /// The draft fix.
@@ -447,6 +451,7 @@ impl Bug {
             rejected_tests: Vec::new(),
             confirmations: Vec::new(),
             questions: Vec::new(),
+            reproduction_attempts: 0,
             fix_attempts: 0,
             pull_request: None,
             approvals: Vec::new(),
@@ -520,6 +525,12 @@ pub enum Command {
     /// The suite was red before any new test: a person must look.
     ReportRedBaseline {
         /// Evidence id of the run.
+        run: String,
+    },
+    /// A proposed test did not fail for the bug when the desk ran it (compile error, passed,
+    /// another failure, timeout): one of the round's attempts is spent.
+    FailReproductionAttempt {
+        /// Evidence id of the desk's run.
         run: String,
     },
     /// The crew proposes a failing test (the desk's re-run is in the evidence).
@@ -633,6 +644,7 @@ impl Command {
             Command::RecordTriage { .. } => "record_triage",
             Command::StartReproduction => "start_reproduction",
             Command::ReportRedBaseline { .. } => "report_red_baseline",
+            Command::FailReproductionAttempt { .. } => "fail_reproduction_attempt",
             Command::ProposeReproduction { .. } => "propose_reproduction",
             Command::AnswerReproduction { .. } => "answer_reproduction",
             Command::StartFix => "start_fix",
@@ -714,6 +726,13 @@ pub struct Policy {
     pub sensitive_words: Vec<String>,
     /// Failed fix attempts before a person must step in.
     pub max_fix_attempts: u8,
+    /// Proposed tests that did not reproduce before a person must step in (per round).
+    #[serde(default = "default_reproduction_attempts")]
+    pub max_reproduction_attempts: u8,
+}
+
+fn default_reproduction_attempts() -> u8 {
+    3
 }
 
 impl Default for Policy {
@@ -725,6 +744,7 @@ impl Default for Policy {
                 .map(|w| (*w).to_owned())
                 .collect(),
             max_fix_attempts: 2,
+            max_reproduction_attempts: default_reproduction_attempts(),
         }
     }
 }

@@ -72,8 +72,9 @@ pub async fn command(env_file: &Path, command: CrewCommand) -> anyhow::Result<Ex
     match command {
         CrewCommand::Reproduce { bug, desk } => {
             let (client, model, prices) = crew_role(env_file, &desk, "R2R_REPRODUCER_TOKEN")?;
-            let hint = "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.";
-            match crew::reproducer::reproduce_once(&client, model.as_ref(), &prices, &bug, hint)
+            let env = Environment::load(env_file)?;
+            let approach = crate::config::crew_approach(&env, env.target_profile()?)?;
+            match crew::reproducer::reproduce(&client, model.as_ref(), &prices, &bug, &approach)
                 .await
             {
                 Ok(answer) => {
@@ -115,7 +116,7 @@ pub async fn command(env_file: &Path, command: CrewCommand) -> anyhow::Result<Ex
                 fixer: tokens[2].clone(),
                 reviewer: tokens[3].clone(),
                 poll: std::time::Duration::from_millis(poll_ms),
-                project_hint: crate::start::project_hint(profile).to_owned(),
+                approach: crate::config::crew_approach(&env, profile)?,
             };
             let crew = crew::service::spawn(settings, model.into(), prices)?;
             println!("crew running: manager, reproducer, fixer, reviewer (Ctrl-C stops it)");

@@ -456,12 +456,14 @@ async fn the_loop(
     run.step(
         "reproduced: failing test measured in the desk's sandbox",
         async {
-            let answer = crew::reproducer::reproduce_once(
+            let answer = crew::reproducer::reproduce(
                 &role(Role::Reproducer)?,
                 &model,
                 &prices,
                 &bug,
-                "The target is a Rust crate: put the test under tests/ as an integration test.",
+                &crew::reproducer::Approach::full(crate::config::project_hint(
+                    sandbox::Profile::Rust,
+                )),
             )
             .await?;
             expect_state(&answer, "awaiting_reporter")?;

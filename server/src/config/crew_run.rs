@@ -15,6 +15,37 @@ pub enum CrewMode {
     },
 }
 
+/// How the reproducer works (`R2R_CREW_CONTEXT`, `R2R_CREW_FEEDBACK`: `on`, the default, or
+/// `off`), with the profile's hint for a desk that gives no context.
+pub fn crew_approach(
+    env: &Environment,
+    profile: sandbox::Profile,
+) -> Result<crew::reproducer::Approach, ConfigError> {
+    let switch = |name: &'static str| match env.get(name).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(true),
+        Some(v) if v == "on" => Ok(true),
+        Some(v) if v == "off" => Ok(false),
+        Some(v) => Err(ConfigError::new(
+            name,
+            format!("expected on or off, got {v:?}"),
+        )),
+    };
+    Ok(crew::reproducer::Approach {
+        hint: project_hint(profile).to_owned(),
+        context: switch("R2R_CREW_CONTEXT")?,
+        feedback: switch("R2R_CREW_FEEDBACK")?,
+    })
+}
+
+/// The hint the reproducer gives the model about the target, by profile.
+pub fn project_hint(profile: sandbox::Profile) -> &'static str {
+    match profile {
+        sandbox::Profile::Rust => "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.",
+        sandbox::Profile::NodeTest => "The target is a Node.js project tested with node --test: put the test in a new file under test/.",
+        sandbox::Profile::Vitest => "The target is a JavaScript/TypeScript project tested with Vitest: put the test in a new *.test file.",
+    }
+}
+
 /// The `R2R_MODEL_*` variables of `env`.
 fn model_env(env: &Environment) -> Vec<(String, crate::secret::Secret)> {
     let mut vars: Vec<(String, crate::secret::Secret)> = env

@@ -7,7 +7,7 @@ mod env;
 mod github;
 mod notify;
 
-pub use crew_run::CrewMode;
+pub use crew_run::{crew_approach, project_hint, CrewMode};
 pub use deploy::DeployConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
@@ -111,6 +111,8 @@ pub struct Config {
     /// 10, default 3) and `R2R_CREW_RETRY_BACKOFF` (seconds, 0 to 3,600, default 30). Then
     /// the bug goes to a person with the reason `crew_step_failed`.
     pub crew_retry: domain::crew::RetryPolicy,
+    /// How the in-process crew's reproducer works (`R2R_CREW_CONTEXT`, `R2R_CREW_FEEDBACK`).
+    pub crew_approach: crew::reproducer::Approach,
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
@@ -255,6 +257,16 @@ impl Config {
         if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
             policy.allowed_components = component_list("R2R_CREW_COMPONENTS", text)?;
         }
+        policy.max_reproduction_attempts = whole_in(
+            env,
+            "R2R_REPRODUCTION_ATTEMPTS",
+            1,
+            10,
+            i64::from(policy.max_reproduction_attempts),
+            "how many proposed tests may fail to reproduce a bug before a person gets it",
+        )?
+        .try_into()
+        .unwrap_or(policy.max_reproduction_attempts);
         let session_key = match env.get("R2R_SESSION_KEY") {
             None => None,
             Some(key) if key.trim().len() >= 32 => Some(crate::secret::Secret::new(key.trim())),
@@ -449,6 +461,7 @@ impl Config {
                         )
                     })?,
             },
+            crew_approach: crew_run::crew_approach(env, env.target_profile()?)?,
             crew_retry: domain::crew::RetryPolicy {
                 attempts: whole_in(
                     env,
@@ -843,6 +856,33 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, name, "{value:?}");
             assert!(error.reason.contains(value), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn the_reproducer_reads_context_takes_feedback_and_has_three_attempts_unless_told() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert!(config.crew_approach.context && config.crew_approach.feedback);
+        assert_eq!(config.policy.max_reproduction_attempts, 3);
+        let set = Environment::from_pairs([
+            ("R2R_CREW_CONTEXT", "off"),
+            ("R2R_CREW_FEEDBACK", " OFF "),
+            ("R2R_REPRODUCTION_ATTEMPTS", "5"),
+        ]);
+        let config = Config::from_env(&set, None).unwrap();
+        assert!(!config.crew_approach.context && !config.crew_approach.feedback);
+        assert_eq!(config.policy.max_reproduction_attempts, 5);
+        for (name, value) in [
+            ("R2R_CREW_CONTEXT", "maybe"),
+            ("R2R_CREW_FEEDBACK", "1"),
+            ("R2R_REPRODUCTION_ATTEMPTS", "0"),
+            ("R2R_REPRODUCTION_ATTEMPTS", "11"),
+            ("R2R_REPRODUCTION_ATTEMPTS", "three"),
+        ] {
+            let env = Environment::from_pairs([(name, value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, name, "{value:?}");
+            assert!(error.reason.contains(value.trim()), "{}", error.reason);
         }
     }
 

@@ -27,14 +27,14 @@ async fn fingerprint(state: &AppState, bug: Option<&str>) -> Option<String> {
                 .collect();
             Some(format!("{}|{}", stored.bug.version, busy.join(",")))
         }
-        None => crate::workers::changes::fingerprint(&state.store).await,
+        None => crate::changes::fingerprint(&state.store).await,
     }
 }
 
 /// `GET /desk/live[?bug=ID]`: server-sent events. A `changed` event whenever what the page
 /// shows changed; the hydrated page then fetches its data again through its server function.
 /// The stream looks at its page only when the server's change counter moves
-/// ([`crate::workers::changes`]): idle, it costs nothing. Owners only.
+/// ([`crate::changes`]): idle, it costs nothing. Owners only.
 pub async fn live(
     State(state): State<AppState>,
     credential: Credential,

@@ -131,8 +131,12 @@ pub async fn bug_operation(
             }
             "proposeReproduction" => {
                 let proposed: Proposed = json_body(&body)?;
-                let answer = reproduction::propose(&state, &id, proposed).await?;
-                return Ok(Json(answer).into_response());
+                return Ok(match reproduction::propose(&state, &id, proposed).await? {
+                    reproduction::Proposal::Recorded(answer) => Json(answer).into_response(),
+                    reproduction::Proposal::NotReproduced(answer) => {
+                        (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response()
+                    }
+                });
             }
             "merge" => {
                 let merge: HeadBody = json_body(&body)?;

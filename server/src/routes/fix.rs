@@ -1,5 +1,6 @@
 //! `GET /api/v1/bugs/{id}/fix/context` and `POST /api/v1/bugs/{id}/fix/candidate`: what the
-//! fixer may read, and its candidate measured by the desk ([`crate::service::fix`]).
+//! fixer may read, and its candidate measured by the desk ([`crate::service::fix`]); and
+//! `GET /api/v1/bugs/{id}/reproduction/context`, what the reproducer may read.
 
 use crate::auth::Credential;
 use crate::service::fix::{self, Candidate, Measured};
@@ -22,6 +23,23 @@ pub async fn get_context(
     let result = async {
         guard(&state, &credential, &headers, "getFixContext")?;
         fix::context(&state, &id).await.map(Json)
+    }
+    .await;
+    respond(result)
+}
+
+/// `GET /api/v1/bugs/{id}/reproduction/context`.
+pub async fn get_reproduction_context(
+    State(state): State<AppState>,
+    credential: Credential,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let result = async {
+        guard(&state, &credential, &headers, "getReproductionContext")?;
+        crate::service::repro_context::context(&state, &id)
+            .await
+            .map(Json)
     }
     .await;
     respond(result)

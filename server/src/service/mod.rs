@@ -13,5 +13,6 @@ pub mod owners;
 pub mod recorder;
 pub mod release;
 pub mod reporter;
+pub mod repro_context;
 pub mod reproduction;
 pub mod snapshot;

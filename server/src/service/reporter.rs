@@ -387,6 +387,9 @@ pub fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Opti
         "reproduction_rejected" => {
             "A reporter said the test is not their bug; the crew tries again"
         }
+        "reproduction_attempt_failed" => {
+            "A test the crew wrote did not fail for this bug when the desk ran it; the crew tries again"
+        }
         "fix_started" => "The crew started a fix",
         "fix_attempt_failed" => "A fix attempt failed its checks",
         "fix_submitted" => "A fix is waiting for review",

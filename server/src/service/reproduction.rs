@@ -238,11 +238,7 @@ pub fn screened_summary(text: &str) -> Result<String, Refused> {
 }
 
 /// Handles a proposed reproduction for bug `id`.
-pub async fn propose(
-    state: &AppState,
-    id: &str,
-    proposed: Proposed,
-) -> Result<serde_json::Value, Refused> {
+pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<Proposal, Refused> {
     let name = proposed.test_name.trim();
     if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
         return Err(invalid(
@@ -378,13 +374,46 @@ pub async fn propose(
             Verdict::NotReproduced { reason } => format!("{reason:?}"),
             Verdict::Reproduced { .. } => String::new(),
         };
-        return Err(invalid(
-            "not_reproduced",
-            format!(
-                "the desk's own run in the {} sandbox did not fail on an assertion of {name}: {reason} (evidence {evidence_id})",
-                outcome.backend
-            ),
-        ));
+        // One of the round's attempts is spent (in the ledger); the engine hands the bug to a
+        // person when none is left.
+        let spent = record(
+            state,
+            id,
+            Command::FailReproductionAttempt {
+                run: evidence_id.clone(),
+            },
+            &reproducer,
+            &Fetched::default(),
+        )
+        .await?;
+        let bug = crate::service::commands::load(state, id).await?;
+        let max = state.reporter.policy.max_reproduction_attempts;
+        let left = max.saturating_sub(bug.reproduction_attempts);
+        let left = if spent.state == domain::BugState::Reproducing {
+            left
+        } else {
+            0
+        };
+        let message = format!(
+            "the desk's own run in the {} sandbox did not fail on an assertion of {name}: {reason} (evidence {evidence_id}); {}",
+            outcome.backend,
+            if left == 0 {
+                "no attempt is left in this round: the bug goes to a person".to_owned()
+            } else {
+                format!("{left} attempt(s) left in this round")
+            }
+        );
+        return Ok(Proposal::NotReproduced(json!({
+            "error": "not_reproduced",
+            "message": message,
+            "verdict": verdict,
+            "output_tail": feedback_output(&outcome),
+            "desk_run": desk_run,
+            "attempt": bug.reproduction_attempts,
+            "max_attempts": max,
+            "attempts_left": left,
+            "state": spent.state,
+        })));
     };
     let command = Command::ProposeReproduction {
         reproduction: Reproduction {
@@ -398,7 +427,38 @@ pub async fn propose(
     let recorded = record(state, id, command, &reproducer, &measured).await?;
     let mut answer = json!(recorded);
     answer["desk_run"] = desk_run;
-    Ok(answer)
+    Ok(Proposal::Recorded(answer))
+}
+
+/// What the desk made of a proposed test.
+#[derive(Debug)]
+pub enum Proposal {
+    /// It failed on an assertion: recorded, the reporters are asked (200).
+    Recorded(serde_json::Value),
+    /// It did not: an attempt is spent and the answer says why, with the run's output for the
+    /// next attempt (422 `not_reproduced`).
+    NotReproduced(serde_json::Value),
+}
+
+/// Characters of a run's output sent back to the reproducer for its next attempt.
+pub const FEEDBACK_CHARS: usize = 4_000;
+
+/// What the reproducer reads of a run that did not reproduce: the end of the error stream
+/// (where compilers and runners put what went wrong), then the end of the output, within
+/// [`FEEDBACK_CHARS`].
+pub fn feedback_output(outcome: &sandbox::RunOutcome) -> String {
+    fn last_chars(text: &str, limit: usize) -> String {
+        let count = text.chars().count();
+        text.chars().skip(count.saturating_sub(limit)).collect()
+    }
+    let stderr = last_chars(outcome.stderr.trim(), FEEDBACK_CHARS * 3 / 4);
+    let room = FEEDBACK_CHARS - stderr.chars().count();
+    let stdout = last_chars(outcome.stdout.trim(), room);
+    match (stderr.is_empty(), stdout.is_empty()) {
+        (true, _) => stdout,
+        (false, true) => stderr,
+        (false, false) => format!("{stderr}\n--- stdout ---\n{stdout}"),
+    }
 }
 
 #[cfg(test)]

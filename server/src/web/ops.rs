@@ -416,6 +416,15 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "getReproductionContext",
+        method: "GET",
+        path: "/api/v1/bugs/{id}/reproduction/context",
+        summary: "What a reproduction may be written from: the project's map, the files closest to the reports' words within a budget, the package tests import, the round's attempts",
+        realm: Realm::Engineering,
+        accepts: &[R(Role::Reproducer)],
+        reporter: false,
+    },
+    Operation {
         id: "getFixContext",
         method: "GET",
         path: "/api/v1/bugs/{id}/fix/context",

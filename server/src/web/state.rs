@@ -44,7 +44,7 @@ pub struct AppState {
     /// Held while two bugs are merged (`mark_duplicate`): one merge at a time in this process.
     pub merges: Arc<tokio::sync::Mutex<()>>,
     /// Moves when something a desk page shows changed (`/desk/live` waits on it).
-    pub changes: crate::workers::changes::Changes,
+    pub changes: crate::changes::Changes,
 }
 
 /// When health last probed a write, and whether the database took it.
@@ -80,7 +80,7 @@ impl AppState {
                 ..Releases::default()
             }),
             merges: Arc::default(),
-            changes: crate::workers::changes::Changes::default(),
+            changes: crate::changes::Changes::default(),
         }
     }
 

@@ -3,7 +3,6 @@
 //! reporters and owners, over the desk's own API with its own token), and the change counter
 //! that wakes the desk's live pages.
 
-pub mod changes;
 pub mod concierge;
 pub mod deployer;
 pub mod github;

@@ -1,0 +1,124 @@
+//! `GET /api/v1/bugs/{id}/reproduction/context` (reproducer): what a reproduction may be
+//! written from — the project's map, the files closest to the reports' words within a budget
+//! ([`crew::context`]), the package the tests import, and the round's attempts. The crew
+//! reads the project only through this; the dossiers' redacted fields are the query.
+
+use super::snapshot::Snapshot;
+use crate::web::{AppState, Refused};
+use api_types::{MapEntry, RankedFile, ReproductionContext};
+use axum::http::StatusCode;
+use crew::context::{self, SourceFile};
+
+/// Largest file read for ranking (characters); larger ones are left out of the context.
+const MAX_READ_CHARS: usize = 200_000;
+/// Manifests read for the package's name, besides source files.
+const MANIFESTS: &[&str] = &["Cargo.toml", "package.json", "pyproject.toml", "go.mod"];
+
+/// The reports' words the files are ranked for: every clean dossier's component, title,
+/// what happened, expected and steps (the airlock's redacted text, never the raw report).
+pub(crate) async fn query_of(state: &AppState, id: &str) -> Result<String, Refused> {
+    let reports = state
+        .store
+        .reports_of_bug(id)
+        .await
+        .map_err(Refused::storage)?;
+    let mut query = String::new();
+    for dossier in reports.iter().filter_map(|r| r.dossier.as_ref()) {
+        for field in [
+            &dossier.component,
+            &dossier.title,
+            &dossier.what_happened,
+            &dossier.expected,
+        ] {
+            query.push_str(field);
+            query.push('\n');
+        }
+        for step in &dossier.steps {
+            query.push_str(step);
+            query.push('\n');
+        }
+    }
+    Ok(query)
+}
+
+/// The project's files at `snapshot` that ranking reads: source files and manifests outside
+/// build and vendored folders, regular files only, within the read bounds.
+pub(crate) fn read_files(snapshot: &Snapshot, paths: Vec<String>) -> Vec<SourceFile> {
+    paths
+        .into_iter()
+        .filter(|p| {
+            crew::schema::safe_path(p)
+                && !context::ignored(p)
+                && (context::language(p).is_some() || MANIFESTS.contains(&p.as_str()))
+        })
+        .take(context::MAX_FILES_READ)
+        .filter(|p| !snapshot.through_symlink(p))
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(snapshot.root().join(&path)).ok()?;
+            (text.chars().count() <= MAX_READ_CHARS).then_some(SourceFile { path, text })
+        })
+        .collect()
+}
+
+/// Builds the context for bug `id`, which must be `reproducing`.
+pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, Refused> {
+    let bug = crate::service::commands::load(state, id).await?;
+    if bug.state != domain::BugState::Reproducing {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "not_reproducing",
+            format!(
+                "bug {id} is {}: a reproduction context is given only while the crew reproduces it",
+                bug.state.as_str()
+            ),
+        ));
+    }
+    let query = query_of(state, id).await?;
+    let forge = super::forge::forge(state)?;
+    let head = super::forge::default_head(forge).await?;
+    let paths = forge
+        .regular_files(&head, &[])
+        .await
+        .map_err(Refused::forge)?;
+    let snapshot = Snapshot::new()?;
+    snapshot.export(forge, &head).await?;
+    let files = read_files(&snapshot, paths);
+    let package = context::package_name(&files);
+    let sources: Vec<SourceFile> = files
+        .into_iter()
+        .filter(|f| context::language(&f.path).is_some())
+        .collect();
+    let ranked = context::rank(&sources, &query);
+    let chosen = context::select(&sources, &ranked, context::BUDGET_CHARS);
+    let shown = chosen
+        .into_iter()
+        .map(|index| {
+            let rank = ranked.iter().find(|r| r.index == index);
+            RankedFile {
+                path: sources[index].path.clone(),
+                content: sources[index].text.clone(),
+                score: rank.map_or(0.0, |r| (r.score * 1000.0).round() / 1000.0),
+                matched: rank.map(|r| r.matched.clone()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let map: Vec<MapEntry> = context::map(&sources)
+        .into_iter()
+        .map(|(path, symbols)| MapEntry { path, symbols })
+        .collect();
+    let profile = state.sandbox.profile.as_str();
+    Ok(ReproductionContext {
+        bug: bug.id,
+        state: bug.state,
+        attempts: bug.reproduction_attempts,
+        max_attempts: state.reporter.policy.max_reproduction_attempts,
+        base: head.as_str().to_owned(),
+        profile: profile.to_owned(),
+        how_to_test: context::how_to_test(profile, package.as_deref()),
+        package,
+        map_omitted: sources.len() - map.len(),
+        map,
+        files: shown,
+        budget_chars: context::BUDGET_CHARS,
+    })
+}
