@@ -572,6 +572,56 @@ pub fn how_to_test(profile: &str, package: Option<&str>) -> String {
     }
 }
 
+/// A reproduction context's parts that depend only on the project's files and the reports'
+/// words (the desk adds the bug, its state and attempts).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Assembled {
+    /// The package tests import.
+    pub package: Option<String>,
+    /// Where a new test goes and how it reaches the code.
+    pub how_to_test: String,
+    /// Source files and their public symbols.
+    pub map: Vec<api_types::MapEntry>,
+    /// Source files the map leaves out.
+    pub map_omitted: usize,
+    /// The files shown whole, best first.
+    pub files: Vec<api_types::RankedFile>,
+}
+
+/// Builds the context of `files` (sources and manifests) for the words of `query`, under the
+/// test `profile`: the one way the desk and `r2r crew eval` choose what the model reads.
+pub fn assemble(files: Vec<SourceFile>, query: &str, profile: &str) -> Assembled {
+    let package = package_name(&files);
+    let sources: Vec<SourceFile> = files
+        .into_iter()
+        .filter(|f| language(&f.path).is_some() && !ignored(&f.path))
+        .collect();
+    let ranked = rank(&sources, query);
+    let shown = select(&sources, &ranked, BUDGET_CHARS)
+        .into_iter()
+        .map(|index| {
+            let rank = ranked.iter().find(|r| r.index == index);
+            api_types::RankedFile {
+                path: sources[index].path.clone(),
+                content: sources[index].text.clone(),
+                score: rank.map_or(0.0, |r| (r.score * 1000.0).round() / 1000.0),
+                matched: rank.map(|r| r.matched.clone()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let map: Vec<api_types::MapEntry> = map(&sources)
+        .into_iter()
+        .map(|(path, symbols)| api_types::MapEntry { path, symbols })
+        .collect();
+    Assembled {
+        how_to_test: how_to_test(profile, package.as_deref()),
+        package,
+        map_omitted: sources.len() - map.len(),
+        map,
+        files: shown,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

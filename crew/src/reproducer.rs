@@ -249,6 +249,17 @@ pub fn context_text(context: &api_types::ReproductionContext) -> String {
     text
 }
 
+/// The reproduction prompt: the instructions and the project (`project`: [`context_text`] or
+/// the profile's hint), then the datamarked dossiers and what the desk said of the previous
+/// attempt (`feedback`: [`feedback_text`], or nothing).
+pub fn prompt_for(project: &str, dossiers: &[String], feedback: &str) -> Prompt {
+    Prompt {
+        task: Task::Reproduce,
+        system: format!("{SYSTEM}\n{SPOTLIGHT_RULE}\n{project}"),
+        user: format!("{}{feedback}", dossiers.join("\n\n")),
+    }
+}
+
 /// What the model reads of its previous attempt: the test it wrote and what the desk's run of
 /// it said.
 pub fn feedback_text(test_path: &str, test_source: &str, refusal: &Value) -> String {
@@ -327,14 +338,9 @@ pub async fn reproduce(
     } else {
         approach.hint.clone()
     };
-    let system = format!("{SYSTEM}\n{SPOTLIGHT_RULE}\n{project}");
     let mut feedback = String::new();
     for _ in 0..MAX_ROUND_ATTEMPTS {
-        let prompt = Prompt {
-            task: Task::Reproduce,
-            system: system.clone(),
-            user: format!("{}{feedback}", dossiers.join("\n\n")),
-        };
+        let prompt = prompt_for(&project, &dossiers, &feedback);
         let completion = guarded_call(desk, model, pricing, &prompt).await?;
         let draft = schema::reproduction(&completion.content)?;
         let (status, answer) = desk

@@ -31,6 +31,23 @@ pub enum CrewCommand {
         #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
         desk: String,
     },
+    /// How well the reproducer's context finds the code a bug lives in: for each case (a
+    /// report in a user's words and the files its real fix changed) builds the context as the
+    /// desk does and prints recall@1, recall@3, recall in the prompt and the prompt's tokens
+    /// per target. Without options, the built-in sets (crew/eval/*.json) from the repository
+    /// root: ShopLite's seeded bugs and bugs of this repository fixed in its history.
+    Eval {
+        /// A case file (JSON: {target, about, cases: [{bug, title, what_happened, expected,
+        /// steps, fixed_files}]}).
+        #[arg(long, value_name = "FILE")]
+        cases: Option<std::path::PathBuf>,
+        /// The target's git work tree the cases' paths are relative to.
+        #[arg(long, value_name = "DIR")]
+        repo: Option<std::path::PathBuf>,
+        /// The test profile the context is written for.
+        #[arg(long, default_value = "rust")]
+        profile: String,
+    },
     /// The whole crew as a service until Ctrl-C: manager, reproducer, fixer and reviewer,
     /// each with its own token (R2R_MANAGER_TOKEN, …), heartbeats every 20 s, hand-offs as
     /// tasks recorded by the desk. `r2r serve` runs the same crew in-process when
@@ -122,6 +139,17 @@ pub async fn command(env_file: &Path, command: CrewCommand) -> anyhow::Result<Ex
             println!("crew running: manager, reproducer, fixer, reviewer (Ctrl-C stops it)");
             let _ = tokio::signal::ctrl_c().await;
             crew.stop();
+            Ok(ExitCode::SUCCESS)
+        }
+        CrewCommand::Eval {
+            cases,
+            repo,
+            profile,
+        } => {
+            if !["rust", "node", "vitest"].contains(&profile.as_str()) {
+                anyhow::bail!("--profile is invalid: rust, node or vitest, got {profile:?}");
+            }
+            super::crew_eval::run(cases, repo, &profile)?;
             Ok(ExitCode::SUCCESS)
         }
         CrewCommand::Fix { bug, desk } => {

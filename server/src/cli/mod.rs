@@ -8,6 +8,7 @@ pub mod bench_reporter;
 pub mod cluster;
 pub mod concierge;
 pub mod crew;
+pub mod crew_eval;
 pub mod demo;
 pub mod demo_drive;
 pub mod demo_run;

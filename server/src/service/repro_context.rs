@@ -5,7 +5,7 @@
 
 use super::snapshot::Snapshot;
 use crate::web::{AppState, Refused};
-use api_types::{MapEntry, RankedFile, ReproductionContext};
+use api_types::ReproductionContext;
 use axum::http::StatusCode;
 use crew::context::{self, SourceFile};
 
@@ -41,9 +41,10 @@ pub(crate) async fn query_of(state: &AppState, id: &str) -> Result<String, Refus
     Ok(query)
 }
 
-/// The project's files at `snapshot` that ranking reads: source files and manifests outside
-/// build and vendored folders, regular files only, within the read bounds.
-pub(crate) fn read_files(snapshot: &Snapshot, paths: Vec<String>) -> Vec<SourceFile> {
+/// The project's files under `root` that ranking reads: source files and manifests outside
+/// build and vendored folders, regular files that pass through no symlink, within the read
+/// bounds. `paths` are the tree's regular files (from the forge, or `git ls-files`).
+pub fn read_files(root: &std::path::Path, paths: Vec<String>) -> Vec<SourceFile> {
     paths
         .into_iter()
         .filter(|p| {
@@ -52,9 +53,9 @@ pub(crate) fn read_files(snapshot: &Snapshot, paths: Vec<String>) -> Vec<SourceF
                 && (context::language(p).is_some() || MANIFESTS.contains(&p.as_str()))
         })
         .take(context::MAX_FILES_READ)
-        .filter(|p| !snapshot.through_symlink(p))
+        .filter(|p| !super::snapshot::through_symlink(root, p))
         .filter_map(|path| {
-            let text = std::fs::read_to_string(snapshot.root().join(&path)).ok()?;
+            let text = std::fs::read_to_string(root.join(&path)).ok()?;
             (text.chars().count() <= MAX_READ_CHARS).then_some(SourceFile { path, text })
         })
         .collect()
@@ -82,31 +83,9 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         .map_err(Refused::forge)?;
     let snapshot = Snapshot::new()?;
     snapshot.export(forge, &head).await?;
-    let files = read_files(&snapshot, paths);
-    let package = context::package_name(&files);
-    let sources: Vec<SourceFile> = files
-        .into_iter()
-        .filter(|f| context::language(&f.path).is_some())
-        .collect();
-    let ranked = context::rank(&sources, &query);
-    let chosen = context::select(&sources, &ranked, context::BUDGET_CHARS);
-    let shown = chosen
-        .into_iter()
-        .map(|index| {
-            let rank = ranked.iter().find(|r| r.index == index);
-            RankedFile {
-                path: sources[index].path.clone(),
-                content: sources[index].text.clone(),
-                score: rank.map_or(0.0, |r| (r.score * 1000.0).round() / 1000.0),
-                matched: rank.map(|r| r.matched.clone()).unwrap_or_default(),
-            }
-        })
-        .collect();
-    let map: Vec<MapEntry> = context::map(&sources)
-        .into_iter()
-        .map(|(path, symbols)| MapEntry { path, symbols })
-        .collect();
+    let files = read_files(snapshot.root(), paths);
     let profile = state.sandbox.profile.as_str();
+    let assembled = context::assemble(files, &query, profile);
     Ok(ReproductionContext {
         bug: bug.id,
         state: bug.state,
@@ -114,11 +93,11 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         max_attempts: state.reporter.policy.max_reproduction_attempts,
         base: head.as_str().to_owned(),
         profile: profile.to_owned(),
-        how_to_test: context::how_to_test(profile, package.as_deref()),
-        package,
-        map_omitted: sources.len() - map.len(),
-        map,
-        files: shown,
+        package: assembled.package,
+        how_to_test: assembled.how_to_test,
+        map: assembled.map,
+        map_omitted: assembled.map_omitted,
+        files: assembled.files,
         budget_chars: context::BUDGET_CHARS,
     })
 }

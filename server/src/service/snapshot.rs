@@ -9,6 +9,18 @@ use domain::workflow::CommitSha;
 use forge::LocalForge;
 use std::path::{Path, PathBuf};
 
+/// Whether `path` (relative, `/`-separated, no `..`) is, or passes through, a symlink under
+/// `root`: every component is checked, not only the last.
+pub(crate) fn through_symlink(root: &Path, path: &str) -> bool {
+    let mut at = root.to_path_buf();
+    path.split('/').any(|part| {
+        at.push(part);
+        std::fs::symlink_metadata(&at)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false)
+    })
+}
+
 /// The target's tree at one commit, in a scratch folder of its own.
 #[derive(Debug)]
 pub(crate) struct Snapshot {
@@ -51,13 +63,7 @@ impl Snapshot {
     /// target could hold `tests -> /somewhere` and turn a write into the snapshot into a write
     /// onto the host: every component is checked, not only the last.
     pub(crate) fn through_symlink(&self, path: &str) -> bool {
-        let mut at = self.root.clone();
-        path.split('/').any(|part| {
-            at.push(part);
-            std::fs::symlink_metadata(&at)
-                .map(|m| m.file_type().is_symlink())
-                .unwrap_or(false)
-        })
+        through_symlink(&self.root, path)
     }
 
     /// Writes one regular file (and its folders). Callers check [`Snapshot::through_symlink`]
