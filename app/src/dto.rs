@@ -605,6 +605,10 @@ pub struct BugDesk {
     pub actions: Vec<String>,
     /// What crew roles say they are doing about this bug right now.
     pub crew_working: Vec<String>,
+    /// What the crew spent on this bug and what is left: model spend against the per-bug
+    /// budget, reproduction and fix attempts used of the round's.
+    #[serde(default)]
+    pub crew_budget: String,
 }
 
 /// A crew role's line: role, last seen (ms), age (ms), fresh, what it is doing.
@@ -629,6 +633,12 @@ pub struct CrewDesk {
     pub calls: (u64, u64),
     /// Recent tasks: kind, bug, from, to, outcome or state, body hash prefix.
     pub tasks: Vec<TaskRow>,
+    /// The bugs whose model calls cost most: bug, spent (µ$), calls.
+    #[serde(default)]
+    pub bug_spend: Vec<(String, u64, u64)>,
+    /// The per-bug budget (µ$).
+    #[serde(default)]
+    pub per_bug: u64,
 }
 
 /// A confirmation page for an owner's action.

@@ -38,7 +38,7 @@ pub async fn triage(
         system: format!("{TRIAGE}\n{}", crate::reproducer::SPOTLIGHT_RULE),
         user: text,
     };
-    let completion = guarded_call(desk, model, pricing, &prompt).await?;
+    let completion = guarded_call(desk, model, pricing, &prompt, bug).await?;
     let read = schema::triage(&completion.content)?;
     let note = format!(
         "Advisory triage ({} / {}{}): severity {:?}. Likely cause: {} Steps: {}. Test that would prove it: {}",
@@ -73,7 +73,7 @@ async fn review(
         system: format!("{system}\n{}", crate::reproducer::SPOTLIGHT_RULE),
         user: format!("{text}\n\n{subject}"),
     };
-    let completion = guarded_call(desk, model, pricing, &prompt).await?;
+    let completion = guarded_call(desk, model, pricing, &prompt, bug).await?;
     let read = schema::review(&completion.content)?;
     let note = format!(
         "Advisory {label} ({} / {}{}): {} {}",

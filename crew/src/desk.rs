@@ -165,6 +165,7 @@ impl Desk {
     /// no (429).
     pub async fn reserve(
         &self,
+        bug: &str,
         provider: &str,
         model: &str,
         worst_case_micros: u64,
@@ -172,7 +173,7 @@ impl Desk {
         let (status, body) = self
             .post_raw(
                 "/api/v1/model-calls",
-                &json!({"provider": provider, "model": model, "worst_case_micros": worst_case_micros}),
+                &json!({"provider": provider, "model": model, "worst_case_micros": worst_case_micros, "bug": bug}),
             )
             .await?;
         match status {

@@ -91,7 +91,7 @@ pub async fn fix(
             });
         }
         let prompt = fix_prompt(&context, &dossiers, previous.as_ref());
-        let completion = guarded_call(desk, model, pricing, &prompt).await?;
+        let completion = guarded_call(desk, model, pricing, &prompt, bug).await?;
         let allowed: Vec<&str> = context.allowed_paths.iter().map(String::as_str).collect();
         let test_path = context.confirmed_test.path.as_str();
         let draft = match schema::fix(&completion.content, &allowed, test_path) {

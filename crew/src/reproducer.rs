@@ -157,15 +157,17 @@ pub fn dossier_text(dossier: &Dossier) -> String {
 /// One model call under the spend guard: the worst case is reserved at the desk first (a
 /// refusal means no call), the call is made, and the reservation is settled — at the reported
 /// tokens' price when it answered, at worst case when it timed out or the connection dropped.
+/// The call is booked to `bug`, whose own budget applies.
 pub async fn guarded_call(
     desk: &Desk,
     model: &dyn ModelProvider,
     pricing: &dyn WorstCase,
     prompt: &Prompt,
+    bug: &str,
 ) -> Result<crate::Completion, ReproduceError> {
     let worst = pricing.worst_case(prompt);
     let call = desk
-        .reserve(model.name(), model.model(), worst)
+        .reserve(bug, model.name(), model.model(), worst)
         .await?
         .map_err(ReproduceError::Budget)?;
     match model.complete(prompt).await {
@@ -341,7 +343,7 @@ pub async fn reproduce(
     let mut feedback = String::new();
     for _ in 0..MAX_ROUND_ATTEMPTS {
         let prompt = prompt_for(&project, &dossiers, &feedback);
-        let completion = guarded_call(desk, model, pricing, &prompt).await?;
+        let completion = guarded_call(desk, model, pricing, &prompt, bug).await?;
         let draft = schema::reproduction(&completion.content)?;
         let (status, answer) = desk
             .post_raw(

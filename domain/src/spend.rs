@@ -16,10 +16,22 @@ pub struct Budget {
     pub per_call: Micros,
     /// Most all calls together may cost.
     pub total: Micros,
+    /// Most the calls about one bug may cost together (every round, every role).
+    #[serde(default = "default_per_bug")]
+    pub per_bug: Micros,
     /// Calls per rolling hour, all clients.
     pub calls_per_hour: u32,
     /// Calls per rolling hour, one client.
     pub client_calls_per_hour: u32,
+}
+
+/// The default per-bug budget: $0.50, room for a whole loop's calls at the per-call cap
+/// (triage, three reproduction attempts and their review, two fix attempts and a review: 8 ×
+/// $0.03) twice over.
+pub const DEFAULT_PER_BUG: Micros = 500_000;
+
+fn default_per_bug() -> Micros {
+    DEFAULT_PER_BUG
 }
 
 impl Default for Budget {
@@ -27,6 +39,7 @@ impl Default for Budget {
         Budget {
             per_call: 30_000,
             total: 5_000_000,
+            per_bug: DEFAULT_PER_BUG,
             calls_per_hour: 60,
             client_calls_per_hour: 10,
         }
@@ -38,6 +51,8 @@ impl Default for Budget {
 pub struct Usage {
     /// Settled costs plus open reservations at their worst case.
     pub committed: Micros,
+    /// The same, of the calls about the bug this call is about.
+    pub bug_committed: Micros,
     /// Calls started in the last hour.
     pub calls_last_hour: u32,
     /// Calls this client started in the last hour.
@@ -65,6 +80,16 @@ pub enum SpendRefusal {
         left: Micros,
         /// The budget.
         total: Micros,
+    },
+    /// The bug's own budget would be exceeded.
+    #[error("this bug's budget of {limit} µ$ has {left} µ$ left; this call could cost {asked} µ$")]
+    OverBugBudget {
+        /// Worst case asked.
+        asked: Micros,
+        /// What is left of the bug's budget.
+        left: Micros,
+        /// The per-bug budget.
+        limit: Micros,
     },
     /// The overall hourly limit is reached.
     #[error("{limit} calls per hour already started")]
@@ -94,6 +119,14 @@ pub fn admit(budget: &Budget, usage: &Usage, worst_case: Micros) -> Result<(), S
             asked: worst_case,
             left,
             total: budget.total,
+        });
+    }
+    let bug_left = budget.per_bug.saturating_sub(usage.bug_committed);
+    if worst_case > bug_left {
+        return Err(SpendRefusal::OverBugBudget {
+            asked: worst_case,
+            left: bug_left,
+            limit: budget.per_bug,
         });
     }
     if usage.calls_last_hour >= budget.calls_per_hour {
@@ -165,6 +198,19 @@ mod tests {
             })
         );
         assert_eq!(admit(&budget, &nearly_spent, 20_000), Ok(()));
+        let costly_bug = Usage {
+            bug_committed: 490_000,
+            ..fresh
+        };
+        assert_eq!(
+            admit(&budget, &costly_bug, 10_001),
+            Err(SpendRefusal::OverBugBudget {
+                asked: 10_001,
+                left: 10_000,
+                limit: 500_000
+            })
+        );
+        assert_eq!(admit(&budget, &costly_bug, 10_000), Ok(()));
         let busy = Usage {
             calls_last_hour: 60,
             ..fresh

@@ -569,6 +569,27 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
         page.contains("Try again…") && page.contains("Take it over…"),
         "{page}"
     );
+    // What the crew spent on it and what is left, on the bug's page and the crew page.
+    assert!(page.contains("data-testid=\"crew-budget\""), "{page}");
+    assert!(
+        page.contains("model spend $0.0000 of $0.5000 for this bug (2 calls)")
+            && page.contains("reproduction attempts 0 of 3 used, fix attempts 0 of 2 used"),
+        "{page}"
+    );
+    let crew_page = client
+        .get(format!("{base}/desk/crew"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        crew_page.contains("data-testid=\"bug-spend\"")
+            && crew_page.contains(&format!("/desk/bugs/{bug}")),
+        "{crew_page}"
+    );
 
     let owner_post = |path: String| {
         client

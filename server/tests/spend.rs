@@ -21,9 +21,22 @@ async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
             ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
             ("R2R_CONCIERGE_TOKEN", concierge.as_str()),
             ("R2R_SPEND_TOTAL", "0.05"),
+            ("R2R_SPEND_PER_BUG", "0.04"),
         ],
     );
     let base = server.base.clone();
+    let (bug_a, _) = common::file_report(
+        &base,
+        json!({"component": "shoplite", "title": "SAVE300 makes the total negative",
+               "what_happened": "The total shows -₹100", "expected": "₹0", "steps": "Apply SAVE300"}),
+    )
+    .await;
+    let (bug_b, _) = common::file_report(
+        &base,
+        json!({"component": "desk", "title": "The menu overlaps the logo",
+               "what_happened": "Overlapping text", "expected": "No overlap", "steps": "Open the desk"}),
+    )
+    .await;
     let client = reqwest::Client::new();
     let post = |path: &str, token: &str, body: Value| {
         let request = client
@@ -39,17 +52,30 @@ async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
             )
         }
     };
-    let call = |micros: u64| json!({"provider": "openai-compatible", "model": "local-coder-7b", "worst_case_micros": micros});
+    let on = |bug: &str, micros: u64| json!({"provider": "openai-compatible", "model": "local-coder-7b", "worst_case_micros": micros, "bug": bug});
+    let call = |micros: u64| on(&bug_b, micros);
 
-    let (status, first) = post("/api/v1/model-calls", &reproducer, call(30_000)).await;
+    let (status, first) = post("/api/v1/model-calls", &reproducer, on(&bug_a, 30_000)).await;
     assert_eq!(status, 201, "{first}");
-    let (status, refused) = post("/api/v1/model-calls", &reproducer, call(30_001)).await;
+    let (status, refused) = post("/api/v1/model-calls", &reproducer, on(&bug_a, 30_001)).await;
     assert_eq!(status, 429);
     assert_eq!(refused["refusal"]["reason"], "over_per_call");
-    // 0.05 $ total: 0.03 is reserved, another 0.03 does not fit.
+    // 0.04 $ per bug: 0.03 is reserved for bug A, another 0.015 on it does not fit…
+    let (status, refused) = post("/api/v1/model-calls", &reproducer, on(&bug_a, 15_000)).await;
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["refusal"]["reason"], "over_bug_budget");
+    assert_eq!(refused["refusal"]["left"], 10_000);
+    // …and 0.05 $ in all: another 0.03, on bug B, does not fit either.
     let (status, refused) = post("/api/v1/model-calls", &reproducer, call(30_000)).await;
     assert_eq!(status, 429, "{refused}");
     assert_eq!(refused["refusal"]["reason"], "over_budget");
+    // A call names a bug the desk holds: none, or a made-up one, is refused before the book.
+    let mut nameless = call(1);
+    nameless.as_object_mut().unwrap().remove("bug");
+    let (status, _) = post("/api/v1/model-calls", &reproducer, nameless).await;
+    assert_eq!(status, 422);
+    let (status, refused) = post("/api/v1/model-calls", &reproducer, on("bug-made-up", 1)).await;
+    assert_eq!(status, 404, "{refused}");
     // A timeout keeps the worst case booked; 0.02 still fits.
     let id = first["id"].as_str().unwrap();
     let (status, _) = post(

@@ -25,6 +25,8 @@ pub struct NewCall<'a> {
     pub model: &'a str,
     /// Its worst-case cost.
     pub worst_case: Micros,
+    /// The bug it works on (its per-bug budget applies).
+    pub bug: &'a str,
 }
 
 /// How a call ended.
@@ -79,11 +81,12 @@ impl Store {
         let worst = i64::try_from(call.worst_case).unwrap_or(i64::MAX);
         let usage_sql = "SELECT CAST(COALESCE(SUM(COALESCE(settled_micros, reserved_micros)), 0) AS BIGINT), \
              CAST(COALESCE(SUM(CASE WHEN created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT), \
-             CAST(COALESCE(SUM(CASE WHEN created_at > $1 AND client = $2 THEN 1 ELSE 0 END), 0) AS BIGINT) \
+             CAST(COALESCE(SUM(CASE WHEN created_at > $1 AND client = $2 THEN 1 ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN bug_id = $3 THEN COALESCE(settled_micros, reserved_micros) ELSE 0 END), 0) AS BIGINT) \
              FROM model_calls";
         let insert_sql =
-            "INSERT INTO model_calls (id, client, provider, model, reserved_micros, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)";
+            "INSERT INTO model_calls (id, client, provider, model, reserved_micros, created_at, bug_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)";
         let decision = for_each_backend!(self, pool, begin => {
             let mut tx = begin().await?;
             if self.backend() == crate::Backend::Postgres {
@@ -92,13 +95,15 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            let (committed, hour, client_hour): (i64, i64, i64) = sqlx::query_as(usage_sql)
+            let (committed, hour, client_hour, bug): (i64, i64, i64, i64) = sqlx::query_as(usage_sql)
                 .bind(now - HOUR_MS)
                 .bind(call.client)
+                .bind(call.bug)
                 .fetch_one(&mut *tx)
                 .await?;
             let usage = Usage {
                 committed: to_u64(committed),
+                bug_committed: to_u64(bug),
                 calls_last_hour: u32::try_from(hour).unwrap_or(u32::MAX),
                 client_calls_last_hour: u32::try_from(client_hour).unwrap_or(u32::MAX),
             };
@@ -111,6 +116,7 @@ impl Store {
                     .bind(call.model)
                     .bind(worst)
                     .bind(now)
+                    .bind(call.bug)
                     .execute(&mut *tx)
                     .await?;
             }
@@ -118,6 +124,33 @@ impl Store {
             decision
         });
         Ok(decision)
+    }
+
+    /// What the calls about `bug` cost: settled plus open reservations at worst case, and
+    /// how many calls.
+    pub async fn spend_of_bug(&self, bug: &str) -> Result<(Micros, u64), StoreError> {
+        let sql =
+            "SELECT CAST(COALESCE(SUM(COALESCE(settled_micros, reserved_micros)), 0) AS BIGINT), \
+             CAST(COUNT(*) AS BIGINT) FROM model_calls WHERE bug_id = $1";
+        let (committed, calls): (i64, i64) = for_each_backend!(self, pool, _begin => {
+            sqlx::query_as(sql).bind(bug).fetch_one(pool).await?
+        });
+        Ok((to_u64(committed), to_u64(calls)))
+    }
+
+    /// The `limit` bugs whose calls cost most: bug, committed (settled plus open at worst
+    /// case), calls — most first.
+    pub async fn spend_by_bug(&self, limit: u32) -> Result<Vec<(String, Micros, u64)>, StoreError> {
+        let sql = "SELECT bug_id, CAST(SUM(COALESCE(settled_micros, reserved_micros)) AS BIGINT) AS spent, \
+             CAST(COUNT(*) AS BIGINT) FROM model_calls WHERE bug_id IS NOT NULL \
+             GROUP BY bug_id ORDER BY spent DESC, bug_id LIMIT $1";
+        let rows: Vec<(String, i64, i64)> = for_each_backend!(self, pool, _begin => {
+            sqlx::query_as(sql).bind(i64::from(limit)).fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(bug, spent, calls)| (bug, to_u64(spent), to_u64(calls)))
+            .collect())
     }
 
     /// Settles an open call on behalf of `client`, which must be the client that reserved it

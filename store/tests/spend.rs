@@ -14,6 +14,7 @@ async fn parallel_reservations_never_overshoot(backend: &str) {
     let budget = Budget {
         per_call: 30_000,
         total: 300_000,
+        per_bug: u64::MAX,
         calls_per_hour: 1_000,
         client_calls_per_hour: 1_000,
     };
@@ -28,6 +29,7 @@ async fn parallel_reservations_never_overshoot(backend: &str) {
                 provider: "openai-compatible",
                 model: "m",
                 worst_case: 30_000,
+                bug: "bug-1",
             };
             store
                 .reserve_model_call(&call, &budget, 1_000)
@@ -59,6 +61,7 @@ async fn limits_and_settlement(backend: &str) {
         provider: "openai-compatible",
         model: "m",
         worst_case: 30_000,
+        bug: "bug-a",
     };
     let ids = [
         "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10",
@@ -143,4 +146,93 @@ async fn limits_and_settlement(backend: &str) {
     ));
 }
 
-on_both!(parallel_reservations_never_overshoot, limits_and_settlement);
+async fn one_bug_never_overshoots_its_own_budget(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    let budget = Budget {
+        per_bug: 90_000,
+        calls_per_hour: 1_000,
+        client_calls_per_hour: 1_000,
+        ..Budget::default()
+    };
+    let call = |id: &'static str, bug: &'static str, worst_case: u64| NewCall {
+        id,
+        client: "reproducer",
+        provider: "openai-compatible",
+        model: "m",
+        worst_case,
+        bug,
+    };
+    let ids = ["l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7"];
+    let mut tasks = tokio::task::JoinSet::new();
+    for id in ids {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let outcome = store
+                .reserve_model_call(&call(id, "bug-loop", 30_000), &budget, 1_000)
+                .await
+                .unwrap();
+            (id, outcome)
+        });
+    }
+    let mut admitted = Vec::new();
+    while let Some(result) = tasks.join_next().await {
+        match result.unwrap() {
+            (id, Ok(())) => admitted.push(id),
+            (_, Err(SpendRefusal::OverBugBudget { limit: 90_000, .. })) => {}
+            (_, other) => panic!("{backend}: unexpected {other:?}"),
+        }
+    }
+    assert_eq!(admitted.len(), 3, "{backend}");
+    assert_eq!(store.spend_of_bug("bug-loop").await.unwrap(), (90_000, 3));
+    // Another bug has its own budget.
+    assert_eq!(
+        store
+            .reserve_model_call(&call("o0", "bug-other", 30_000), &budget, 1_000)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    // A call that answered cheaply gives the rest of its reservation back to its bug.
+    assert_eq!(
+        store
+            .settle_model_call(
+                admitted[0],
+                "reproducer",
+                CallEnd::Answered(Some(1_000)),
+                2_000
+            )
+            .await
+            .unwrap(),
+        Settlement::Settled
+    );
+    assert_eq!(store.spend_of_bug("bug-loop").await.unwrap(), (61_000, 3));
+    assert!(matches!(
+        store
+            .reserve_model_call(&call("m0", "bug-loop", 29_001), &budget, 3_000)
+            .await
+            .unwrap(),
+        Err(SpendRefusal::OverBugBudget { left: 29_000, .. })
+    ));
+    assert_eq!(
+        store
+            .reserve_model_call(&call("m1", "bug-loop", 29_000), &budget, 3_000)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert_eq!(store.spend_of_bug("nothing").await.unwrap(), (0, 0));
+    assert_eq!(
+        store.spend_by_bug(5).await.unwrap(),
+        [
+            ("bug-loop".to_owned(), 90_000, 4),
+            ("bug-other".to_owned(), 30_000, 1)
+        ]
+    );
+    assert_eq!(store.spend_by_bug(1).await.unwrap().len(), 1);
+}
+
+on_both!(
+    parallel_reservations_never_overshoot,
+    limits_and_settlement,
+    one_bug_never_overshoots_its_own_budget
+);

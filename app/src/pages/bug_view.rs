@@ -241,6 +241,7 @@ impl Summary {
                 <div><dt>"Head"</dt><dd><code>{head}</code></dd></div>
                 <div><dt>"Tier"</dt><dd>{tier}</dd></div>
                 <div><dt>"Still required"</dt><dd>{still}</dd></div>
+                <div><dt>"Crew budget"</dt><dd data-testid="crew-budget">{bug.crew_budget.clone()}</dd></div>
             </dl>
         }
         .into_any_sync()

@@ -342,6 +342,24 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
         <section class="panel">
             <h2>"Spend"</h2>
             <p data-testid="crew-spend">{format!("{} committed ({} settled) of a {} budget; {} of {} calls in the last hour.", dollars(committed), dollars(settled), dollars(total), crew.calls.0, crew.calls.1)}</p>
+            {if crew.bug_spend.is_empty() {
+                view! { <p>"No model call has been booked to a bug yet."</p> }.into_any_sync()
+            } else {
+                let per_bug = crew.per_bug;
+                view! {
+                    <div class="table-wrap" tabindex="0" role="region" aria-label="Spend by bug">
+                        <table data-testid="bug-spend">
+                            <caption>{format!("The bugs that cost most (each may cost at most {})", dollars(per_bug))}</caption>
+                            <thead><tr><th scope="col">"Bug"</th><th scope="col">"Spent"</th><th scope="col">"Calls"</th></tr></thead>
+                            <tbody>
+                                {crew.bug_spend.into_iter().map(|(bug, spent, calls)| view! {
+                                    <tr><td><a href=format!("/desk/bugs/{bug}")><code>{bug.clone()}</code></a></td><td>{dollars(spent)}</td><td>{calls}</td></tr>
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }.into_any_sync()
+            }}
         </section>
         <section class="panel">
             <h2>"Recent tasks"</h2>

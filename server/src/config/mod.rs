@@ -514,6 +514,7 @@ impl Config {
                 domain::spend::Budget {
                     per_call: dollars("R2R_SPEND_PER_CALL", defaults.per_call)?,
                     total: dollars("R2R_SPEND_TOTAL", defaults.total)?,
+                    per_bug: dollars("R2R_SPEND_PER_BUG", defaults.per_bug)?,
                     calls_per_hour: count("R2R_SPEND_CALLS_PER_HOUR", defaults.calls_per_hour)?,
                     client_calls_per_hour: count(
                         "R2R_SPEND_CLIENT_CALLS_PER_HOUR",

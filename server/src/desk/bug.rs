@@ -272,7 +272,26 @@ pub(crate) async fn bug_data(
         opened_at,
         waiting_for: waiting_for(&bug, &state.releases),
     };
+    let crew_budget = {
+        let (spent, calls) = state
+            .store
+            .spend_of_bug(id)
+            .await
+            .map_err(Refused::storage)?;
+        let policy = &state.reporter.policy;
+        format!(
+            "model spend {} of {} for this bug ({calls} call{}); reproduction attempts {} of {} used, fix attempts {} of {} used (this round)",
+            dollars(spent),
+            dollars(state.spend.per_bug),
+            if calls == 1 { "" } else { "s" },
+            bug.reproduction_attempts,
+            policy.max_reproduction_attempts,
+            bug.fix_attempts,
+            policy.max_fix_attempts,
+        )
+    };
     Ok(Some(BugDesk {
+        crew_budget,
         owner: account.email.clone(),
         csrf: csrf(state, session),
         duplicate_of: bug.duplicate_of.clone(),
@@ -392,4 +411,8 @@ pub(super) fn owner_actions(
         actions.push("duplicate".to_owned());
     }
     actions
+}
+/// Micro-dollars as dollars to a hundredth of a cent (`$0.0036`).
+fn dollars(micros: u64) -> String {
+    format!("${}.{:04}", micros / 1_000_000, (micros % 1_000_000) / 100)
 }

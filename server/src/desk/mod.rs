@@ -590,5 +590,11 @@ pub(crate) async fn crew_data(
             u(&status["spend"]["budget"]["calls_per_hour"]),
         ),
         tasks,
+        bug_spend: state
+            .store
+            .spend_by_bug(10)
+            .await
+            .map_err(Refused::storage)?,
+        per_bug: state.spend.per_bug,
     })
 }

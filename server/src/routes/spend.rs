@@ -23,6 +23,8 @@ struct Reserve {
     provider: String,
     model: String,
     worst_case_micros: u64,
+    /// The bug the call works on: its per-bug budget applies.
+    bug: String,
 }
 
 fn client_of(credential: &Credential) -> String {
@@ -57,6 +59,9 @@ pub async fn reserve(
         let asked: Reserve = json_body(&body)?;
         let provider = label(&asked.provider, "provider")?;
         let model = label(&asked.model, "model")?;
+        // A call is always about a bug the desk holds: the per-bug budget cannot be dodged by
+        // naming none, or a made-up one.
+        let bug = crate::service::commands::load(&state, asked.bug.trim()).await?;
         let id = format!("call-{}-{:08x}", crate::clock::now_ms(), rand::random::<u32>());
         let client = client_of(&credential);
         let call = NewCall {
@@ -65,6 +70,7 @@ pub async fn reserve(
             provider: &provider,
             model: &model,
             worst_case: asked.worst_case_micros,
+            bug: &bug.id,
         };
         match state
             .store

@@ -161,12 +161,18 @@ async fn a_crew_role_cannot_settle_a_model_call_another_role_reserved() {
         ],
     );
     let base = server.base.clone();
+    let (bug, _) = common::file_report(
+        &base,
+        json!({"component": "shoplite", "title": "SAVE300 makes the total negative",
+               "what_happened": "The total shows -₹100", "expected": "₹0", "steps": "Apply SAVE300"}),
+    )
+    .await;
     let client = reqwest::Client::new();
     let (status, _, reserved) = post(
         &client,
         format!("{base}/api/v1/model-calls"),
         &reproducer,
-        json!({"provider": "openai-compatible", "model": "local-coder-7b", "worst_case_micros": 30_000}),
+        json!({"provider": "openai-compatible", "model": "local-coder-7b", "worst_case_micros": 30_000, "bug": bug}),
     )
     .await;
     assert_eq!(status, 201, "{reserved}");
