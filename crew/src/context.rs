@@ -562,7 +562,7 @@ pub fn how_to_test(profile: &str, package: Option<&str>) -> String {
         "rust" => format!(
             "The target is the Rust crate `{name}`. Put the test in a new file under tests/ (an integration test): it reaches the code only through the crate's public API, `use {name}::…;`, and runs with `cargo test --test <file name>`. Name the test function as `test_name`."
         ),
-        "node" => format!(
+        "node" | "node_test" => format!(
             "The target is the Node.js package `{name}`, tested with `node --test`. Put the test in a new file under test/ that imports the code by relative path from the files shown (e.g. `require('../src/…')` or `import … from '../src/…'`) and uses `node:test` and `node:assert`. Name the test as `test_name`."
         ),
         "vitest" => format!(
@@ -750,6 +750,15 @@ mod tests {
         assert_eq!(package_name(&files).as_deref(), Some("tea_shop"));
         let hint = how_to_test("rust", Some("tea_shop"));
         assert!(hint.contains("use tea_shop::"), "{hint}");
+        // The sandbox names the Node profile `node_test`.
+        for profile in ["node", "node_test"] {
+            let hint = how_to_test(profile, Some("shop-js"));
+            assert!(
+                hint.contains("node:test") && hint.contains("`shop-js`"),
+                "{hint}"
+            );
+        }
+        assert!(how_to_test("vitest", None).contains("Vitest"));
         let node = vec![file(
             "package.json",
             "{\"name\": \"shop-js\", \"version\": \"1.0.0\"}",

@@ -39,7 +39,7 @@ pub struct AuthDesk {
 
 impl AuthDesk {
     /// From the configuration (a random session key when none is configured).
-    pub fn new(config: &crate::config::AuthConfig) -> Self {
+    pub fn new(config: &crate::config::AuthConfig, store: &store::Store) -> Self {
         let session_key = config.session_key.clone().unwrap_or_else(|| {
             tracing::warn!("R2R_SESSION_KEY is not set: using a random key; sessions' CSRF tokens change at restart (run r2r setup)");
             crate::secret::Secret::new(random_secret(64))
@@ -48,11 +48,16 @@ impl AuthDesk {
         AuthDesk {
             session_key,
             secure_cookies: config.secure_cookies,
-            login_limiter: crate::ratelimit::Limiter::new(config.login_rate),
-            address_limiter: crate::ratelimit::Limiter::new(crate::ratelimit::RateLimit {
-                count: config.login_rate.count.saturating_mul(10),
-                per: config.login_rate.per,
-            }),
+            login_limiter: crate::ratelimit::Limiter::new("login", config.login_rate)
+                .shared_in(store),
+            address_limiter: crate::ratelimit::Limiter::new(
+                "address",
+                crate::ratelimit::RateLimit {
+                    count: config.login_rate.count.saturating_mul(10),
+                    per: config.login_rate.per,
+                },
+            )
+            .shared_in(store),
             dummy_password_hash,
         }
     }

@@ -1,4 +1,7 @@
-//! Per-client rate limits: a token bucket per client key, in memory, bounded in size.
+//! Per-client rate limits: a token bucket per client key. On PostgreSQL the buckets live in
+//! the database, shared by every server on it (`store::rate`; keys stored as hashes); on the
+//! embedded SQLite desk, which is one process, in memory, bounded in size. Both spend by the
+//! same rule ([`store::rate::refill_and_take`]).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -57,17 +60,58 @@ struct Bucket {
 /// One limit applied per client key.
 #[derive(Debug)]
 pub struct Limiter {
+    name: &'static str,
     limit: RateLimit,
     buckets: Mutex<HashMap<String, Bucket>>,
+    shared: Option<store::Store>,
 }
 
 impl Limiter {
-    /// A limiter with `limit` for every key.
-    pub fn new(limit: RateLimit) -> Self {
+    /// A limiter named `name` (its buckets' prefix in the database) with `limit` for every
+    /// key, in memory until [`Limiter::shared_in`].
+    pub fn new(name: &'static str, limit: RateLimit) -> Self {
         Limiter {
+            name,
             limit,
             buckets: Mutex::new(HashMap::new()),
+            shared: None,
         }
+    }
+
+    /// Keeps the buckets in `store` when it is PostgreSQL (several servers may share it);
+    /// SQLite's desk is one process and keeps them in memory.
+    pub fn shared_in(mut self, store: &store::Store) -> Self {
+        if store.backend() == store::Backend::Postgres {
+            self.shared = Some(store.clone());
+        }
+        self
+    }
+
+    fn refill(&self) -> store::rate::Refill {
+        store::rate::Refill {
+            capacity: f64::from(self.limit.count),
+            per_ms: self.limit.per_second() / 1000.0,
+        }
+    }
+
+    /// Takes one request for `key` now (`now_ms`, the wall clock, for a shared bucket); when
+    /// over the limit, how long until it may retry. A shared bucket the database cannot read
+    /// is an error (the caller answers 503).
+    pub async fn take(
+        &self,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Result<(), Duration>, store::StoreError> {
+        let Some(store) = &self.shared else {
+            return Ok(self.check(key, Instant::now()));
+        };
+        use sha2::Digest;
+        let hashed = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+        let bucket = format!("{}:{hashed}", self.name);
+        Ok(store
+            .rate_take(&bucket, self.refill(), now_ms)
+            .await?
+            .map_err(Duration::from_millis))
     }
 
     /// Takes one request for `key` at `now`; when over the limit, how long until it may retry.
@@ -88,14 +132,18 @@ impl Limiter {
             tokens: capacity,
             updated: now,
         });
-        let elapsed = now.saturating_duration_since(bucket.updated).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * rate).min(capacity);
+        let elapsed = now.saturating_duration_since(bucket.updated).as_millis();
+        let (left, took) = store::rate::refill_and_take(
+            self.refill(),
+            bucket.tokens,
+            i64::try_from(elapsed).unwrap_or(i64::MAX),
+        );
+        bucket.tokens = left;
         bucket.updated = now;
-        if bucket.tokens >= 1.0 {
-            bucket.tokens -= 1.0;
+        if took {
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - bucket.tokens) / rate))
+            Err(Duration::from_secs_f64((1.0 - left) / rate))
         }
     }
 }
@@ -151,7 +199,7 @@ mod tests {
 
     #[test]
     fn a_burst_is_allowed_then_refused_until_a_token_refills() {
-        let limiter = Limiter::new(RateLimit::parse("3/60s").unwrap());
+        let limiter = Limiter::new("test", RateLimit::parse("3/60s").unwrap());
         let start = Instant::now();
         for _ in 0..3 {
             assert!(limiter.check("a", start).is_ok());

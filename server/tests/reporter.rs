@@ -855,3 +855,39 @@ on_both!(
     the_capability_is_never_logged,
     the_script_free_forms_file_and_track,
 );
+
+/// Two desk servers on one PostgreSQL share every client's budget: a client that spent it
+/// through one server is refused by the other, and a restarted server does not forget it.
+/// Neither the address nor the email is stored, only a hash of the bucket's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgresql_two_servers_share_one_rate_limit() {
+    let (url, _dir) = database("postgres").await;
+    let limits = [("R2R_RATE_INTAKE", "3/60s")];
+    let first = start_server_with(&url_text(&url), &limits);
+    let second = start_server_with(&url_text(&url), &limits);
+    let client = reqwest::Client::new();
+    for (n, base) in [&first.base, &second.base, &first.base]
+        .into_iter()
+        .enumerate()
+    {
+        let (status, body) = file(&client, base, &report(&format!("Shared limit {n}"), "x")).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    for base in [&second.base, &first.base] {
+        let (status, body) = file(&client, base, &report("One too many", "x")).await;
+        assert_eq!(status, 429, "the budget is shared: {body}");
+    }
+    drop(first);
+    let third = start_server_with(&url_text(&url), &limits);
+    let (status, _) = file(&client, &third.base, &report("After a restart", "x")).await;
+    assert_eq!(status, 429, "a restart does not forget the budget");
+    let stored = everything_stored(&url).await;
+    assert!(
+        stored.contains("\"key\":\"intake:"),
+        "no shared bucket stored"
+    );
+    assert!(
+        !stored.contains("127.0.0.1"),
+        "a client's address is stored somewhere"
+    );
+}

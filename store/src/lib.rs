@@ -15,6 +15,7 @@ pub mod listing;
 pub mod notices;
 pub mod outbox;
 pub mod owners;
+pub mod rate;
 pub mod reports;
 pub mod spend;
 pub mod testing;
@@ -22,7 +23,7 @@ mod url;
 pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 16;
+pub const SCHEMA_VERSION: i64 = 17;
 
 pub use auth::OwnerAccount;
 pub use changes::ChangeListener;
@@ -93,6 +94,9 @@ pub enum StoreError {
     /// A stored document does not parse.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// Writers kept racing for one row; the caller may try again.
+    #[error("the database is busy: {0}")]
+    Contended(String),
 }
 
 #[derive(Clone, Debug)]

@@ -132,9 +132,11 @@ impl Store {
         let sql =
             "SELECT CAST(COALESCE(SUM(COALESCE(settled_micros, reserved_micros)), 0) AS BIGINT), \
              CAST(COUNT(*) AS BIGINT) FROM model_calls WHERE bug_id = $1";
-        let (committed, calls): (i64, i64) = for_each_backend!(self, pool, _begin => {
-            sqlx::query_as(sql).bind(bug).fetch_one(pool).await?
-        });
+        // A read: no writer lock.
+        let (committed, calls): (i64, i64) = match &self.pool {
+            crate::Pool::Sqlite(pool) => sqlx::query_as(sql).bind(bug).fetch_one(pool).await?,
+            crate::Pool::Postgres(pool) => sqlx::query_as(sql).bind(bug).fetch_one(pool).await?,
+        };
         Ok((to_u64(committed), to_u64(calls)))
     }
 
@@ -144,9 +146,11 @@ impl Store {
         let sql = "SELECT bug_id, CAST(SUM(COALESCE(settled_micros, reserved_micros)) AS BIGINT) AS spent, \
              CAST(COUNT(*) AS BIGINT) FROM model_calls WHERE bug_id IS NOT NULL \
              GROUP BY bug_id ORDER BY spent DESC, bug_id LIMIT $1";
-        let rows: Vec<(String, i64, i64)> = for_each_backend!(self, pool, _begin => {
-            sqlx::query_as(sql).bind(i64::from(limit)).fetch_all(pool).await?
-        });
+        let limit = i64::from(limit);
+        let rows: Vec<(String, i64, i64)> = match &self.pool {
+            crate::Pool::Sqlite(pool) => sqlx::query_as(sql).bind(limit).fetch_all(pool).await?,
+            crate::Pool::Postgres(pool) => sqlx::query_as(sql).bind(limit).fetch_all(pool).await?,
+        };
         Ok(rows
             .into_iter()
             .map(|(bug, spent, calls)| (bug, to_u64(spent), to_u64(calls)))

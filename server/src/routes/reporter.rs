@@ -37,7 +37,8 @@ pub async fn file_json(
         take_token(
             &state.reporter.intake,
             &client_of(&state.reporter, addr, &headers),
-        )?;
+        )
+        .await?;
         let is_json = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -106,7 +107,8 @@ pub async fn file_form(
         take_token(
             &state.reporter.intake,
             &client_of(&state.reporter, addr, &headers),
-        )?;
+        )
+        .await?;
         validate_and_file(&state, &object).await
     }
     .await;
@@ -157,7 +159,8 @@ pub async fn track_json(
         take_token(
             &state.reporter.answers,
             &client_of(&state.reporter, addr, &headers),
-        )?;
+        )
+        .await?;
         let report = find_report(&state, header_capability(&headers))
             .await?
             .ok_or_else(Refused::not_found)?;
@@ -178,7 +181,7 @@ pub async fn answer_json(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        take_token(&state.reporter.answers, &client_of(&state.reporter, addr, &headers))?;
+        take_token(&state.reporter.answers, &client_of(&state.reporter, addr, &headers)).await?;
         let report = find_report(&state, header_capability(&headers))
             .await?
             .ok_or_else(Refused::not_found)?;
@@ -272,7 +275,8 @@ async fn track_page(
         take_token(
             &state.reporter.answers,
             &client_of(&state.reporter, addr, headers),
-        )?;
+        )
+        .await?;
         let Some(report) = find_report(state, capability.as_deref()).await? else {
             return Ok(None);
         };

@@ -48,7 +48,9 @@ async fn own_report(
     request: &Parts,
     capability: &str,
 ) -> Result<StoredReport, Refusal> {
-    take_token(&state.reporter.answers, &client(state, request)).map_err(refusal)?;
+    take_token(&state.reporter.answers, &client(state, request))
+        .await
+        .map_err(refusal)?;
     find_report(state, Some(capability))
         .await
         .map_err(refusal)?
@@ -63,7 +65,9 @@ impl ReporterBackend for Backend {
     fn file(&self, request: Parts, form: ReportForm) -> Reply<ReportReceipt> {
         let state = self.0.clone();
         Box::pin(async move {
-            take_token(&state.reporter.intake, &client(&state, &request)).map_err(refusal)?;
+            take_token(&state.reporter.intake, &client(&state, &request))
+                .await
+                .map_err(refusal)?;
             // The REST API's validation, on the same shape it reads.
             let object = match serde_json::to_value(&form) {
                 Ok(serde_json::Value::Object(object)) => object,

@@ -62,6 +62,23 @@ pub async fn reserve(
         // A call is always about a bug the desk holds: the per-bug budget cannot be dodged by
         // naming none, or a made-up one.
         let bug = crate::service::commands::load(&state, asked.bug.trim()).await?;
+        // Nor one no crew works on any more: spend booked there would dodge a live bug's
+        // budget.
+        if matches!(
+            bug.state,
+            domain::BugState::Verified | domain::BugState::Duplicate
+        ) || bug.needs_human == Some(domain::workflow::NeedsHumanReason::TakenOver)
+        {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "bug_closed_to_the_crew",
+                format!(
+                    "bug {} is {}: no model call can be booked to it",
+                    bug.id,
+                    bug.state.as_str()
+                ),
+            ));
+        }
         let id = format!("call-{}-{:08x}", crate::clock::now_ms(), rand::random::<u32>());
         let client = client_of(&credential);
         let call = NewCall {

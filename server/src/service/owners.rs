@@ -8,7 +8,6 @@ use crate::web::AppState;
 use crate::web::Refused;
 use axum::http::StatusCode;
 use serde::Deserialize;
-use std::time::Instant;
 use store::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerAccount};
 
 async fn verify_password(hash: String, password: String) -> bool {
@@ -34,7 +33,7 @@ pub async fn sign_in(
     email: &str,
     password: String,
 ) -> Result<(String, OwnerAccount), Refused> {
-    let now = Instant::now();
+    let now = crate::clock::now_ms();
     // One spelling of the address for the limits and the lookup alike.
     let email = store::owners::normalise_email(email);
     // Per client, per client and address, and — ten times looser — per address from every
@@ -42,16 +41,17 @@ pub async fn sign_in(
     // they could lock an owner out, and guessing one owner's password from many addresses
     // still slows down.
     let limiter = &state.auth.login_limiter;
-    limiter
-        .check(&format!("ip:{client}"), now)
-        .and_then(|()| limiter.check(&format!("pair:{client}|{email}"), now))
-        .and_then(|()| {
-            state
-                .auth
-                .address_limiter
-                .check(&format!("email:{email}"), now)
-        })
-        .map_err(Refused::rate_limited)?;
+    for (limiter, key) in [
+        (limiter, format!("ip:{client}")),
+        (limiter, format!("pair:{client}|{email}")),
+        (&state.auth.address_limiter, format!("email:{email}")),
+    ] {
+        limiter
+            .take(&key, now)
+            .await
+            .map_err(Refused::storage)?
+            .map_err(Refused::rate_limited)?;
+    }
     let account = state
         .store
         .owner_by_email(&email)
@@ -162,7 +162,9 @@ pub async fn accept_invitation(
     state
         .auth
         .login_limiter
-        .check(&format!("invite:{client}"), Instant::now())
+        .take(&format!("invite:{client}"), crate::clock::now_ms())
+        .await
+        .map_err(Refused::storage)?
         .map_err(Refused::rate_limited)?;
     let accept = Accept {
         token: token.to_owned(),

@@ -19,7 +19,6 @@ use domain::workflow::{
 use domain::{BugState, Capability, CapabilityHash};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::time::Instant;
 use store::{choose_cluster, ApplyError, NewReport, OpenCluster, ReportContent, StoredReport};
 
 // ---------------------------------------------------------------------------------------------
@@ -242,9 +241,11 @@ pub async fn validate_and_file(
     file_report(state, form).await
 }
 
-pub fn take_token(limiter: &Limiter, client: &str) -> Result<(), Refused> {
+pub async fn take_token(limiter: &Limiter, client: &str) -> Result<(), Refused> {
     limiter
-        .check(client, Instant::now())
+        .take(client, crate::clock::now_ms())
+        .await
+        .map_err(Refused::storage)?
         .map_err(Refused::rate_limited)
 }
 
@@ -388,7 +389,7 @@ pub fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Opti
             "A reporter said the test is not their bug; the crew tries again"
         }
         "reproduction_attempt_failed" => {
-            "A test the crew wrote did not fail for this bug when the desk ran it; the crew tries again"
+            "A test the crew wrote did not fail for this bug when the desk ran it"
         }
         "fix_started" => "The crew started a fix",
         "fix_attempt_failed" => "A fix attempt failed its checks",

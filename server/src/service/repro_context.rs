@@ -83,9 +83,14 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         .map_err(Refused::forge)?;
     let snapshot = Snapshot::new()?;
     snapshot.export(forge, &head).await?;
-    let files = read_files(snapshot.root(), paths);
     let profile = state.sandbox.profile.as_str();
-    let assembled = context::assemble(files, &query, profile);
+    // Reading and ranking up to 2,000 files is blocking work: off the async workers.
+    let assembled = tokio::task::spawn_blocking(move || {
+        let files = read_files(snapshot.root(), paths);
+        context::assemble(files, &query, profile)
+    })
+    .await
+    .map_err(|e| Refused::internal(format!("building the reproduction context failed: {e}")))?;
     Ok(ReproductionContext {
         bug: bug.id,
         state: bug.state,

@@ -60,10 +60,14 @@ impl AppState {
     ) -> Self {
         AppState {
             leptos_options,
-            store,
+            store: store.clone(),
             instance,
-            reporter: Arc::new(ReporterDesk::new(&config.intake, config.policy.clone())),
-            auth: Arc::new(crate::auth::AuthDesk::new(&config.auth)),
+            reporter: Arc::new(ReporterDesk::new(
+                &config.intake,
+                config.policy.clone(),
+                &store,
+            )),
+            auth: Arc::new(crate::auth::AuthDesk::new(&config.auth, &store)),
             github: Arc::new(config.github.clone()),
             local_forge: config
                 .local_forge
@@ -109,11 +113,11 @@ pub struct ReporterDesk {
 
 impl ReporterDesk {
     /// From the configuration.
-    pub fn new(config: &crate::config::IntakeConfig, policy: Policy) -> Self {
+    pub fn new(config: &crate::config::IntakeConfig, policy: Policy, store: &Store) -> Self {
         ReporterDesk {
             components: config.components.clone(),
-            intake: Limiter::new(config.intake_rate),
-            answers: Limiter::new(config.answer_rate),
+            intake: Limiter::new("intake", config.intake_rate).shared_in(store),
+            answers: Limiter::new("answers", config.answer_rate).shared_in(store),
             trust_forwarded_for: config.trust_forwarded_for,
             policy,
         }
