@@ -40,21 +40,11 @@ async fn double() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reproducer_proposes_and_the_desk_decides() {
-    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
-        && sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
-            .await
-            .is_err()
-    {
-        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+    if !common::docker_here().await {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
-        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
-            .unwrap();
-        std::fs::remove_dir_all(work.join("tests")).unwrap();
-    })
-    .await;
+    let bare = common::shoplite_forge(dir.path()).await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(
@@ -236,21 +226,11 @@ async fn needs_context_double() -> (String, std::sync::Arc<std::sync::atomic::At
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_needs_the_code_reproduces_only_with_context_and_feedback() {
-    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() != Ok("1")
-        && sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
-            .await
-            .is_err()
-    {
-        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+    if !common::docker_here().await {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
-        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
-            .unwrap();
-        std::fs::remove_dir_all(work.join("tests")).unwrap();
-    })
-    .await;
+    let bare = common::shoplite_forge(dir.path()).await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let fixer = server::cli::setup::new_role_token(Role::Fixer);

@@ -271,29 +271,6 @@ async fn hand_offs_are_taken_only_by_their_addressee_with_the_exact_body() {
 
 /// Whether the Docker sandbox is here; when it is not and the test command did not require
 /// it, says that the test is skipped.
-async fn docker_here() -> bool {
-    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1")
-        || sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
-            .await
-            .is_ok()
-    {
-        return true;
-    }
-    eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
-    false
-}
-
-/// A local forge in `dir` holding ShopLite without its tests (the crew writes the test).
-async fn shoplite_forge(dir: &std::path::Path) -> std::path::PathBuf {
-    let (bare, _work) = common::local_forge_with(dir, "shoplite", |work| {
-        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
-            .unwrap();
-        std::fs::remove_dir_all(work.join("tests")).unwrap();
-    })
-    .await;
-    bare
-}
-
 async fn wait_for(
     what: &str,
     limit: Duration,
@@ -312,11 +289,11 @@ async fn wait_for(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
-    if !docker_here().await {
+    if !common::docker_here().await {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bare = shoplite_forge(dir.path()).await;
+    let bare = common::shoplite_forge(dir.path()).await;
     let tokens = tokens();
     let mut env = env_of(&tokens);
     env.extend([
@@ -792,7 +769,7 @@ async fn a_task_whose_worker_died_is_offered_again_when_its_lease_runs_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let bare = shoplite_forge(dir.path()).await;
+    let bare = common::shoplite_forge(dir.path()).await;
     let bare = bare.display().to_string();
     let nowhere = format!("unix://{}/no-docker.sock", dir.path().display());
     let desk = common::owner_desk(&[
@@ -930,11 +907,11 @@ async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_r
 /// then the draft pull request. Nothing is stranded in `reproducing` or `fixing`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_restart() {
-    if !docker_here().await {
+    if !common::docker_here().await {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let bare = shoplite_forge(dir.path()).await;
+    let bare = common::shoplite_forge(dir.path()).await;
     let tokens = tokens();
     let mut env = env_of(&tokens);
     env.extend([

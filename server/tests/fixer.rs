@@ -23,29 +23,11 @@ struct Confirmed {
     url: String,
 }
 
-async fn docker_ready() -> bool {
-    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1") {
-        return true;
-    }
-    let ready = sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
-        .await
-        .is_ok();
-    if !ready {
-        eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
-    }
-    ready
-}
-
 /// A desk with ShopLite in its local forge and one coupon bug whose measured reproduction
 /// the reporter confirmed.
 async fn confirmed_bug() -> Confirmed {
     let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "shoplite", |work| {
-        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
-            .unwrap();
-        std::fs::remove_dir_all(work.join("tests")).unwrap();
-    })
-    .await;
+    let bare = common::shoplite_forge(dir.path()).await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let fixer = server::cli::setup::new_role_token(Role::Fixer);
@@ -166,7 +148,7 @@ fn shoplite_lib() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fix_is_measured_by_the_desk_and_becomes_a_draft_pull_request() {
-    if !docker_ready().await {
+    if !common::docker_here().await {
         return;
     }
     let desk = confirmed_bug().await;
@@ -306,7 +288,7 @@ async fn a_fix_is_measured_by_the_desk_and_becomes_a_draft_pull_request() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_failed_attempts_send_the_bug_to_a_person() {
-    if !docker_ready().await {
+    if !common::docker_here().await {
         return;
     }
     let desk = confirmed_bug().await;

@@ -257,3 +257,27 @@ pub async fn file_report(base: &str, report: serde_json::Value) -> (String, Stri
         .to_owned();
     (bug, capability)
 }
+
+/// Whether the Docker sandbox is here; says so and returns `false` when the test should skip
+/// (never with `R2R_SANDBOX_REQUIRED=1`, where a missing sandbox fails the test instead).
+pub async fn docker_here() -> bool {
+    if std::env::var("R2R_SANDBOX_REQUIRED").as_deref() == Ok("1")
+        || sandbox::connect(sandbox::Backend::Docker, sandbox::docker::DEFAULT_IMAGE)
+            .await
+            .is_ok()
+    {
+        return true;
+    }
+    eprintln!("SKIPPED: no Docker sandbox here (./scripts/sandbox-host.sh prepares one)");
+    false
+}
+
+/// A local forge in `dir` holding ShopLite without its tests (the crew writes the test).
+pub async fn shoplite_forge(dir: &std::path::Path) -> std::path::PathBuf {
+    let (bare, _work) = local_forge_with(dir, "shoplite", |work| {
+        server::cli::demo::prepare_scratch(&repo_root().join("shoplite"), work, false).unwrap();
+        std::fs::remove_dir_all(work.join("tests")).unwrap();
+    })
+    .await;
+    bare
+}
