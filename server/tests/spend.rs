@@ -115,6 +115,51 @@ async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
     assert_eq!(book["book"]["calls"], 2);
 }
 
+/// Spend cannot be parked on a bug no crew works on any more: a duplicate (or a verified or
+/// taken-over bug) takes no booking, so a spent bug's budget cannot be dodged through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_model_call_is_booked_to_a_bug_the_crew_no_longer_works_on() {
+    let desk = common::owner_desk(&[]);
+    let base = desk.server.base.clone();
+    let (stays, _) = common::file_report(
+        &base,
+        json!({"component": "shoplite", "title": "SAVE300 makes the total negative",
+               "what_happened": "The total shows -₹100", "expected": "₹0", "steps": "Apply SAVE300"}),
+    )
+    .await;
+    let (goes, _) = common::file_report(
+        &base,
+        json!({"component": "desk", "title": "The menu overlaps the logo",
+               "what_happened": "Overlapping text", "expected": "No overlap", "steps": "Open the desk"}),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let reproducer = desk.tokens[&Role::Reproducer].clone();
+    let reserve = |bug: &str| {
+        client
+            .post(format!("{base}/api/v1/model-calls"))
+            .bearer_auth(&reproducer)
+            .json(&json!({"provider": "openai-compatible", "model": "m", "worst_case_micros": 1_000, "bug": bug}))
+            .send()
+    };
+    assert_eq!(reserve(&goes).await.unwrap().status(), 201);
+    let merged = client
+        .post(format!("{base}/api/v1/bugs/{goes}/duplicate"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({ "of": stays }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(merged.status(), 200, "{}", merged.text().await.unwrap());
+    let refused = reserve(&goes).await.unwrap();
+    assert_eq!(refused.status(), 409);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"], "bug_closed_to_the_crew", "{body}");
+    assert_eq!(reserve(&stays).await.unwrap().status(), 201);
+}
+
 #[test]
 fn a_bad_budget_setting_stops_the_server_with_its_name() {
     let dir = tempfile::tempdir().unwrap();
