@@ -507,7 +507,8 @@ pub fn map(files: &[SourceFile]) -> Vec<(String, Vec<String>)> {
 }
 
 /// The package the tests import, from the project's manifest: Rust `[package] name` (as
-/// code names it, `-` → `_`), npm `name`, Python `[project] name`, Go `module`.
+/// code names it, `-` → `_`), npm `name`, Python's top package folder or `[project] name`,
+/// Go `module`.
 pub fn package_name(files: &[SourceFile]) -> Option<String> {
     let text_of = |name: &str| files.iter().find(|f| f.path == name).map(|f| &f.text);
     if let Some(cargo) = text_of("Cargo.toml") {
@@ -528,6 +529,20 @@ pub fn package_name(files: &[SourceFile]) -> Option<String> {
                 return Some(name.to_owned());
             }
         }
+    }
+    // Python: the folder tests import (`shop/__init__.py` or `src/shop/__init__.py`) names
+    // the package better than the distribution's name in pyproject.toml.
+    let mut python_packages: Vec<&str> = files
+        .iter()
+        .filter_map(|f| {
+            let path = f.path.strip_prefix("src/").unwrap_or(&f.path);
+            let (folder, rest) = path.split_once('/')?;
+            (rest == "__init__.py" && !matches!(folder, "tests" | "test")).then_some(folder)
+        })
+        .collect();
+    python_packages.sort_unstable();
+    if let Some(folder) = python_packages.first() {
+        return Some((*folder).to_owned());
     }
     if let Some(pyproject) = text_of("pyproject.toml") {
         if let Some(value) = pyproject
@@ -567,6 +582,15 @@ pub fn how_to_test(profile: &str, package: Option<&str>) -> String {
         ),
         "vitest" => format!(
             "The target is the JavaScript/TypeScript package `{name}`, tested with Vitest. Put the test in a new *.test file that imports the code by relative path from the files shown. Name the test as `test_name`."
+        ),
+        "python" => format!(
+            "The target is the Python package `{name}`, tested with pytest run as `python3 -m pytest` from the repository root, so a test imports it by name (`from {name} import …`, or the module path of the files shown). Put the test in a new tests/test_*.py file as a `def test_…():` function that checks with plain `assert`. Name the test as `test_name` (the function's name)."
+        ),
+        "go" => format!(
+            "The target is the Go module `{name}`, tested offline with `go test -json` (standard library and vendored modules only). Put the test in a new *_test.go file in the folder of the package it tests, in that package (same `package` clause), as `func TestXxx(t *testing.T)` reporting the failure with `t.Errorf` or `t.Fatalf`. Name the test as `test_name` (`TestXxx`)."
+        ),
+        "junit" => format!(
+            "The target `{name}` runs its tests through its `.r2r/junit` script, which writes JUnit XML. Put the test beside the project's existing tests, in their framework and style, and give `test_name` exactly as the report lists the test case."
         ),
         other => format!("The target `{name}` is tested with the `{other}` profile."),
     }
@@ -767,6 +791,24 @@ mod tests {
         let go = vec![file("go.mod", "module example.com/shop\n\ngo 1.22\n")];
         assert_eq!(package_name(&go).as_deref(), Some("example.com/shop"));
         assert_eq!(package_name(&[]), None);
+        let python = vec![
+            file("pyproject.toml", "[project]\nname = \"tally-books\"\n"),
+            file("tests/__init__.py", ""),
+            file("src/tally/__init__.py", ""),
+        ];
+        assert_eq!(package_name(&python).as_deref(), Some("tally"));
+        assert_eq!(package_name(&python[..2]).as_deref(), Some("tally_books"));
+        let hint = how_to_test("python", Some("tally"));
+        assert!(
+            hint.contains("from tally import") && hint.contains("pytest"),
+            "{hint}"
+        );
+        let hint = how_to_test("go", Some("example.com/shop"));
+        assert!(
+            hint.contains("t.Errorf") && hint.contains("_test.go"),
+            "{hint}"
+        );
+        assert!(how_to_test("junit", None).contains(".r2r/junit"));
         let map = map(&files);
         assert!(map
             .iter()

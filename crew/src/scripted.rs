@@ -1,5 +1,5 @@
-//! The scripted provider: deterministic answers for ShopLite's seeded bugs, for the demo and
-//! the tests. Every completion says `scripted` (evidence built on it is labelled
+//! The scripted provider: deterministic answers for the seeded bugs of the demo targets
+//! (ShopLite's coupon in Rust, Tallybook's split in Python), for the demo and the tests. Every completion says `scripted` (evidence built on it is labelled
 //! `simulated demo`), and a prompt outside the script is an error, never a guess.
 
 use crate::provider::{Completion, ModelError, ModelProvider, Prompt, Task};
@@ -12,6 +12,28 @@ pub const COUPON_TEST: &str = include_str!("../../shoplite/regressions/coupon_sa
 pub const COUPON_TEST_PATH: &str = "tests/coupon_save300.rs";
 /// Its name.
 pub const COUPON_TEST_NAME: &str = "save300_on_a_200_rupee_cart_is_free_not_negative";
+
+/// Tallybook's split regression test, as the scripted reproducer writes it.
+pub const SPLIT_TEST: &str = include_str!("../../tallybook/regressions/test_split_adds_up.py");
+/// Where it goes in the target.
+pub const SPLIT_TEST_PATH: &str = "tests/test_split_adds_up.py";
+/// Its name.
+pub const SPLIT_TEST_NAME: &str = "test_three_way_split_of_100_rupees_adds_up_to_the_bill";
+/// The file the split fix changes.
+pub const SPLIT_SOURCE_PATH: &str = "tallybook/split.py";
+/// The reporter-facing summary of the split bug.
+pub const SPLIT_SUMMARY: &str = "Splitting ₹100 between three people gives three shares of ₹33.33, which add up to ₹99.99: one paisa of the bill belongs to nobody. You expected the shares to add up to ₹100.00.";
+
+const SPLIT_BUG: &str =
+    "    share = total.paise // people\n    return [Money(share) for _ in range(people)]\n";
+const SPLIT_FIXED: &str = "    share, left = divmod(total.paise, people)\n    # The first `left` people carry one paisa more, so the shares add up to the bill.\n    return [Money(share + (1 if i < left else 0)) for i in range(people)]\n";
+
+/// Tallybook's `split.py` with the split bug fixed, or `None` when the bug is not in it.
+pub fn fix_split(source: &str) -> Option<String> {
+    source
+        .contains(SPLIT_BUG)
+        .then(|| source.replacen(SPLIT_BUG, SPLIT_FIXED, 1))
+}
 
 /// Markers around a file's text in a fix prompt.
 pub const FILE_START: &str = "--- FILE ";
@@ -51,6 +73,20 @@ fn about_the_coupon(text: &str) -> bool {
         .any(|w| lower.contains(w))
 }
 
+fn about_the_split(text: &str) -> bool {
+    let lower = text
+        .replace(crate::reproducer::DATAMARK, " ")
+        .to_lowercase();
+    ["split", "share", "divide"]
+        .iter()
+        .any(|w| lower.contains(w))
+        && [
+            "add up", "adds up", "short", "missing", "paisa", "99.99", "lost", "0.01",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+}
+
 #[async_trait]
 impl ModelProvider for Scripted {
     fn name(&self) -> &'static str {
@@ -64,7 +100,7 @@ impl ModelProvider for Scripted {
     async fn complete(&self, prompt: &Prompt) -> Result<Completion, ModelError> {
         let unscripted = || {
             ModelError::Unscripted(format!(
-                "the scripted provider knows ShopLite's coupon bug only; this {:?} prompt is not about it",
+                "the scripted provider knows ShopLite's coupon bug and Tallybook's split bug only; this {:?} prompt is not about them",
                 prompt.task
             ))
         };
@@ -81,6 +117,31 @@ impl ModelProvider for Scripted {
                 "test_source": COUPON_TEST,
                 "summary": shoplite::seeded::BUG1_SUMMARY,
             }),
+            Task::Triage if about_the_split(&prompt.user) => json!({
+                "severity": "high",
+                "likely_cause": "split_evenly rounds every share down with integer division and never hands out the paise left over",
+                "steps": ["Add a ₹100 expense", "Split it between three people", "Add up the three shares"],
+                "test_idea": "split_evenly(Money.rupees(100), 3) must give shares that add up to 10,000 paise",
+            }),
+            Task::Reproduce if about_the_split(&prompt.user) => json!({
+                "test_path": SPLIT_TEST_PATH,
+                "test_name": SPLIT_TEST_NAME,
+                "test_source": SPLIT_TEST,
+                "summary": SPLIT_SUMMARY,
+            }),
+            Task::Review if about_the_split(&prompt.user) => json!({
+                "matches_expectation": true,
+                "notes": "The test asserts the reporter's expectation (three shares of ₹100 add up to ₹100.00) and fails on that assertion against the shipped split.",
+            }),
+            Task::Fix if file_in_prompt(&prompt.user, SPLIT_SOURCE_PATH).is_some() => {
+                let source =
+                    file_in_prompt(&prompt.user, SPLIT_SOURCE_PATH).ok_or_else(unscripted)?;
+                let fixed = fix_split(source).ok_or_else(unscripted)?;
+                json!({
+                    "files": [{"path": SPLIT_SOURCE_PATH, "content": fixed}],
+                    "summary": "Hand the paise left over by an even split to the first shares, so the shares always add up to the bill",
+                })
+            }
             Task::Fix => {
                 let lib = file_in_prompt(&prompt.user, "src/lib.rs").ok_or_else(unscripted)?;
                 let fixed = shoplite::seeded::fix_bug1(lib).ok_or_else(unscripted)?;
@@ -142,6 +203,45 @@ mod tests {
                 .await,
             Err(ModelError::Unscripted(_))
         ));
+    }
+
+    #[tokio::test]
+    async fn the_script_covers_tallybooks_split_bug_in_python() {
+        let dossier = "UNTRUSTED REPORTER DATA\ntitle: Split of ₹100 three ways does not add up\nwhat_happened: each share is ₹33.33, a paisa is missing\n";
+        let draft = crate::schema::reproduction(
+            &Scripted
+                .complete(&prompt(Task::Reproduce, dossier))
+                .await
+                .unwrap()
+                .content,
+        )
+        .unwrap();
+        assert_eq!(draft.test_path, SPLIT_TEST_PATH);
+        assert!(draft
+            .test_source
+            .contains(&format!("def {SPLIT_TEST_NAME}(")));
+        let source = include_str!("../../tallybook/tallybook/split.py");
+        let user = format!("{FILE_START}{SPLIT_SOURCE_PATH} ---\n{source}{FILE_END}\n");
+        let completion = Scripted.complete(&prompt(Task::Fix, &user)).await.unwrap();
+        let fix =
+            crate::schema::fix(&completion.content, &["tallybook/"], SPLIT_TEST_PATH).unwrap();
+        assert!(fix.files[0].content.contains("divmod(total.paise, people)"));
+        // Fixed already: nothing left to script.
+        let again = format!(
+            "{FILE_START}{SPLIT_SOURCE_PATH} ---\n{}{FILE_END}\n",
+            fix.files[0].content
+        );
+        assert!(Scripted.complete(&prompt(Task::Fix, &again)).await.is_err());
+        assert!(!about_the_split("the coupon makes my total negative"));
+        let triage = Scripted
+            .complete(&prompt(Task::Triage, dossier))
+            .await
+            .unwrap();
+        assert!(
+            crate::schema::triage(&triage.content).is_ok(),
+            "{}",
+            triage.content
+        );
     }
 
     #[tokio::test]

@@ -11,6 +11,8 @@
 
 pub mod bwrap;
 pub mod classify;
+pub mod classify_go;
+pub mod classify_junit;
 pub mod classify_node;
 pub mod docker;
 pub mod isolated;
@@ -19,6 +21,8 @@ pub mod process;
 pub mod profile;
 
 pub use classify::{classify_cargo_test, NotReproduced, Verdict};
+pub use classify_go::classify_go_test;
+pub use classify_junit::classify_junit;
 pub use classify_node::{classify_node_tap, classify_vitest};
 pub use isolated::{Limits, ReadOnlyMount, Sandbox, SandboxError, SandboxJob};
 pub use pool::{Busy, Pool};

@@ -2,10 +2,20 @@
 //! judged. Rust runs `cargo test` on the read-only snapshot itself (frozen lockfile,
 //! offline, target and cargo home on the tmpfs) with the host's toolchain mounted read-only
 //! at `/opt/rust`; Node copies the snapshot to `/work/src` and runs `node --test` (TAP) or
-//! Vitest from the snapshot's own `node_modules`.
+//! Vitest from the snapshot's own `node_modules`; Python copies it and runs pytest, which
+//! writes a JUnit XML report; Go copies it and runs `go test -json` offline (`GOPROXY=off`,
+//! so modules must be vendored or standard); the generic JUnit profile runs the project's
+//! own `.r2r/junit` script, which writes JUnit XML reports into `$R2R_JUNIT_DIR`.
+//!
+//! Report files go to stdout after [`FILE_MARK`] lines and the runner's own output to stderr,
+//! so the classifier reads the report whole and the crew still sees the runner's words.
 
+use crate::classify_junit::FILE_MARK;
 use crate::isolated::{ReadOnlyMount, SandboxError, SandboxJob, SNAPSHOT_DIR, WORK_DIR};
-use crate::{classify_cargo_test, classify_node_tap, classify_vitest, RunOutcome, Verdict};
+use crate::{
+    classify_cargo_test, classify_go_test, classify_junit, classify_node_tap, classify_vitest,
+    RunOutcome, Verdict,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,7 +32,18 @@ pub enum Profile {
     NodeTest,
     /// Vitest (`vitest run --reporter=verbose`).
     Vitest,
+    /// pytest, judged by its JUnit XML report.
+    Python,
+    /// `go test -json`.
+    Go,
+    /// Any runner writing JUnit XML, started by the project's `.r2r/junit` script.
+    Junit,
 }
+
+/// Where the generic JUnit profile's script lives in the project.
+pub const JUNIT_SCRIPT: &str = ".r2r/junit";
+/// Where report files are written inside the sandbox.
+const REPORT_DIR: &str = "/work/reports";
 
 /// Toolchains on this host that the sandbox may mount read-only.
 #[derive(Clone, Debug, Default)]
@@ -82,15 +103,31 @@ impl Profile {
             Profile::Rust => "rust",
             Profile::NodeTest => "node_test",
             Profile::Vitest => "vitest",
+            Profile::Python => "python",
+            Profile::Go => "go",
+            Profile::Junit => "junit",
         }
     }
 
-    /// From `R2R_TARGET_PROFILE` (`rust`, `node`, `vitest`).
+    /// Every profile.
+    pub const ALL: [Profile; 6] = [
+        Profile::Rust,
+        Profile::NodeTest,
+        Profile::Vitest,
+        Profile::Python,
+        Profile::Go,
+        Profile::Junit,
+    ];
+
+    /// From `R2R_TARGET_PROFILE` (`rust`, `node`, `vitest`, `python`, `go`, `junit`).
     pub fn parse(text: &str) -> Option<Profile> {
         match text {
             "rust" => Some(Profile::Rust),
-            "node" => Some(Profile::NodeTest),
+            "node" | "node_test" => Some(Profile::NodeTest),
             "vitest" => Some(Profile::Vitest),
+            "python" | "pytest" => Some(Profile::Python),
+            "go" => Some(Profile::Go),
+            "junit" => Some(Profile::Junit),
             _ => None,
         }
     }
@@ -135,6 +172,37 @@ impl Profile {
                 );
                 format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
             }
+            Profile::Python => {
+                if let Some(file) = file {
+                    if !file.ends_with(".py") {
+                        return Err(invalid(format!("a Python test file ends in .py: {file:?}")));
+                    }
+                }
+                reported(&format!(
+                    "python3 -m pytest -p no:cacheprovider -q --junitxml={REPORT_DIR}/pytest.xml {}",
+                    file.unwrap_or("")
+                ))
+            }
+            Profile::Go => {
+                let packages = match file {
+                    Some(file) => {
+                        if !file.ends_with("_test.go") {
+                            return Err(invalid(format!(
+                                "a Go test file ends in _test.go: {file:?}"
+                            )));
+                        }
+                        match file.rsplit_once('/') {
+                            Some((dir, _)) => format!("./{dir}"),
+                            None => ".".into(),
+                        }
+                    }
+                    None => "./...".into(),
+                };
+                format!(
+                    "mkdir -p {WORK_DIR}/.cache/tmp && cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec go test -json {packages}"
+                )
+            }
+            Profile::Junit => reported(&format!("sh {JUNIT_SCRIPT} {}", file.unwrap_or(""))),
         };
         job.command = vec!["/bin/sh".into(), "-c".into(), script];
         Ok(job)
@@ -214,6 +282,45 @@ impl Profile {
                 job.env.push(("CI".into(), "1".into()));
                 job.env.push(("NO_COLOR".into(), "1".into()));
             }
+            Profile::Python => {
+                job.env.extend(
+                    [
+                        ("HOME", WORK_DIR),
+                        ("PYTHONDONTWRITEBYTECODE", "1"),
+                        ("PYTHONHASHSEED", "0"),
+                        ("PYTHONUNBUFFERED", "1"),
+                    ]
+                    .map(|(k, v)| (k.to_owned(), v.to_owned())),
+                );
+            }
+            Profile::Go => {
+                job.env.extend(
+                    [
+                        ("HOME", WORK_DIR.to_owned()),
+                        ("GOCACHE", format!("{WORK_DIR}/.cache/go-build")),
+                        // `/tmp` is mounted noexec; the test binary is built and run here.
+                        ("GOTMPDIR", format!("{WORK_DIR}/.cache/tmp")),
+                        ("GOPATH", format!("{WORK_DIR}/go")),
+                        ("GOPROXY", "off".into()),
+                        ("GOFLAGS", "-mod=mod".into()),
+                        ("GOTOOLCHAIN", "local".into()),
+                        ("GOTELEMETRY", "off".into()),
+                        ("CGO_ENABLED", "0".into()),
+                    ]
+                    .map(|(k, v)| (k.to_owned(), v)),
+                );
+            }
+            Profile::Junit => {
+                job.env.extend(
+                    [
+                        ("HOME", WORK_DIR),
+                        ("CI", "1"),
+                        ("NO_COLOR", "1"),
+                        ("R2R_JUNIT_DIR", REPORT_DIR),
+                    ]
+                    .map(|(k, v)| (k.to_owned(), v.to_owned())),
+                );
+            }
         }
         Ok(job)
     }
@@ -276,6 +383,45 @@ impl Profile {
                     ));
                 }
             }
+            Profile::Python => {
+                let python: Vec<&str> = changed
+                    .iter()
+                    .copied()
+                    .filter(|p| p.ends_with(".py"))
+                    .collect();
+                if !python.is_empty() {
+                    scripts.push((
+                        "syntax",
+                        format!(
+                            "cd {SNAPSHOT_DIR} && exec python3 -c \"import ast, sys; [ast.parse(open(f, encoding='utf-8').read(), f) for f in sys.argv[1:]]\" {}",
+                            python.join(" ")
+                        ),
+                    ));
+                }
+            }
+            Profile::Go => {
+                let go: Vec<&str> = changed
+                    .iter()
+                    .copied()
+                    .filter(|p| p.ends_with(".go"))
+                    .collect();
+                if !go.is_empty() {
+                    scripts.push((
+                        "format",
+                        format!(
+                            "cd {SNAPSHOT_DIR} && out=$(gofmt -l {}) && test -z \"$out\" || {{ echo \"not gofmt-formatted: $out\"; exit 1; }}",
+                            go.join(" ")
+                        ),
+                    ));
+                    scripts.push((
+                        "vet",
+                        format!(
+                            "mkdir -p {WORK_DIR}/.cache/tmp && cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec go vet ./..."
+                        ),
+                    ));
+                }
+            }
+            Profile::Junit => {}
         }
         scripts
             .into_iter()
@@ -293,8 +439,19 @@ impl Profile {
             Profile::Rust => classify_cargo_test(outcome, test),
             Profile::NodeTest => classify_node_tap(outcome, test),
             Profile::Vitest => classify_vitest(outcome, test),
+            Profile::Python | Profile::Junit => classify_junit(outcome, test),
+            Profile::Go => classify_go_test(outcome, test),
         }
     }
+}
+
+/// A script running `run` in a copy of the snapshot with its output on stderr, then printing
+/// each report file on stdout after [`FILE_MARK`], and exiting as `run` did.
+fn reported(run: &str) -> String {
+    format!(
+        "cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && mkdir -p {REPORT_DIR} && cd {WORK_DIR}/src && {{ {run} ; }} 1>&2; status=$?; \
+         for report in {REPORT_DIR}/*.xml; do [ -f \"$report\" ] && {{ echo '{FILE_MARK}'; cat \"$report\"; }}; done; exit $status"
+    )
 }
 
 /// Makes a snapshot readable by the sandbox's uid: directories 0755, files a+r (executables
@@ -350,12 +507,15 @@ mod tests {
 
     #[test]
     fn a_profile_names_itself_as_serde_does() {
-        for profile in [Profile::Rust, Profile::NodeTest, Profile::Vitest] {
+        for profile in Profile::ALL {
             assert_eq!(
                 serde_json::to_value(profile).ok(),
                 Some(serde_json::Value::from(profile.as_str()))
             );
+            assert_eq!(Profile::parse(profile.as_str()), Some(profile));
         }
+        assert_eq!(Profile::parse("pytest"), Some(Profile::Python));
+        assert_eq!(Profile::parse("Go"), None);
     }
 
     #[test]
@@ -386,6 +546,10 @@ mod tests {
             .unwrap();
         assert!(node[0].1.command[2].contains("node --check src/cart.js && node --check src/b.mjs"));
         assert!(names(Profile::NodeTest, &["README.md"]).is_empty());
+        assert_eq!(names(Profile::Python, &["shop/cart.py"]), ["syntax"]);
+        assert!(names(Profile::Python, &["README.md"]).is_empty());
+        assert_eq!(names(Profile::Go, &["cart/cart.go"]), ["format", "vet"]);
+        assert!(names(Profile::Junit, &["src/Cart.java"]).is_empty());
         for bad in ["../x.js", "src/a;rm.js", "/etc/x.js"] {
             assert!(Profile::NodeTest
                 .checks(&dir, &[bad], &toolchains, deadline)
@@ -432,6 +596,33 @@ mod tests {
             )
             .unwrap();
         assert!(job.command[2].ends_with("--test coupon"));
+        let go = |file: &str| {
+            Profile::Go
+                .job(&dir, Some(file), &toolchains, Duration::from_secs(5))
+                .map(|job| job.command[2].clone())
+        };
+        assert!(go("cart/coupon_test.go")
+            .unwrap()
+            .ends_with("go test -json ./cart"));
+        assert!(go("coupon_test.go").unwrap().ends_with("go test -json ."));
+        assert!(go("cart/coupon.go").is_err());
+        let python = Profile::Python
+            .job(
+                &dir,
+                Some("tests/test_coupon.py"),
+                &toolchains,
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert!(python.command[2].contains("pytest") && python.command[2].contains(FILE_MARK));
+        assert!(Profile::Python
+            .job(
+                &dir,
+                Some("tests/test_coupon.rs"),
+                &toolchains,
+                Duration::from_secs(5)
+            )
+            .is_err());
         assert_eq!(job.mounts[0].target, PathBuf::from(RUST_TOOLCHAIN_DIR));
         let none = Toolchains::default();
         assert!(Profile::Rust

@@ -54,6 +54,209 @@ fn node_project(root: &Path) {
     );
 }
 
+fn python_project(root: &Path, fixed: bool, test: &str) {
+    let body = if fixed {
+        "max(subtotal - discount, 0)"
+    } else {
+        "subtotal - discount"
+    };
+    write(
+        root,
+        "cart/__init__.py",
+        &format!("def total(subtotal, discount):\n    return {body}\n"),
+    );
+    write(root, "tests/test_coupon.py", test);
+}
+
+const PYTHON_TEST: &str = "from cart import total\n\n\ndef test_coupon_never_negative():\n    assert total(200, 300) == 0, \"payable total\"\n";
+const PYTHON_BROKEN: &str = "from cart import totl\n\n\ndef test_coupon_never_negative():\n    assert totl(200, 300) == 0\n";
+
+fn go_project(root: &Path, fixed: bool, test: &str) {
+    write(root, "go.mod", "module example.com/shop\n\ngo 1.19\n");
+    let body = if fixed {
+        "if discount > subtotal {\n\t\treturn 0\n\t}\n\treturn subtotal - discount"
+    } else {
+        "return subtotal - discount"
+    };
+    write(
+        root,
+        "cart/cart.go",
+        &format!("package cart\n\n// Total is what the customer pays.\nfunc Total(subtotal, discount int) int {{\n\t{body}\n}}\n"),
+    );
+    write(root, "cart/coupon_test.go", test);
+}
+
+const GO_TEST: &str = "package cart\n\nimport \"testing\"\n\nfunc TestCouponNeverNegative(t *testing.T) {\n\tif got := Total(200, 300); got != 0 {\n\t\tt.Errorf(\"payable total: Total(200, 300) = %d, want 0\", got)\n\t}\n}\n";
+const GO_BROKEN: &str = "package cart\n\nimport \"testing\"\n\nfunc TestCouponNeverNegative(t *testing.T) {\n\tif Totl(200, 300) != 0 {\n\t\tt.Error(\"negative\")\n\t}\n}\n";
+
+/// Runs `file` of the project in `dir` under `profile` and judges it for `test`.
+async fn judge(
+    sandbox: &dyn Sandbox,
+    dir: &Path,
+    profile: Profile,
+    file: &str,
+    test: &str,
+) -> (Verdict, sandbox::RunOutcome) {
+    share_read_only(dir).unwrap();
+    let job = profile
+        .job(
+            dir,
+            Some(file),
+            &Toolchains::detect(),
+            Duration::from_secs(240),
+        )
+        .unwrap();
+    let outcome = sandbox.run(&job).await.unwrap();
+    (profile.classify(&outcome, test), outcome)
+}
+
+/// Writes a project of one profile, buggy or fixed, with the given test file.
+type Project<'a> = &'a dyn Fn(&Path, bool, &str);
+
+/// One profile's case: profile, test file, test name, project, a good test, a test that
+/// does not load, and the words the assertion must carry.
+type Language<'a> = (
+    Profile,
+    &'a str,
+    &'a str,
+    Project<'a>,
+    &'a str,
+    &'a str,
+    &'a str,
+);
+
+/// Python, Go and the generic JUnit profile: a reproduction, a pass on the fixed code, and a
+/// test that does not load, each judged from the real runner's output.
+async fn more_languages(sandbox: &dyn Sandbox, backend: sandbox::Backend) {
+    let cases: [Language; 3] = [
+        (
+            Profile::Python,
+            "tests/test_coupon.py",
+            "test_coupon_never_negative",
+            &python_project,
+            PYTHON_TEST,
+            PYTHON_BROKEN,
+            "payable total",
+        ),
+        (
+            Profile::Go,
+            "cart/coupon_test.go",
+            "TestCouponNeverNegative",
+            &go_project,
+            GO_TEST,
+            GO_BROKEN,
+            "payable total: Total(200, 300) = -100, want 0",
+        ),
+        (
+            Profile::Junit,
+            "tests/test_coupon.py",
+            "test_coupon_never_negative",
+            &|root: &Path, fixed: bool, test: &str| {
+                python_project(root, fixed, test);
+                write(
+                    root,
+                    sandbox::profile::JUNIT_SCRIPT,
+                    "#!/bin/sh\n# Any runner that writes JUnit XML into $R2R_JUNIT_DIR will do.\nexec python3 -m pytest -q -p no:cacheprovider --junitxml=\"$R2R_JUNIT_DIR/suite.xml\" \"$@\"\n",
+                );
+            },
+            PYTHON_TEST,
+            PYTHON_BROKEN,
+            "payable total",
+        ),
+    ];
+    for (profile, file, test, project, good, broken, message) in cases {
+        let buggy = tempfile::tempdir().unwrap();
+        project(buggy.path(), false, good);
+        let (verdict, outcome) = judge(sandbox, buggy.path(), profile, file, test).await;
+        assert!(
+            matches!(&verdict, Verdict::Reproduced { assertion, .. } if assertion.contains(message)),
+            "{backend} {profile:?}: {verdict:?}\n{}\n{}",
+            outcome.stdout,
+            outcome.stderr
+        );
+        eprintln!(
+            "[{backend}] {} reproduction in {} ms",
+            profile.as_str(),
+            outcome.duration_ms
+        );
+        let fixed = tempfile::tempdir().unwrap();
+        project(fixed.path(), true, good);
+        let (verdict, outcome) = judge(sandbox, fixed.path(), profile, file, test).await;
+        assert_eq!(
+            verdict,
+            Verdict::Passed { test: test.into() },
+            "{backend} {profile:?}: {}\n{}",
+            outcome.stdout,
+            outcome.stderr
+        );
+        let wrong = tempfile::tempdir().unwrap();
+        project(wrong.path(), false, broken);
+        let (verdict, outcome) = judge(sandbox, wrong.path(), profile, file, test).await;
+        assert_eq!(
+            verdict,
+            Verdict::NotReproduced {
+                reason: NotReproduced::CompileError
+            },
+            "{backend} {profile:?}: {}\n{}",
+            outcome.stdout,
+            outcome.stderr
+        );
+        // The fix checks run on the fixed code: green there, red on a file that does not
+        // parse or is not formatted.
+        let toolchains = Toolchains::detect();
+        let changed: &[&str] = match profile {
+            Profile::Go => &["cart/cart.go"],
+            _ => &["cart/__init__.py"],
+        };
+        for (name, job) in profile
+            .checks(fixed.path(), changed, &toolchains, Duration::from_secs(240))
+            .unwrap()
+        {
+            let outcome = sandbox.run(&job).await.unwrap();
+            assert_eq!(
+                outcome.exit_code,
+                Some(0),
+                "{backend} {profile:?} {name}: {}\n{}",
+                outcome.stdout,
+                outcome.stderr
+            );
+        }
+        let unparsable = tempfile::tempdir().unwrap();
+        project(unparsable.path(), true, good);
+        let (path, text) = match profile {
+            Profile::Go => (
+                "cart/cart.go",
+                "package cart\nfunc Total(a,b int) int { return a-b }\n",
+            ),
+            _ => (
+                "cart/__init__.py",
+                "def total(subtotal, discount:\n    return 0\n",
+            ),
+        };
+        write(unparsable.path(), path, text);
+        share_read_only(unparsable.path()).unwrap();
+        let checks = profile
+            .checks(
+                unparsable.path(),
+                changed,
+                &toolchains,
+                Duration::from_secs(240),
+            )
+            .unwrap();
+        if profile != Profile::Junit {
+            assert!(!checks.is_empty(), "{profile:?} checks nothing");
+        }
+        for (name, job) in checks.into_iter().take(1) {
+            let outcome = sandbox.run(&job).await.unwrap();
+            assert_ne!(
+                outcome.exit_code,
+                Some(0),
+                "{backend} {profile:?} {name} passed bad code"
+            );
+        }
+    }
+}
+
 async fn profiles(backend: sandbox::Backend) {
     let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
     let image = std::env::var("R2R_SANDBOX_IMAGE")
@@ -133,6 +336,8 @@ async fn profiles(backend: sandbox::Backend) {
         outcome.stdout,
         outcome.stderr
     );
+
+    more_languages(sandbox.as_ref(), backend).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

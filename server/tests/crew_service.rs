@@ -1058,3 +1058,154 @@ async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_rest
         );
     }
 }
+
+/// The Python demo target goes through the same loop as ShopLite: Tallybook in its local
+/// forge (seeded as `r2r setup` seeds it), the `python` profile, the scripted crew in-process.
+/// The reporter's words reach a pytest reproduction measured in the sandbox, the reporter's
+/// yes reaches a fix of `tallybook/split.py` whose suite and checks ran green, and a review.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_target_goes_from_report_to_a_reviewed_fix() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("tallybook.git");
+    server::cli::demo_run::seed_tallybook(&common::repo_root().join("tallybook"), &bare)
+        .await
+        .unwrap();
+    let tokens = tokens();
+    let mut env = env_of(&tokens);
+    env.extend(
+        [
+            ("R2R_LOCAL_FORGE", bare.display().to_string()),
+            ("R2R_SANDBOX_BACKEND", "docker".to_owned()),
+            ("R2R_TARGET_PROFILE", "python".to_owned()),
+            ("R2R_FIX_ALLOWED_PATHS", "tallybook/".to_owned()),
+            ("R2R_COMPONENTS", "tallybook".to_owned()),
+            ("R2R_CREW_COMPONENTS", "tallybook".to_owned()),
+            ("R2R_MODEL_PROVIDER", "scripted".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &pairs);
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens,
+    };
+    let filed: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/reports", desk.base))
+        .json(&json!({
+            "component": "tallybook",
+            "title": "Splitting the dinner bill loses a paisa",
+            "what_happened": "We were three at dinner, ₹100 in all. Split evenly, each share is ₹33.33 and together they only add up to ₹99.99.",
+            "expected": "The shares add up to the whole bill, ₹100.00",
+            "steps": "Add a ₹100 expense, split it between 3 people, add up the shares",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let base = desk.base.clone();
+    let question = wait_for(
+        "the reproduction question",
+        Duration::from_secs(180),
+        || {
+            let (base, capability) = (base.clone(), capability.clone());
+            Box::pin(async move {
+                let tracking: Value = reqwest::Client::new()
+                    .get(format!("{base}/api/v1/track"))
+                    .header("x-r2r-capability", capability)
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                (tracking["question"]["kind"] == "reproduction").then_some(tracking)
+            })
+        },
+    )
+    .await;
+    assert!(
+        question.to_string().contains("₹99.99"),
+        "the reporter reads the reproduction in their terms: {question}"
+    );
+    let (_, view) = desk
+        .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
+        .await;
+    let evidence = view.to_string();
+    assert!(
+        evidence.contains(crew::scripted::SPLIT_TEST_NAME)
+            && evidence.contains("do not add up to ₹100.00"),
+        "the pytest assertion is the evidence: {view}"
+    );
+    let answered = reqwest::Client::new()
+        .post(format!("{}/api/v1/track/answer", desk.base))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": question["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let manager = desk.token(Role::Manager);
+    let bug_for_wait = bug.clone();
+    wait_for("a reviewed fix", Duration::from_secs(240), || {
+        let (base, manager, bug) = (base.clone(), manager.clone(), bug_for_wait.clone());
+        Box::pin(async move {
+            let status: Value = reqwest::Client::new()
+                .get(format!("{base}/api/v1/crew"))
+                .bearer_auth(&manager)
+                .send()
+                .await
+                .ok()?
+                .json()
+                .await
+                .ok()?;
+            status["tasks"]
+                .as_array()?
+                .iter()
+                .any(|t| {
+                    t["kind"] == "review" && t["bug"] == bug.as_str() && t["completed_at"].is_i64()
+                })
+                .then_some(status)
+        })
+    })
+    .await;
+    let (_, view) = desk
+        .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
+        .await;
+    assert_eq!(view["bug"]["state"], "in_review", "{view}");
+    assert_eq!(
+        view["bug"]["pull_request"]["changed_paths"],
+        json!([
+            crew::scripted::SPLIT_SOURCE_PATH,
+            crew::scripted::SPLIT_TEST_PATH
+        ]),
+        "{view}"
+    );
+    let head = view["bug"]["pull_request"]["head"].as_str().unwrap();
+    let shown = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(&bare)
+        .args([
+            "show",
+            &format!("{head}:{}", crew::scripted::SPLIT_SOURCE_PATH),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("divmod(total.paise, people)"),
+        "the draft's head carries the fix: {}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+}

@@ -146,10 +146,12 @@ pub async fn command(env_file: &Path, command: CrewCommand) -> anyhow::Result<Ex
             repo,
             profile,
         } => {
-            if !["rust", "node", "vitest"].contains(&profile.as_str()) {
-                anyhow::bail!("--profile is invalid: rust, node or vitest, got {profile:?}");
-            }
-            super::crew_eval::run(cases, repo, &profile)?;
+            let Some(profile) = sandbox::Profile::parse(&profile) else {
+                anyhow::bail!(
+                    "--profile is invalid: rust, node, vitest, python, go or junit, got {profile:?}"
+                );
+            };
+            super::crew_eval::run(cases, repo, profile.as_str())?;
             Ok(ExitCode::SUCCESS)
         }
         CrewCommand::Fix { bug, desk } => {

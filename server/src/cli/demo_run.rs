@@ -219,6 +219,49 @@ pub async fn seed_forge(shoplite: &Path, bare: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Creates the bare repository `bare` holding Tallybook (the Python demo target) as shipped:
+/// every file of `tallybook` but its regression tests and Python caches, in one commit on
+/// `main`.
+pub async fn seed_tallybook(tallybook: &Path, bare: &Path) -> anyhow::Result<()> {
+    fn copy(from: &Path, to: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if matches!(
+                name.to_str(),
+                Some("regressions" | "__pycache__" | ".pytest_cache")
+            ) {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                copy(&entry.path(), &to.join(&name))?;
+            } else if kind.is_file() {
+                std::fs::copy(entry.path(), to.join(&name))?;
+            }
+        }
+        Ok(())
+    }
+    forge::LocalForge::init(bare, "main").await?;
+    let work = tempfile::tempdir()?;
+    let work = work.path();
+    copy(tallybook, work)?;
+    git(work, &["init", "--quiet", "--initial-branch", "main"])?;
+    git(work, &["add", "."])?;
+    git(work, &["commit", "--quiet", "-m", "Tallybook as shipped"])?;
+    git(
+        work,
+        &[
+            "push",
+            "--quiet",
+            bare.to_str().ok_or_else(|| anyhow!("non-UTF-8 path"))?,
+            "main",
+        ],
+    )?;
+    Ok(())
+}
+
 fn random_hex(bytes: usize) -> String {
     use rand::RngCore;
     let mut buffer = vec![0u8; bytes];

@@ -270,6 +270,20 @@ pub async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> 
     }
     crate::cli::setup::set_variable(env_file, "R2R_LOCAL_FORGE", &bare.display().to_string())?;
     println!("set       R2R_LOCAL_FORGE={}", bare.display());
+    // The Python demo target, in its own forge beside ShopLite's. A desk serves one target
+    // for now, so it is served by pointing a desk at it (printed below).
+    let tallybook = std::path::Path::new("tallybook");
+    let tally_bare = home.join("data/tallybook.git");
+    if tallybook.join("tallybook/split.py").is_file() && !tally_bare.join("HEAD").is_file() {
+        crate::cli::demo_run::seed_tallybook(tallybook, &tally_bare).await?;
+        println!(
+            "created   {} (Tallybook, the Python demo target, in a local forge; a desk on it: \
+             R2R_LOCAL_FORGE={} R2R_TARGET_PROFILE=python R2R_FIX_ALLOWED_PATHS=tallybook/ \
+             R2R_COMPONENTS=tallybook R2R_DEPLOY=off)",
+            tally_bare.display(),
+            tally_bare.display()
+        );
+    }
     // The embedded setup releases what it merges: the deployer builds every new head of the
     // forge's main in the sandbox and the recorder proves it live (unless already chosen).
     if env.get("R2R_DEPLOY").is_none() {

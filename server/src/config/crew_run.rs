@@ -43,6 +43,9 @@ pub fn project_hint(profile: sandbox::Profile) -> &'static str {
         sandbox::Profile::Rust => "The target is a Rust crate: put the test under tests/ as an integration test using the crate's public API.",
         sandbox::Profile::NodeTest => "The target is a Node.js project tested with node --test: put the test in a new file under test/.",
         sandbox::Profile::Vitest => "The target is a JavaScript/TypeScript project tested with Vitest: put the test in a new *.test file.",
+        sandbox::Profile::Python => "The target is a Python project tested with pytest, run as python3 -m pytest from the repository root (so a test imports the package by its name): put the test in a new tests/test_*.py file as a test_* function that checks with plain assert.",
+        sandbox::Profile::Go => "The target is a Go module tested offline with go test (standard library and vendored modules only): put the test in a new *_test.go file in the package's folder, as a TestXxx function that reports the failure with t.Errorf or t.Fatalf.",
+        sandbox::Profile::Junit => "The target's tests run through its .r2r/junit script, which writes JUnit XML: put the test beside the project's existing tests, in their framework, and give its name exactly as the report lists it.",
     }
 }
 

@@ -67,13 +67,14 @@ impl Environment {
             .to_owned()
     }
 
-    /// The target's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest; default rust).
+    /// The target's test profile (`R2R_TARGET_PROFILE`: rust, node, vitest, python, go or
+    /// junit; default rust).
     pub fn target_profile(&self) -> Result<sandbox::Profile, ConfigError> {
         let profile = self.get("R2R_TARGET_PROFILE").unwrap_or("rust").trim();
         sandbox::Profile::parse(profile).ok_or_else(|| {
             ConfigError::new(
                 "R2R_TARGET_PROFILE",
-                format!("expected rust, node or vitest, got {profile:?}"),
+                format!("expected rust, node, vitest, python, go or junit, got {profile:?}"),
             )
         })
     }

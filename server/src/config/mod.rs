@@ -94,7 +94,8 @@ pub struct Config {
     /// (`R2R_SANDBOX_CONCURRENCY`, 1 to [`MAX_SANDBOX_CONCURRENCY`], default 2); a proposal
     /// over the bound is refused with 503 and `Retry-After`.
     pub sandbox_concurrency: usize,
-    /// The target project's test profile (`R2R_TARGET_PROFILE`: rust, node or vitest).
+    /// The target project's test profile (`R2R_TARGET_PROFILE`: rust, node, vitest, python,
+    /// go or junit).
     pub target_profile: sandbox::Profile,
     /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`, comma-separated, default
     /// `src/`); tests, build files and CI are never among them unless an owner says so here.
