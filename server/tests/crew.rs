@@ -163,10 +163,48 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
     assert_eq!(book["book"]["settled"], 3_600, "{book}");
 }
 
+/// What a model that needs the code writes for one target: a guess at an API the project
+/// does not have (without the source), a close test that still does not load (with the
+/// source), and the right test (with the source and the desk's verdict on the close one).
+struct Knows {
+    /// Text of the function under test, as it appears in the project.
+    signature: &'static str,
+    test_path: &'static str,
+    test_name: &'static str,
+    guess: &'static str,
+    close: &'static str,
+    right: &'static str,
+    summary: &'static str,
+}
+
+const SHOPLITE_KNOWS: Knows = Knows {
+    signature: "pub fn quote_form(price: &str, quantity: &str, coupon: &str)",
+    test_path: "tests/coupon_total.rs",
+    test_name: crew::scripted::COUPON_TEST_NAME,
+    guess: "use shop::checkout::total_with_coupon;\n#[test]\nfn save300_on_a_200_rupee_cart_is_free_not_negative() {\n    assert_eq!(total_with_coupon(200.0, \"SAVE300\"), 0.0);\n}\n",
+    // The right function, the wrong argument types.
+    close: "use shoplite::quote_form;\n#[test]\nfn save300_on_a_200_rupee_cart_is_free_not_negative() {\n    let quote = quote_form(200, 1, \"SAVE300\").unwrap();\n    assert!(quote.payable.0 >= 0.0);\n}\n",
+    right: crew::scripted::COUPON_TEST,
+    summary: "With coupon SAVE300 on a ₹200 cart the shop asks you to pay −₹100; you expected ₹0.",
+};
+
+const TALLYBOOK_KNOWS: Knows = Knows {
+    signature: "def split_evenly(total: Money, people: int) -> list:",
+    test_path: "tests/test_split_adds_up.py",
+    test_name: crew::scripted::SPLIT_TEST_NAME,
+    guess: "from expenses.bill import divide\n\n\ndef test_three_way_split_of_100_rupees_adds_up_to_the_bill():\n    assert sum(divide(100.0, 3)) == 100.0\n",
+    // The right module, a name it does not export.
+    close: "from tallybook import Money, split_equally\n\n\ndef test_three_way_split_of_100_rupees_adds_up_to_the_bill():\n    assert sum(s.paise for s in split_equally(Money.rupees(100), 3)) == 10_000\n",
+    right: crew::scripted::SPLIT_TEST,
+    summary: crew::scripted::SPLIT_SUMMARY,
+};
+
 /// A double of a model that needs the project's code: it writes the right test only when the
-/// source of `quote_form` is in its prompt and the desk's verdict on its previous test is
-/// there too; its first answer never compiles. Counts the reproduction calls it answered.
-async fn needs_context_double() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+/// source of the function under test is in its prompt and the desk's verdict on its previous
+/// test is there too; its first answer never loads. Counts the reproduction calls it answered.
+async fn needs_context_double(
+    knows: &'static Knows,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = calls.clone();
     let app = Router::new().route(
@@ -180,31 +218,19 @@ async fn needs_context_double() -> (String, std::sync::Arc<std::sync::atomic::At
                 if reproducing {
                     calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
-                let has_source = system.contains(
-                    "pub fn quote_form(price: &str, quantity: &str, coupon: &str)",
-                );
+                let has_source = system.contains(knows.signature);
                 let told_why = user.contains("the test did not compile");
-                let (path, source) = if has_source && told_why {
-                    ("tests/coupon_total.rs", crew::scripted::COUPON_TEST.to_owned())
-                } else if has_source {
-                    // Close: the right function, the wrong argument types.
-                    (
-                        "tests/coupon_total.rs",
-                        "use shoplite::quote_form;\n#[test]\nfn save300_on_a_200_rupee_cart_is_free_not_negative() {\n    let quote = quote_form(200, 1, \"SAVE300\").unwrap();\n    assert!(quote.payable.0 >= 0.0);\n}\n".to_owned(),
-                    )
-                } else {
-                    // A guess at an API the project does not have.
-                    (
-                        "tests/coupon_total.rs",
-                        "use shop::checkout::total_with_coupon;\n#[test]\nfn save300_on_a_200_rupee_cart_is_free_not_negative() {\n    assert_eq!(total_with_coupon(200.0, \"SAVE300\"), 0.0);\n}\n".to_owned(),
-                    )
+                let source = match (has_source, told_why) {
+                    (true, true) => knows.right,
+                    (true, false) => knows.close,
+                    (false, _) => knows.guess,
                 };
                 let content = if reproducing {
                     json!({
-                        "test_path": path,
-                        "test_name": crew::scripted::COUPON_TEST_NAME,
+                        "test_path": knows.test_path,
+                        "test_name": knows.test_name,
                         "test_source": source,
-                        "summary": "With coupon SAVE300 on a ₹200 cart the shop asks you to pay −₹100; you expected ₹0.",
+                        "summary": knows.summary,
                     })
                     .to_string()
                 } else {
@@ -268,7 +294,7 @@ async fn a_model_that_needs_the_code_reproduces_only_with_context_and_feedback()
             .unwrap();
         bugs.push(filed["bug_id"].as_str().unwrap().to_owned());
     }
-    let (api, calls) = needs_context_double().await;
+    let (api, calls) = needs_context_double(&SHOPLITE_KNOWS).await;
     let (model, prices) = crew::config::provider_from(|name| {
         match name {
             "R2R_MODEL_PROVIDER" => Some("openai-compatible"),
@@ -386,4 +412,232 @@ async fn a_model_that_needs_the_code_reproduces_only_with_context_and_feedback()
     );
     assert_eq!(calls.swap(0, std::sync::atomic::Ordering::SeqCst), 3);
     assert_eq!(state_of(bugs[2].clone()).await.0, "needs_human".to_owned());
+}
+
+/// Another language's target for the same model.
+struct Target {
+    profile: sandbox::Profile,
+    fix_paths: &'static str,
+    report: Value,
+    knows: &'static Knows,
+    package: &'static str,
+    imports: &'static str,
+    module: &'static str,
+}
+
+/// The same model on another language's target. With the code and the desk's verdicts it
+/// reaches the reporter's question on its second test; without either it spends its attempts
+/// and the bug goes to a person.
+async fn needs_the_code(target: Target, bare: std::path::PathBuf, dir: &std::path::Path) {
+    let url = format!("sqlite://{}/desk.db", dir.display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_TARGET_PROFILE", target.profile.as_str()),
+            ("R2R_FIX_ALLOWED_PATHS", target.fix_paths),
+            ("R2R_COMPONENTS", "one,two,three"),
+            ("R2R_CREW_COMPONENTS", "one,two,three"),
+            ("R2R_RATE_INTAKE", "100/60s"),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let mut bugs = Vec::new();
+    for component in ["one", "two", "three"] {
+        let mut report = target.report.clone();
+        report["component"] = json!(component);
+        let filed: Value = client
+            .post(format!("{base}/api/v1/reports"))
+            .json(&report)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        bugs.push(filed["bug_id"].as_str().unwrap().to_owned());
+    }
+    let (api, calls) = needs_context_double(target.knows).await;
+    let (model, prices) = crew::config::provider_from(|name| {
+        match name {
+            "R2R_MODEL_PROVIDER" => Some("openai-compatible"),
+            "R2R_MODEL_BASE_URL" => Some(api.as_str()),
+            "R2R_MODEL_NAME" => Some("needs-context-1"),
+            _ => None,
+        }
+        .map(str::to_owned)
+    })
+    .unwrap();
+    let desk = crew::desk::Desk::new(&base, &reproducer).unwrap();
+    let hint = server::config::project_hint(target.profile);
+    let reproduced = |approach: crew::reproducer::Approach, bug: String| {
+        let (desk, model, prices) = (desk.clone(), &model, prices);
+        async move { crew::reproducer::reproduce(&desk, model.as_ref(), &prices, &bug, &approach).await }
+    };
+    let state_of = |bug: String| {
+        let request = client
+            .get(format!("{base}/api/v1/bugs/{bug}"))
+            .bearer_auth(&reproducer)
+            .send();
+        async move {
+            let view: Value = request.await.unwrap().json().await.unwrap();
+            view["bug"]["state"].as_str().unwrap().to_owned()
+        }
+    };
+
+    let answer = reproduced(crew::reproducer::Approach::full(hint), bugs[0].clone())
+        .await
+        .unwrap();
+    assert_eq!(answer["state"], "awaiting_reporter", "{answer}");
+    assert_eq!(calls.swap(0, std::sync::atomic::Ordering::SeqCst), 2);
+
+    let started = client
+        .post(format!("{base}/api/v1/bugs/{}/reproduction/start", bugs[2]))
+        .bearer_auth(&reproducer)
+        .send()
+        .await
+        .unwrap();
+    assert!(started.status().is_success());
+    // What the reproducer read: the package tests import and the module under test.
+    let context: api_types::ReproductionContext = client
+        .get(format!(
+            "{base}/api/v1/bugs/{}/reproduction/context",
+            bugs[2]
+        ))
+        .bearer_auth(&reproducer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(context.package.as_deref(), Some(target.package));
+    assert!(
+        context.how_to_test.contains(target.imports),
+        "{}",
+        context.how_to_test
+    );
+    assert!(
+        context
+            .files
+            .iter()
+            .take(3)
+            .any(|f| f.path == target.module),
+        "{:?}",
+        context.files.iter().map(|f| &f.path).collect::<Vec<_>>()
+    );
+
+    for (approach, bug) in [
+        (
+            crew::reproducer::Approach {
+                feedback: false,
+                ..crew::reproducer::Approach::full(hint)
+            },
+            &bugs[1],
+        ),
+        (
+            crew::reproducer::Approach {
+                context: false,
+                ..crew::reproducer::Approach::full(hint)
+            },
+            &bugs[2],
+        ),
+    ] {
+        let spent = reproduced(approach, bug.clone()).await.unwrap_err();
+        assert!(
+            matches!(spent, crew::reproducer::ReproduceError::AttemptsSpent(_)),
+            "{spent}"
+        );
+        assert_eq!(calls.swap(0, std::sync::atomic::Ordering::SeqCst), 3);
+        assert_eq!(state_of(bug.clone()).await, "needs_human");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_needs_tallybooks_code_reproduces_only_with_context_and_feedback() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("tallybook.git");
+    server::cli::demo_run::seed_tallybook(&common::repo_root().join("tallybook"), &bare)
+        .await
+        .unwrap();
+    let target = Target {
+        profile: sandbox::Profile::Python,
+        fix_paths: "tallybook/",
+        report: json!({
+            "title": "Splitting the bill loses a paisa",
+            "what_happened": "₹100 split evenly between three people gives ₹33.33 each, which adds up to ₹99.99",
+            "expected": "Shares that add up to ₹100.00",
+            "steps": "Add a ₹100 expense, split it three ways",
+        }),
+        knows: &TALLYBOOK_KNOWS,
+        package: "tallybook",
+        imports: "from tallybook import",
+        module: "tallybook/split.py",
+    };
+    needs_the_code(target, bare, dir.path()).await;
+}
+
+const NODE_KNOWS: Knows = Knows {
+    signature: "export function payableTotal(subtotal, coupon)",
+    test_path: "test/coupon.test.mjs",
+    test_name: "SAVE300 on a 200 cart costs nothing",
+    guess: "import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { checkout } from '../lib/checkout.mjs';\n\ntest('SAVE300 on a 200 cart costs nothing', () => {\n  assert.equal(checkout(200, 'SAVE300'), 0);\n});\n",
+    close: "import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { payable } from '../src/cart.mjs';\n\ntest('SAVE300 on a 200 cart costs nothing', () => {\n  assert.equal(payable(200, 'SAVE300'), 0);\n});\n",
+    right: "import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { payableTotal } from '../src/cart.mjs';\n\ntest('SAVE300 on a 200 cart costs nothing', () => {\n  assert.equal(payableTotal(200, 'SAVE300'), 0, 'payable total');\n});\n",
+    summary: "With coupon SAVE300 on a 200 cart the shop asks for -100; you expected 0.",
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_needs_a_node_projects_code_reproduces_only_with_context_and_feedback() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart-js", |work| {
+        let write = |path: &str, text: &str| {
+            let path = work.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("package.json", "{\"name\": \"cart-js\", \"version\": \"1.0.0\", \"type\": \"module\"}\n");
+        write(
+            "src/coupons.mjs",
+            "// Flat coupons, in rupees.\nexport const COUPONS = { SAVE300: 300, TEN: 10 };\n\nexport function couponValue(code) {\n  return COUPONS[code] ?? 0;\n}\n",
+        );
+        write(
+            "src/cart.mjs",
+            "import { couponValue } from './coupons.mjs';\n\n// What the customer pays for a cart after a coupon.\nexport function payableTotal(subtotal, coupon) {\n  return subtotal - couponValue(coupon);\n}\n",
+        );
+        write(
+            "src/format.mjs",
+            "export function rupees(amount) {\n  return `₹${amount.toFixed(2)}`;\n}\n",
+        );
+        write(
+            "test/format.test.mjs",
+            "import test from 'node:test';\nimport assert from 'node:assert/strict';\nimport { rupees } from '../src/format.mjs';\n\ntest('formats rupees', () => {\n  assert.equal(rupees(5), '₹5.00');\n});\n",
+        );
+    })
+    .await;
+    let target = Target {
+        profile: sandbox::Profile::NodeTest,
+        fix_paths: "src/",
+        report: json!({
+            "title": "The coupon makes my total negative",
+            "what_happened": "A 200 cart with coupon SAVE300 asks me to pay -100",
+            "expected": "A total of 0",
+            "steps": "Cart of 200, coupon SAVE300",
+        }),
+        knows: &NODE_KNOWS,
+        package: "cart-js",
+        imports: "node:test",
+        module: "src/cart.mjs",
+    };
+    needs_the_code(target, bare, dir.path()).await;
 }

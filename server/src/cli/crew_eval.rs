@@ -20,6 +20,9 @@ pub struct Cases {
     /// Path prefixes left out of the target (e.g. a stored answer to a seeded bug).
     #[serde(default)]
     pub exclude: Vec<String>,
+    /// The target's test profile, when the file names one (it wins over `--profile`).
+    #[serde(default)]
+    pub profile: Option<String>,
     /// The cases.
     pub cases: Vec<Case>,
 }
@@ -196,6 +199,10 @@ pub fn builtin(root: &Path) -> Vec<(PathBuf, PathBuf)> {
             root.join("crew/eval/shoplite_cases.json"),
             root.join("shoplite"),
         ),
+        (
+            root.join("crew/eval/tallybook_cases.json"),
+            root.join("tallybook"),
+        ),
         (root.join("crew/eval/desk_cases.json"), root.to_path_buf()),
     ]
 }
@@ -229,6 +236,17 @@ pub fn run(cases: Option<PathBuf>, repo: Option<PathBuf>, profile: &str) -> anyh
         if cases.cases.is_empty() {
             bail!("{} holds no cases", cases_path.display());
         }
+        let profile = match &cases.profile {
+            Some(named) => sandbox::Profile::parse(named)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{} names an unknown profile {named:?}",
+                        cases_path.display()
+                    )
+                })?
+                .as_str(),
+            None => profile,
+        };
         let figures = score(&cases, &repo, profile)?;
         let pct = |n: usize| format!("{:.0} %", 100.0 * n as f64 / figures.cases as f64);
         println!(
@@ -266,6 +284,18 @@ mod tests {
         assert_eq!(figures.files, 2);
         assert!(figures.at_1 <= figures.at_3 && figures.at_1 <= figures.in_prompt);
         assert!(figures.tokens_mean > 0 && figures.tokens_mean <= figures.tokens_max);
+    }
+
+    #[test]
+    fn the_tallybook_set_names_its_own_profile_and_scores_every_case() {
+        let text = std::fs::read_to_string(root().join("crew/eval/tallybook_cases.json")).unwrap();
+        let cases: Cases = serde_json::from_str(&text).unwrap();
+        assert_eq!(cases.profile.as_deref(), Some("python"));
+        let figures = score(&cases, &root().join("tallybook"), "python").unwrap();
+        assert_eq!((figures.cases, figures.bugs), (12, 2));
+        // Three modules and two test files; the stored regression test is left out.
+        assert_eq!(figures.files, 5);
+        assert!(figures.at_1 <= figures.at_3 && figures.at_3 <= figures.cases);
     }
 
     #[test]
