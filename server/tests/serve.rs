@@ -183,8 +183,8 @@ fn an_unknown_flag_is_refused_with_usage() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("--port"));
 }
 
-/// `r2r setup` prepares the demo target: ShopLite in a local forge beside the env file, the
-/// scripted model; a second run keeps both.
+/// `r2r setup` prepares the demo targets: ShopLite (and Tallybook, in Python) in local forges
+/// beside the env file, the scripted model; a second run keeps both.
 #[test]
 fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
     let scratch = tempfile::tempdir().unwrap();
@@ -228,6 +228,31 @@ fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
             "src/main.rs"
         ],
         "ShopLite and its service, without the test the crew has to write"
+    );
+    let tallybook = bare.with_file_name("tallybook.git");
+    let listing = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(&tallybook)
+        .args(["ls-tree", "-r", "--name-only", "main"])
+        .output()
+        .unwrap();
+    let files = String::from_utf8_lossy(&listing.stdout);
+    assert_eq!(
+        files.lines().collect::<Vec<_>>(),
+        [
+            "README.md",
+            "pyproject.toml",
+            "tallybook/__init__.py",
+            "tallybook/money.py",
+            "tallybook/split.py",
+            "tests/test_money.py",
+            "tests/test_split.py"
+        ],
+        "Tallybook beside ShopLite, without its regression test or caches"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("R2R_TARGET_PROFILE=python"),
+        "setup says how to serve Tallybook"
     );
     let again = common::r2r_with_env_file(&env_file)
         .arg("setup")
