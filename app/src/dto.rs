@@ -609,6 +609,9 @@ pub struct BugDesk {
     /// budget, reproduction and fix attempts used of the round's.
     #[serde(default)]
     pub crew_budget: String,
+    /// The project the bug's component belongs to, and how its tests run.
+    #[serde(default)]
+    pub project: String,
 }
 
 /// A crew role's line: role, last seen (ms), age (ms), fresh, what it is doing.
@@ -636,6 +639,9 @@ pub struct CrewDesk {
     /// The bugs whose model calls cost most: bug, spent (µ$), calls.
     #[serde(default)]
     pub bug_spend: Vec<(String, u64, u64)>,
+    /// Spend per project: project, dollars in micros, calls.
+    #[serde(default)]
+    pub project_spend: Vec<(String, u64, u64)>,
     /// The per-bug budget (µ$).
     #[serde(default)]
     pub per_bug: u64,

@@ -10,6 +10,7 @@ pub mod codeowners;
 pub mod crew;
 pub mod ledger;
 pub mod notice;
+pub mod project;
 pub mod spend;
 pub mod state;
 pub mod tier;

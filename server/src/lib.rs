@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod desk;
+pub mod projects;
 pub mod ratelimit;
 pub mod router;
 pub mod routes;
@@ -32,6 +33,7 @@ mod layering {
         ("secret", 0),
         ("config", 1),
         ("auth", 2),
+        ("projects", 2),
         ("web", 3),
         ("service", 4),
         ("desk", 5),

@@ -186,6 +186,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let bound = listener.local_addr()?;
     let state = AppState::new(leptos_options, store.clone(), instance, config);
+    state
+        .projects
+        .reload(&store, true)
+        .await
+        .context("cannot read the projects")?;
     let state_for_workers = state.clone();
     let (stop_serving, stopped) = tokio::sync::watch::channel(false);
     let limits = config.http;
@@ -209,6 +214,16 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
             store.clone(),
             state_for_workers.changes.clone(),
         )),
+        // Projects another process defined (`r2r project add`) are served within a second.
+        tokio::spawn({
+            let (projects, store) = (state_for_workers.projects.clone(), store.clone());
+            async move {
+                loop {
+                    tokio::time::sleep(crate::projects::REFRESH_EVERY).await;
+                    projects.fresh(&store).await;
+                }
+            }
+        }),
     ];
     workers.extend(start_concierge(config, bound));
     if let Some(deploy) = &config.deploy {

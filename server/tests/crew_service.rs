@@ -1209,3 +1209,312 @@ async fn the_python_target_goes_from_report_to_a_reviewed_fix() {
         String::from_utf8_lossy(&shown.stderr)
     );
 }
+
+/// Runs `r2r project …` against the database at `url`; exit code, stdout and stderr.
+fn project_cli(dir: &std::path::Path, url: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let env_file = dir.join("project.env");
+    std::fs::write(
+        &env_file,
+        format!("DATABASE_URL={url}\nR2R_COMPONENTS=shoplite\n"),
+    )
+    .unwrap();
+    let output = common::r2r_with_env_file(&env_file)
+        .arg("project")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// One desk, two projects: ShopLite configured by the environment (Rust) and Tallybook added
+/// with `r2r project add` while the desk runs (Python). Each report goes to its component's
+/// project: its forge, its profile, its folders; the evidence names the project. Bad
+/// definitions are refused with the flag named, and nothing is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_language() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let shoplite = common::shoplite_forge(dir.path()).await;
+    let tallybook = dir.path().join("tallybook.git");
+    server::cli::demo_run::seed_tallybook(&common::repo_root().join("tallybook"), &tallybook)
+        .await
+        .unwrap();
+    let tokens = tokens();
+    let mut env = env_of(&tokens);
+    env.extend(
+        [
+            ("R2R_LOCAL_FORGE", shoplite.display().to_string()),
+            ("R2R_SANDBOX_BACKEND", "docker".to_owned()),
+            ("R2R_COMPONENTS", "shoplite".to_owned()),
+            ("R2R_CREW_COMPONENTS", "shoplite".to_owned()),
+            ("R2R_MODEL_PROVIDER", "scripted".to_owned()),
+            ("R2R_RATE_INTAKE", "100/60s".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &pairs);
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens,
+    };
+    let client = reqwest::Client::new();
+    let file = |component: &str, title: &str, what: &str| {
+        client
+            .post(format!("{}/api/v1/reports", desk.base))
+            .json(&json!({
+                "component": component, "title": title, "what_happened": what,
+                "expected": "It adds up", "steps": "See above",
+            }))
+            .send()
+    };
+    // Not a component yet.
+    assert_eq!(
+        file(
+            "tallybook",
+            "Split loses a paisa",
+            "₹100 three ways is ₹99.99"
+        )
+        .await
+        .unwrap()
+        .status(),
+        422
+    );
+
+    // Refusals name the flag and write nothing.
+    let tally = tallybook.to_str().unwrap();
+    for (args, flag) in [
+        (
+            vec![
+                "--profile",
+                "cobol",
+                "--components",
+                "tallybook",
+                "--forge",
+                tally,
+            ],
+            "--profile",
+        ),
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "shoplite",
+                "--forge",
+                tally,
+            ],
+            "--components",
+        ),
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "tallybook",
+                "--forge",
+                "/nonexistent/x.git",
+            ],
+            "--forge",
+        ),
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "tallybook",
+                "--forge",
+                tally,
+                "--fix-paths",
+                "../etc",
+            ],
+            "--fix-paths",
+        ),
+    ] {
+        let mut all = vec!["add", "--id", "tallybook"];
+        all.extend(args);
+        let (code, _, stderr) = project_cli(dir.path(), &url, &all);
+        assert_ne!(code, Some(0), "{all:?}");
+        assert!(stderr.contains(flag), "{all:?}: {stderr}");
+    }
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &[
+            "add",
+            "--id",
+            "default",
+            "--profile",
+            "python",
+            "--components",
+            "x",
+            "--forge",
+            tally,
+        ],
+    );
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("--id"), "{stderr}");
+    let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
+    assert_eq!(
+        listed.lines().count(),
+        2,
+        "only the environment's project: {listed}"
+    );
+
+    let (code, stdout, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &[
+            "add",
+            "--id",
+            "tallybook",
+            "--name",
+            "Tallybook",
+            "--components",
+            "tallybook,splits",
+            "--forge",
+            tally,
+            "--profile",
+            "python",
+            "--fix-paths",
+            "tallybook",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("added     tallybook"), "{stdout}");
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &[
+            "add",
+            "--id",
+            "tallybook",
+            "--components",
+            "other",
+            "--forge",
+            tally,
+            "--profile",
+            "go",
+        ],
+    );
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("exists already"), "{stderr}");
+    let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
+    assert!(
+        listed.contains("tallybook      tallybook,splits       python   on    tallybook/"),
+        "{listed}"
+    );
+
+    // The running desk serves it within a second or two.
+    let started = std::time::Instant::now();
+    let filed: Value = loop {
+        let response = file(
+            "splits",
+            "Splitting the dinner bill loses a paisa",
+            "Three of us, ₹100 in all: each share is ₹33.33 and they add up to ₹99.99",
+        )
+        .await
+        .unwrap();
+        let status = response.status();
+        if status == 201 {
+            break response.json().await.unwrap();
+        }
+        assert_eq!(status, 422, "{}", response.text().await.unwrap());
+        assert!(started.elapsed() < Duration::from_secs(10), "never served");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let tally_bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let shop: Value = file(
+        "shoplite",
+        "SAVE300 makes the total negative",
+        "The coupon makes the total -₹100",
+    )
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let shop_bug = shop["bug_id"].as_str().unwrap().to_owned();
+
+    // Both reach the reporter's question, each measured in its own project.
+    for (bug, project, profile, test) in [
+        (
+            &tally_bug,
+            "tallybook",
+            "python",
+            crew::scripted::SPLIT_TEST_PATH,
+        ),
+        (
+            &shop_bug,
+            "default",
+            "rust",
+            crew::scripted::COUPON_TEST_PATH,
+        ),
+    ] {
+        let base = desk.base.clone();
+        let manager = desk.token(Role::Manager);
+        let bug = bug.clone();
+        let view = wait_for("a measured reproduction", Duration::from_secs(180), || {
+            let (base, manager, bug) = (base.clone(), manager.clone(), bug.clone());
+            Box::pin(async move {
+                let view: Value = reqwest::Client::new()
+                    .get(format!("{base}/api/v1/bugs/{bug}"))
+                    .bearer_auth(&manager)
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                (view["bug"]["state"] == "awaiting_reporter").then_some(view)
+            })
+        })
+        .await;
+        assert_eq!(view["bug"]["reproduction"]["test_path"], test, "{view}");
+        let evidence_id = view["bug"]["reproduction"]["id"].as_str().unwrap();
+        let ledger = store::Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+            .await
+            .unwrap();
+        let evidence = ledger.evidence_for(&bug).await.unwrap();
+        let rerun = evidence.iter().find(|e| e.id == evidence_id).unwrap();
+        let body = &rerun.body;
+        assert_eq!(
+            (body["project"].as_str(), body["profile"].as_str()),
+            (Some(project), Some(profile)),
+            "{body}"
+        );
+    }
+
+    // The spend is booked to each project.
+    let (_, crew_status) = desk.call("GET", "/api/v1/crew", Role::Manager, None).await;
+    let by_project = crew_status["spend"]["by_project"].as_array().unwrap();
+    for project in ["default", "tallybook"] {
+        let row = by_project.iter().find(|r| r["project"] == project).unwrap();
+        // Triage, the test, its review (the scripted model costs $0: calls are what show).
+        assert_eq!(row["calls"].as_u64(), Some(3), "{crew_status}");
+    }
+
+    // An edit: the crew no longer works Tallybook's bugs; a new one waits for people.
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &["edit", "--id", "tallybook", "--crew", "off"],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &["edit", "--id", "default", "--crew", "off"],
+    );
+    assert_ne!(code, Some(0));
+    assert!(stderr.contains("environment"), "{stderr}");
+    let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
+    assert!(listed.contains("python   off"), "{listed}");
+}

@@ -157,6 +157,22 @@ impl Store {
             .collect())
     }
 
+    /// Spend and calls per component of the bugs they were booked to (a project is a set of
+    /// components), by component.
+    pub async fn spend_by_component(&self) -> Result<Vec<(String, Micros, u64)>, StoreError> {
+        let sql = "SELECT b.component, CAST(SUM(COALESCE(m.settled_micros, m.reserved_micros)) AS BIGINT), \
+             CAST(COUNT(*) AS BIGINT) FROM model_calls m JOIN bugs b ON b.id = m.bug_id \
+             GROUP BY b.component ORDER BY b.component";
+        let rows: Vec<(String, i64, i64)> = match &self.pool {
+            crate::Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
+            crate::Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
+        };
+        Ok(rows
+            .into_iter()
+            .map(|(component, spent, calls)| (component, to_u64(spent), to_u64(calls)))
+            .collect())
+    }
+
     /// Settles an open call on behalf of `client`, which must be the client that reserved it
     /// (one role cannot settle, and so book, another role's reservation).
     pub async fn settle_model_call(

@@ -54,6 +54,43 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         None
     );
 
+    // Projects: added once, replaced only at the version the editor read, the stamp moves.
+    assert_eq!(store.projects_stamp().await.unwrap(), (0, 0));
+    assert!(store
+        .add_project("tally", "{\"v\":1}", 100, "cli")
+        .await
+        .unwrap());
+    assert!(!store
+        .add_project("tally", "{\"v\":2}", 101, "cli")
+        .await
+        .unwrap());
+    assert_eq!(store.projects_stamp().await.unwrap(), (1, 100));
+    assert!(!store
+        .update_project("tally", "{\"v\":3}", 99, 102, "a@desk.test")
+        .await
+        .unwrap());
+    // An edit at the same millisecond still moves the stamp.
+    assert!(store
+        .update_project("tally", "{\"v\":3}", 100, 100, "a@desk.test")
+        .await
+        .unwrap());
+    assert!(!store
+        .update_project("gone", "{}", 0, 102, "a@desk.test")
+        .await
+        .unwrap());
+    let projects = store.projects().await.unwrap();
+    assert_eq!(projects.len(), 1);
+    assert_eq!(
+        (
+            projects[0].spec.as_str(),
+            projects[0].created_at,
+            projects[0].updated_at,
+            projects[0].updated_by.as_str()
+        ),
+        ("{\"v\":3}", 100, 101, "a@desk.test")
+    );
+    assert_eq!(store.projects_stamp().await.unwrap(), (1, 101));
+
     // What was written survives a new pool (it was committed, not cached).
     store.close().await;
     assert!(
@@ -70,6 +107,7 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         .await
         .unwrap()
         .is_some());
+    assert_eq!(reopened.projects().await.unwrap().len(), 1);
 }
 
 #[tokio::test]

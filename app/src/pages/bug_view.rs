@@ -242,6 +242,7 @@ impl Summary {
                 <div><dt>"Tier"</dt><dd>{tier}</dd></div>
                 <div><dt>"Still required"</dt><dd>{still}</dd></div>
                 <div><dt>"Crew budget"</dt><dd data-testid="crew-budget">{bug.crew_budget.clone()}</dd></div>
+                <div><dt>"Project"</dt><dd data-testid="bug-project">{bug.project.clone()}</dd></div>
             </dl>
         }
         .into_any_sync()

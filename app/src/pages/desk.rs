@@ -362,6 +362,20 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
             }}
         </section>
         <section class="panel">
+            <h2>"Projects"</h2>
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Spend by project">
+                <table data-testid="project-spend">
+                    <caption>"What the crew spent on each project's bugs (r2r project list shows their definitions)"</caption>
+                    <thead><tr><th scope="col">"Project"</th><th scope="col">"Spent"</th><th scope="col">"Calls"</th></tr></thead>
+                    <tbody>
+                        {crew.project_spend.into_iter().map(|(project, spent, calls)| view! {
+                            <tr><td><code>{project}</code></td><td>{dollars(spent)}</td><td>{calls}</td></tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+        <section class="panel">
             <h2>"Recent tasks"</h2>
             {if crew.tasks.is_empty() {
                 view! { <p>"No hand-offs yet."</p> }.into_any_sync()

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod demo_drive;
 pub mod demo_run;
 pub mod ledger;
+pub mod project;
 pub mod quarantine;
 pub mod recorder;
 pub mod sandbox;
@@ -88,6 +89,11 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: token::TokenCommand,
+    },
+    /// The projects this desk serves beside the one its environment configures.
+    Project {
+        #[command(subcommand)]
+        command: project::ProjectCommand,
     },
     /// The engineering crew, talking to the desk only over its HTTP API with role tokens.
     Crew {
@@ -183,6 +189,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench { command } => bench::command(env_file, command).await,
         Command::Recorder { command } => recorder::command(env_file, command).await,
         Command::Token { command } => token::command(env_file, command).await,
+        Command::Project { command } => project::command(env_file, command).await,
         Command::Crew { command } => crew::command(env_file, command).await,
         Command::Concierge { command } => concierge::command(env_file, command).await,
         Command::Sandbox { command } => sandbox::command(env_file, command).await,

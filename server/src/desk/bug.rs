@@ -244,7 +244,8 @@ pub(crate) async fn bug_data(
             hash: e.hash.clone(),
         })
         .collect();
-    let diff = match (&bug.pull_request, state.local_forge.as_deref()) {
+    let target = state.target_of(&bug.component).await;
+    let diff = match (&bug.pull_request, target.forge.as_deref()) {
         (Some(pr), Some(forge)) => forge
             .change_diff(&pr.head, bug.merge.as_ref().map(|m| &m.merge_commit))
             .await
@@ -278,7 +279,8 @@ pub(crate) async fn bug_data(
             .spend_of_bug(id)
             .await
             .map_err(Refused::storage)?;
-        let policy = &state.reporter.policy;
+        let scope = state.reporter.scope();
+        let policy = &scope.policy;
         format!(
             "model spend {} of {} for this bug ({calls} call{}); reproduction attempts {} of {} used, fix attempts {} of {} used (this round)",
             dollars(spent),
@@ -290,8 +292,19 @@ pub(crate) async fn bug_data(
             policy.max_fix_attempts,
         )
     };
+    let project = {
+        let target = state.target_of(&bug.component).await;
+        format!(
+            "{} ({} tests; fixes in {}; crew {})",
+            target.project,
+            target.profile.as_str(),
+            target.fix_allowed_paths.join(", "),
+            if target.crew { "on" } else { "off" }
+        )
+    };
     Ok(Some(BugDesk {
         crew_budget,
+        project,
         owner: account.email.clone(),
         csrf: csrf(state, session),
         duplicate_of: bug.duplicate_of.clone(),
@@ -392,7 +405,14 @@ pub(super) fn owner_actions(
     {
         actions.push("approve".to_owned());
     }
-    if bug.state == BugState::Approved && state.local_forge.is_some() {
+    if bug.state == BugState::Approved
+        && state
+            .reporter
+            .scope()
+            .target_of(&bug.component)
+            .forge
+            .is_some()
+    {
         actions.push("merge".to_owned());
     }
     if bug.state == BugState::NeedsHuman {

@@ -595,6 +595,20 @@ pub(crate) async fn crew_data(
             .spend_by_bug(10)
             .await
             .map_err(Refused::storage)?,
+        project_spend: status["spend"]["by_project"]
+            .as_array()
+            .map(|rows| {
+                rows.iter()
+                    .map(|r| {
+                        (
+                            r["project"].as_str().unwrap_or_default().to_owned(),
+                            u(&r["spent"]),
+                            u(&r["calls"]),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         per_bug: state.spend.per_bug,
     })
 }

@@ -22,7 +22,7 @@ use crate::service::reporter::*;
 /// `GET /api/v1/components`.
 pub async fn components(State(state): State<AppState>) -> Json<Components> {
     Json(Components {
-        components: state.reporter.components.clone(),
+        components: state.reporter.fresh(&state.store).await.components.clone(),
     })
 }
 

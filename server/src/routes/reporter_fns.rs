@@ -59,7 +59,7 @@ async fn own_report(
 
 impl ReporterBackend for Backend {
     fn components(&self) -> Vec<String> {
-        self.0.reporter.components.clone()
+        self.0.reporter.scope().components.clone()
     }
 
     fn file(&self, request: Parts, form: ReportForm) -> Reply<ReportReceipt> {

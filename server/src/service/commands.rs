@@ -61,7 +61,8 @@ pub async fn record(
     fetched: &Fetched,
 ) -> Result<Recorded, Refused> {
     let now = crate::clock::now_ms();
-    let policy = &state.reporter.policy;
+    let scope = state.reporter.fresh(&state.store).await;
+    let policy = &scope.policy;
     let applied = state
         .store
         .apply(id, now, |b| {
@@ -108,7 +109,7 @@ pub fn dry_run(
         command,
         actor,
         &evidence,
-        &state.reporter.policy,
+        &state.reporter.scope().policy,
         crate::clock::now_ms(),
     )
     .map(|_| ())

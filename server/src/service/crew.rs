@@ -65,6 +65,29 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
         .iter()
         .find(|(role, _, _)| role == Role::Recorder.as_str())
         .map(|(_, _, d)| d.clone());
+    // Spend per project: each component's spend booked to the project that serves it.
+    let scope = state.reporter.fresh(&state.store).await;
+    let mut by_project: Vec<(String, u64, u64)> = scope
+        .targets
+        .iter()
+        .map(|t| (t.project.clone(), 0, 0))
+        .collect();
+    for (component, spent, calls) in state
+        .store
+        .spend_by_component()
+        .await
+        .map_err(Refused::storage)?
+    {
+        let project = scope.target_of(&component).project.clone();
+        if let Some(row) = by_project.iter_mut().find(|(p, _, _)| *p == project) {
+            row.1 += spent;
+            row.2 += calls;
+        }
+    }
+    let by_project: Vec<Value> = by_project
+        .into_iter()
+        .map(|(project, spent, calls)| json!({"project": project, "spent": spent, "calls": calls}))
+        .collect();
     Ok(json!({
         "release": release,
         "recorder": {
@@ -74,7 +97,7 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
         "connected": rules::connected(&connections),
         "fresh_within_ms": rules::HEARTBEAT_FRESH_MS,
         "roles": roles,
-        "spend": {"budget": state.spend, "book": spend},
+        "spend": {"budget": state.spend, "book": spend, "by_project": by_project},
         "tasks": tasks,
     }))
 }

@@ -97,9 +97,10 @@ async fn confirmed_test(
 pub async fn context(state: &AppState, id: &str) -> Result<FixContext, Refused> {
     let bug = load(state, id).await?;
     let test = confirmed_test(state, &bug).await?;
-    let forge = super::forge::forge(state)?;
+    let target = state.target_of(&bug.component).await;
+    let forge = super::forge::forge_of(&target)?;
     let head = super::forge::default_head(forge).await?;
-    let allowed = &state.fix_allowed_paths;
+    let allowed = &target.fix_allowed_paths;
     let mut files = Vec::new();
     for path in forge
         .regular_files(&head, allowed)
@@ -119,9 +120,9 @@ pub async fn context(state: &AppState, id: &str) -> Result<FixContext, Refused> 
         bug: bug.id,
         state: bug.state,
         attempts: bug.fix_attempts,
-        max_attempts: state.reporter.policy.max_fix_attempts,
+        max_attempts: state.reporter.scope().policy.max_fix_attempts,
         base: head.as_str().to_owned(),
-        profile: state.sandbox.profile.as_str().to_owned(),
+        profile: target.profile.as_str().to_owned(),
         allowed_paths: allowed.to_vec(),
         confirmed_test: api_types::ConfirmedTest {
             path: test.path,
@@ -197,12 +198,17 @@ pub async fn candidate(
         &Fetched::default(),
     )?;
     let test = confirmed_test(state, &bug).await?;
-    let allowed: Vec<&str> = state.fix_allowed_paths.iter().map(String::as_str).collect();
+    let target = state.target_of(&bug.component).await;
+    let allowed: Vec<&str> = target
+        .fix_allowed_paths
+        .iter()
+        .map(String::as_str)
+        .collect();
     // The same strict rules the crew applies to the model's answer, enforced here again.
     let shape = json!({"files": candidate.files, "summary": candidate.summary}).to_string();
     let draft = crew::schema::fix(&shape, &allowed, &test.path)
         .map_err(|e| invalid("invalid_fix", e.to_string()))?;
-    let forge = super::forge::forge(state)?;
+    let forge = super::forge::forge_of(&target)?;
     let base = super::forge::default_head(forge).await?;
     // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
     let _slot = super::reproduction::sandbox_slot(&state.sandbox).await?;
@@ -238,7 +244,7 @@ pub async fn candidate(
             format!("the desk cannot measure the fix now: {reason}"),
         )
     })?;
-    let profile = state.sandbox.profile;
+    let profile = target.profile;
     let toolchains = Toolchains::detect();
     let mut checks = Vec::new();
     // The whole suite, with the confirmed test in it: it must pass, and so must everything.
@@ -290,6 +296,7 @@ pub async fn candidate(
     let mut body = json!({
         "base": base.as_str(),
         "attempt": attempt,
+        "project": target.project,
         "profile": profile,
         "summary": draft.summary,
         "files": files_json,
@@ -322,7 +329,7 @@ pub async fn candidate(
             "error": "fix_failed",
             "message": format!(
                 "attempt {attempt} of {} failed the desk's checks (evidence {evidence_id}); the bug is now {}",
-                state.reporter.policy.max_fix_attempts,
+                state.reporter.scope().policy.max_fix_attempts,
                 recorded.state.as_str()
             ),
             "state": recorded.state.as_str(),

@@ -13,14 +13,17 @@ use domain::BugState;
 use forge::{DraftRequest, Forge, ForgeError, GitError, LocalForge};
 use serde::Deserialize;
 
-/// The desk's local forge, or 409 `no_local_forge` (reproductions, fixes, approvals with
+/// A project's local forge, or 409 `no_local_forge` (reproductions, fixes, approvals with
 /// CODEOWNERS, merges and deployments all read the target from it).
-pub fn forge(state: &AppState) -> Result<&LocalForge, Refused> {
-    state.local_forge.as_deref().ok_or_else(|| {
+pub fn forge_of(target: &crate::projects::Target) -> Result<&LocalForge, Refused> {
+    target.forge.as_deref().ok_or_else(|| {
         Refused::new(
             StatusCode::CONFLICT,
             "no_local_forge",
-            "this desk has no local forge (set R2R_LOCAL_FORGE to a bare git repository)",
+            format!(
+                "the project {:?} has no local forge (set R2R_LOCAL_FORGE to a bare git repository, or define the project with one)",
+                target.project
+            ),
         )
     })
 }
@@ -90,7 +93,8 @@ fn forge_refused(error: ForgeError) -> Refused {
 /// The fixer's draft pull request: opened on the forge for the pushed branch (the forge
 /// numbers it), then recorded with its exact head and the paths it changes, from git.
 pub async fn submit_fix(state: &AppState, id: &str, fix: FixRequest) -> Result<Recorded, Refused> {
-    let forge = forge(state)?;
+    let target = state.target_of(&load(state, id).await?.component).await;
+    let forge = forge_of(&target)?;
     let branch = fix.branch.trim();
     let head = Forge::branch_head(forge, branch)
         .await
@@ -164,7 +168,8 @@ pub async fn approve(
 ) -> Result<Recorded, Refused> {
     // A desk without a local forge (GitHub) has no base branch to read here: its code owners
     // are GitHub's own business, and the engine's rules apply without them.
-    let code_owners = match state.local_forge.as_deref() {
+    let target = state.target_of(&load(state, id).await?.component).await;
+    let code_owners = match target.forge.as_deref() {
         Some(forge) => forge
             .codeowners_at_base()
             .await
@@ -188,8 +193,9 @@ pub async fn merge(
     head: CommitSha,
     actor: &Actor,
 ) -> Result<Merged, Refused> {
-    let forge = forge(state)?;
     let bug = load(state, id).await?;
+    let target = state.target_of(&bug.component).await;
+    let forge = forge_of(&target)?;
     // Asked of the engine first, before any git work: a merge it refuses (wrong state, another
     // head, approvals missing) writes no merge commit into the forge.
     let probe = Command::Merge {
@@ -254,8 +260,9 @@ pub use api_types::FixDiff;
 
 /// The diff of bug `id`'s pull request.
 pub async fn diff(state: &AppState, id: &str) -> Result<FixDiff, Refused> {
-    let forge = forge(state)?;
     let bug = load(state, id).await?;
+    let target = state.target_of(&bug.component).await;
+    let forge = forge_of(&target)?;
     let pr = bug.pull_request.ok_or_else(|| {
         Refused::new(
             StatusCode::CONFLICT,
@@ -290,7 +297,9 @@ pub async fn record_deployment(
     commit: &CommitSha,
     actor: &Actor,
 ) -> Result<Vec<(String, bool)>, Refused> {
-    let forge = forge(state)?;
+    // Deployments are the environment's project's (its deployer and recorder).
+    let target = state.projects.scope().environment();
+    let forge = forge_of(&target)?;
     let id = deployment.trim().to_owned();
     if id.is_empty() || id.len() > 200 {
         return Err(Refused::new(
@@ -307,6 +316,9 @@ pub async fn record_deployment(
         .map_err(Refused::storage)?
     {
         let bug = load(state, &bug_id).await?;
+        if state.target_of(&bug.component).await.project != target.project {
+            continue;
+        }
         let mut fetched = Fetched::default();
         if let Some(merge) = &bug.merge {
             let relation = forge

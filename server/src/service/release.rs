@@ -33,7 +33,8 @@ pub async fn build(
     if artifact.is_file() {
         return Ok(artifact);
     }
-    let forge = super::forge::forge(state).map_err(|r| r.error.message)?;
+    let target = state.projects.scope().environment();
+    let forge = super::forge::forge_of(&target).map_err(|r| r.error.message)?;
     let snapshot = Snapshot::new().map_err(|r| r.error.message)?;
     snapshot
         .export(forge, commit)

@@ -164,7 +164,8 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
     let title = report.content.title().to_owned();
     let bug_id = format!("bug-{}", random_hex(5));
     let now = now_ms();
-    let policy = &state.reporter.policy;
+    let scope = state.reporter.scope();
+    let policy = &scope.policy;
     let filed = state
         .store
         .file_report(
@@ -233,7 +234,8 @@ pub async fn validate_and_file(
     state: &AppState,
     object: &Map<String, Value>,
 ) -> Result<ReportReceipt, Refused> {
-    let form = validate_report(object, &state.reporter.components).map_err(|error| Refused {
+    let scope = state.reporter.fresh(&state.store).await;
+    let form = validate_report(object, &scope.components).map_err(|error| Refused {
         status: StatusCode::UNPROCESSABLE_ENTITY,
         error,
         retry_after: None,
@@ -626,7 +628,8 @@ pub async fn record_answer(
         report: report.id.clone(),
     };
     let now = now_ms();
-    let policy = &state.reporter.policy;
+    let scope = state.reporter.scope();
+    let policy = &scope.policy;
     let applied = state
         .store
         .apply(bug_id, now, |bug| {

@@ -75,7 +75,8 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         ));
     }
     let query = query_of(state, id).await?;
-    let forge = super::forge::forge(state)?;
+    let target = state.target_of(&bug.component).await;
+    let forge = super::forge::forge_of(&target)?;
     let head = super::forge::default_head(forge).await?;
     let paths = forge
         .regular_files(&head, &[])
@@ -83,7 +84,7 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         .map_err(Refused::forge)?;
     let snapshot = Snapshot::new()?;
     snapshot.export(forge, &head).await?;
-    let profile = state.sandbox.profile.as_str();
+    let profile = target.profile.as_str();
     // Reading and ranking up to 2,000 files is blocking work: off the async workers.
     let assembled = tokio::task::spawn_blocking(move || {
         let files = read_files(snapshot.root(), paths);
@@ -95,7 +96,7 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         bug: bug.id,
         state: bug.state,
         attempts: bug.reproduction_attempts,
-        max_attempts: state.reporter.policy.max_reproduction_attempts,
+        max_attempts: state.reporter.scope().policy.max_reproduction_attempts,
         base: head.as_str().to_owned(),
         profile: profile.to_owned(),
         package: assembled.package,

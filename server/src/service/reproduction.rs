@@ -153,6 +153,7 @@ pub(crate) fn evidence_label(provider: Option<&str>) -> &'static str {
 /// evidence and escalates the bug to a person (409 `red_baseline`).
 async fn baseline(
     state: &AppState,
+    target: &crate::projects::Target,
     sandbox: &dyn Sandbox,
     id: &str,
     head: &domain::workflow::CommitSha,
@@ -163,8 +164,8 @@ async fn baseline(
         return Ok(());
     }
     snapshot.share_read_only()?;
-    let profile = state.sandbox.profile;
-    let job = profile
+    let job = target
+        .profile
         .job(snapshot.root(), None, toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
     let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
@@ -184,7 +185,7 @@ async fn baseline(
             label: "isolated test".into(),
             created_at: now,
             body: run_evidence(
-                json!({"commit": head.as_str(), "profile": profile}),
+                json!({"commit": head.as_str(), "project": target.project, "profile": target.profile}),
                 &outcome,
             ),
         })
@@ -280,11 +281,12 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
     };
     crate::service::commands::dry_run(state, &bug, &probe, &reproducer, &measured)?;
 
-    let forge = super::forge::forge(state)?;
+    let target = state.target_of(&bug.component).await;
+    let forge = super::forge::forge_of(&target)?;
     let head = super::forge::default_head(forge).await?;
     // Held until the answer: the snapshot, the baseline and the run.
     let _slot = sandbox_slot(&state.sandbox).await?;
-    let profile = state.sandbox.profile;
+    let profile = target.profile;
     let toolchains = Toolchains::detect();
     let snapshot = Snapshot::new()?;
     // The job is built (and the path checked) before anything is written.
@@ -326,7 +328,16 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
     })?;
     // Proof needs a green baseline: the target's own suite at this commit, without the new
     // test, once per commit. A red baseline goes to a person.
-    baseline(state, sandbox.as_ref(), id, &head, &snapshot, &toolchains).await?;
+    baseline(
+        state,
+        &target,
+        sandbox.as_ref(),
+        id,
+        &head,
+        &snapshot,
+        &toolchains,
+    )
+    .await?;
     snapshot.write(test_path, &proposed.test_source)?;
     snapshot.share_read_only()?;
 
@@ -343,6 +354,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
         body: run_evidence(
             json!({
                 "commit": head.as_str(),
+                "project": target.project,
                 "profile": profile,
                 "test_path": proposed.test_path.trim(),
                 "test_name": name,
@@ -387,7 +399,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
         )
         .await?;
         let bug = crate::service::commands::load(state, id).await?;
-        let max = state.reporter.policy.max_reproduction_attempts;
+        let max = state.reporter.scope().policy.max_reproduction_attempts;
         let left = max.saturating_sub(bug.reproduction_attempts);
         let left = if spent.state == domain::BugState::Reproducing {
             left

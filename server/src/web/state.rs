@@ -5,7 +5,6 @@
 use crate::ratelimit::Limiter;
 use app::dto::SiteSettings;
 use axum::extract::FromRef;
-use domain::workflow::Policy;
 use leptos::prelude::LeptosOptions;
 use std::sync::Arc;
 use store::Store;
@@ -25,12 +24,10 @@ pub struct AppState {
     pub auth: Arc<crate::auth::AuthDesk>,
     /// GitHub settings.
     pub github: Arc<crate::config::GitHubConfig>,
-    /// The local git forge, when this desk has one.
-    pub local_forge: Option<Arc<forge::LocalForge>>,
+    /// The projects this desk serves (the environment's and the stored ones).
+    pub projects: Arc<crate::projects::Projects>,
     /// The sandbox the desk re-runs proposed tests in (connected on first use).
     pub sandbox: Arc<sandbox::Pool>,
-    /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`).
-    pub fix_allowed_paths: Arc<Vec<String>>,
     /// The model budget.
     pub spend: domain::spend::Budget,
     /// How long an accepted crew task is its worker's (`R2R_CREW_TASK_LEASE`).
@@ -58,23 +55,16 @@ impl AppState {
         instance: String,
         config: &crate::config::Config,
     ) -> Self {
+        let projects = Arc::new(crate::projects::Projects::new(config));
         AppState {
             leptos_options,
             store: store.clone(),
             instance,
-            reporter: Arc::new(ReporterDesk::new(
-                &config.intake,
-                config.policy.clone(),
-                &store,
-            )),
+            reporter: Arc::new(ReporterDesk::new(&config.intake, projects.clone(), &store)),
             auth: Arc::new(crate::auth::AuthDesk::new(&config.auth, &store)),
             github: Arc::new(config.github.clone()),
-            local_forge: config
-                .local_forge
-                .as_ref()
-                .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
+            projects,
             sandbox: Arc::new(desk_sandbox(config)),
-            fix_allowed_paths: Arc::new(config.fix_allowed_paths.clone()),
             spend: config.spend,
             task_lease_ms: config.task_lease_ms,
             crew_retry: config.crew_retry,
@@ -91,36 +81,53 @@ impl AppState {
     /// What the pages need from the configuration.
     pub fn site_settings(&self) -> SiteSettings {
         SiteSettings {
-            components: self.reporter.components.clone(),
+            components: self.reporter.scope().components.clone(),
         }
+    }
+
+    /// The target serving `component`, from a view of the projects at most a second old.
+    pub async fn target_of(&self, component: &str) -> Arc<crate::projects::Target> {
+        self.projects.fresh(&self.store).await.target_of(component)
     }
 }
 
 /// The reporter side's settings and limiters, shared by every handler.
 #[derive(Debug)]
 pub struct ReporterDesk {
-    /// Components a report may name.
-    pub components: Vec<String>,
+    /// The projects: the components a report may name and the crew's rules follow from them.
+    projects: Arc<crate::projects::Projects>,
     /// Per-client limit on filing.
     pub intake: Limiter,
     /// Per-client limit on tracking reads and answers.
     pub answers: Limiter,
     /// Whether `X-Forwarded-For` names the client.
     pub trust_forwarded_for: bool,
-    /// The crew's rules (the engine needs them).
-    pub policy: Policy,
 }
 
 impl ReporterDesk {
     /// From the configuration.
-    pub fn new(config: &crate::config::IntakeConfig, policy: Policy, store: &Store) -> Self {
+    pub fn new(
+        config: &crate::config::IntakeConfig,
+        projects: Arc<crate::projects::Projects>,
+        store: &Store,
+    ) -> Self {
         ReporterDesk {
-            components: config.components.clone(),
+            projects,
             intake: Limiter::new("intake", config.intake_rate).shared_in(store),
             answers: Limiter::new("answers", config.answer_rate).shared_in(store),
             trust_forwarded_for: config.trust_forwarded_for,
-            policy,
         }
+    }
+
+    /// The components reports may name and the engine's policy, as last read (a lookup
+    /// through [`AppState::target_of`] or [`ReporterDesk::fresh`] reads them again).
+    pub fn scope(&self) -> Arc<crate::projects::Scope> {
+        self.projects.scope()
+    }
+
+    /// The same, read again when a second has passed and the projects changed.
+    pub async fn fresh(&self, store: &Store) -> Arc<crate::projects::Scope> {
+        self.projects.fresh(store).await
     }
 }
 

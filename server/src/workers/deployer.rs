@@ -98,7 +98,8 @@ async fn beat(state: AppState, service: String, seat: RecorderSeat) {
 }
 
 async fn default_head(state: &AppState) -> Option<CommitSha> {
-    let forge = state.local_forge.as_deref()?;
+    let target = state.projects.scope().environment();
+    let forge = target.forge.as_deref()?;
     forge
         .branch_head(forge.default_branch())
         .await

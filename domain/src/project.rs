@@ -1,0 +1,436 @@
+//! Projects: the targets one desk serves. A project names its components (a report names a
+//! component, the component names the project), the local bare repository that holds its
+//! code, the branch fixes go into, how its tests run, the folders a fix may change, and
+//! whether the crew works its bugs. The rules here are pure: the server checks what needs
+//! the disk (that the repository exists) and the profile names it knows.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest project id, name, branch and folder.
+pub const MAX_ID: usize = 40;
+/// Longest display name.
+pub const MAX_NAME: usize = 80;
+/// Most components one project may name.
+pub const MAX_COMPONENTS: usize = 32;
+/// Most folders a fix may change.
+pub const MAX_FIX_PATHS: usize = 16;
+/// The id of the project configured by the environment (`R2R_LOCAL_FORGE`, …).
+pub const ENVIRONMENT_PROJECT: &str = "default";
+
+/// One project as owners define it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectSpec {
+    /// Its id: lower-case letters, digits and dashes.
+    pub id: String,
+    /// Its display name.
+    pub name: String,
+    /// Components its reports name (ids like the project's), none shared with another project.
+    pub components: Vec<String>,
+    /// Absolute path of the bare git repository holding its code (the local forge).
+    pub forge_path: String,
+    /// The branch fixes are based on and merged into.
+    pub branch: String,
+    /// How its tests run (`rust`, `node`, `vitest`, `python`, `go`, `junit`).
+    pub profile: String,
+    /// Folders a fix may change, each ending in `/`.
+    pub fix_allowed_paths: Vec<String>,
+    /// Whether the crew works its bugs (else they wait for people).
+    pub crew: bool,
+}
+
+/// Why a project definition is refused: the field and the reason.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct ProjectError {
+    /// The offending field.
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+fn refuse(field: &'static str, reason: impl Into<String>) -> ProjectError {
+    ProjectError {
+        field,
+        reason: reason.into(),
+    }
+}
+
+/// An id: 1 to 40 lower-case letters, digits and dashes, not starting with a dash.
+pub fn valid_id(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= MAX_ID
+        && !text.starts_with('-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// A relative folder without `..`, `.`, empty parts, leading dashes or odd characters.
+fn safe_folder(path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    !path.is_empty()
+        && path.len() <= 200
+        && !path.starts_with('/')
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.starts_with('-'))
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+}
+
+/// A branch name git accepts and a shell cannot misread.
+fn safe_branch(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && !name.starts_with('-')
+        && !name.starts_with('/')
+        && !name.ends_with('/')
+        && !name.ends_with(".lock")
+        && !name.contains("..")
+        && !name.contains("//")
+        && !name.contains("@{")
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+}
+
+impl ProjectSpec {
+    /// The spec with every list trimmed and folders ending in `/` (what is stored).
+    pub fn normalized(mut self) -> ProjectSpec {
+        self.id = self.id.trim().to_owned();
+        self.name = self.name.trim().to_owned();
+        self.branch = self.branch.trim().to_owned();
+        self.profile = self.profile.trim().to_owned();
+        self.forge_path = self.forge_path.trim().to_owned();
+        self.components = self
+            .components
+            .iter()
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty())
+            .collect();
+        self.fix_allowed_paths = self
+            .fix_allowed_paths
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                if p.ends_with('/') {
+                    p.to_owned()
+                } else {
+                    format!("{p}/")
+                }
+            })
+            .collect();
+        self
+    }
+
+    /// Checks this (normalized) definition against the others on the desk: `taken` holds
+    /// every component already served — the environment's project's and the other
+    /// projects' — with the project serving it; `profiles` the profile names this desk runs.
+    pub fn check(&self, taken: &[(String, String)], profiles: &[&str]) -> Result<(), ProjectError> {
+        if !valid_id(&self.id) {
+            return Err(refuse(
+                "id",
+                format!(
+                    "expected 1 to {MAX_ID} lower-case letters, digits and dashes, got {:?}",
+                    self.id
+                ),
+            ));
+        }
+        if self.name.is_empty()
+            || self.name.chars().count() > MAX_NAME
+            || self.name.chars().any(char::is_control)
+        {
+            return Err(refuse(
+                "name",
+                format!("expected 1 to {MAX_NAME} printable characters"),
+            ));
+        }
+        if self.components.is_empty() || self.components.len() > MAX_COMPONENTS {
+            return Err(refuse(
+                "components",
+                format!("name 1 to {MAX_COMPONENTS} components"),
+            ));
+        }
+        for (at, component) in self.components.iter().enumerate() {
+            if !valid_id(component) {
+                return Err(refuse(
+                    "components",
+                    format!("{component:?} is not lower-case letters, digits and dashes"),
+                ));
+            }
+            if self.components[..at].contains(component) {
+                return Err(refuse(
+                    "components",
+                    format!("{component:?} is listed twice"),
+                ));
+            }
+            if let Some((_, owner)) = taken
+                .iter()
+                .find(|(c, owner)| c == component && *owner != self.id)
+            {
+                return Err(refuse(
+                    "components",
+                    format!("{component:?} already belongs to the project {owner:?}"),
+                ));
+            }
+        }
+        if !self.forge_path.starts_with('/')
+            || self.forge_path.contains('\0')
+            || self.forge_path.split('/').any(|part| part == "..")
+        {
+            return Err(refuse(
+                "forge_path",
+                format!(
+                    "expected the absolute path of a bare git repository, got {:?}",
+                    self.forge_path
+                ),
+            ));
+        }
+        if !safe_branch(&self.branch) {
+            return Err(refuse(
+                "branch",
+                format!("{:?} is not a branch name", self.branch),
+            ));
+        }
+        if !profiles.contains(&self.profile.as_str()) {
+            return Err(refuse(
+                "profile",
+                format!(
+                    "expected one of {}, got {:?}",
+                    profiles.join(", "),
+                    self.profile
+                ),
+            ));
+        }
+        if self.fix_allowed_paths.is_empty() || self.fix_allowed_paths.len() > MAX_FIX_PATHS {
+            return Err(refuse(
+                "fix_allowed_paths",
+                format!("name 1 to {MAX_FIX_PATHS} folders a fix may change, such as src/"),
+            ));
+        }
+        if let Some(bad) = self.fix_allowed_paths.iter().find(|p| !safe_folder(p)) {
+            return Err(refuse(
+                "fix_allowed_paths",
+                format!("{bad:?} is not a relative folder such as src/"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ProjectSpec {
+        ProjectSpec {
+            id: "tallybook".into(),
+            name: "Tallybook".into(),
+            components: vec!["tallybook".into(), "splits".into()],
+            forge_path: "/srv/forges/tallybook.git".into(),
+            branch: "main".into(),
+            profile: "python".into(),
+            fix_allowed_paths: vec!["tallybook/".into()],
+            crew: true,
+        }
+    }
+
+    const PROFILES: &[&str] = &["rust", "python"];
+
+    fn taken() -> Vec<(String, String)> {
+        vec![
+            ("shoplite".into(), ENVIRONMENT_PROJECT.into()),
+            ("splits".into(), "tallybook".into()),
+        ]
+    }
+
+    #[test]
+    fn a_good_definition_passes_and_may_keep_its_own_components() {
+        assert_eq!(spec().check(&taken(), PROFILES), Ok(()));
+    }
+
+    #[test]
+    fn normalizing_trims_and_ends_folders_with_a_slash() {
+        let loose = ProjectSpec {
+            id: " tallybook ".into(),
+            components: vec![" tallybook".into(), "".into()],
+            fix_allowed_paths: vec!["tallybook".into(), " ".into()],
+            ..spec()
+        }
+        .normalized();
+        assert_eq!(loose.id, "tallybook");
+        assert_eq!(loose.components, ["tallybook"]);
+        assert_eq!(loose.fix_allowed_paths, ["tallybook/"]);
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let field_of = |changed: ProjectSpec| {
+            changed
+                .normalized()
+                .check(&taken(), PROFILES)
+                .map_err(|e| e.field)
+                .unwrap_err()
+        };
+        for (bad, field) in [
+            (
+                ProjectSpec {
+                    id: "Tally".into(),
+                    ..spec()
+                },
+                "id",
+            ),
+            (
+                ProjectSpec {
+                    id: "-x".into(),
+                    ..spec()
+                },
+                "id",
+            ),
+            (
+                ProjectSpec {
+                    id: "a".repeat(41),
+                    ..spec()
+                },
+                "id",
+            ),
+            (
+                ProjectSpec {
+                    name: "".into(),
+                    ..spec()
+                },
+                "name",
+            ),
+            (
+                ProjectSpec {
+                    name: "a\u{7}b".into(),
+                    ..spec()
+                },
+                "name",
+            ),
+            (
+                ProjectSpec {
+                    components: vec![],
+                    ..spec()
+                },
+                "components",
+            ),
+            (
+                ProjectSpec {
+                    components: vec!["shoplite".into()],
+                    ..spec()
+                },
+                "components",
+            ),
+            (
+                ProjectSpec {
+                    components: vec!["a".into(), "a".into()],
+                    ..spec()
+                },
+                "components",
+            ),
+            (
+                ProjectSpec {
+                    components: vec!["A b".into()],
+                    ..spec()
+                },
+                "components",
+            ),
+            (
+                ProjectSpec {
+                    forge_path: "data/t.git".into(),
+                    ..spec()
+                },
+                "forge_path",
+            ),
+            (
+                ProjectSpec {
+                    forge_path: "/srv/../etc".into(),
+                    ..spec()
+                },
+                "forge_path",
+            ),
+            (
+                ProjectSpec {
+                    branch: "-x".into(),
+                    ..spec()
+                },
+                "branch",
+            ),
+            (
+                ProjectSpec {
+                    branch: "a..b".into(),
+                    ..spec()
+                },
+                "branch",
+            ),
+            (
+                ProjectSpec {
+                    branch: "main;rm".into(),
+                    ..spec()
+                },
+                "branch",
+            ),
+            (
+                ProjectSpec {
+                    profile: "cobol".into(),
+                    ..spec()
+                },
+                "profile",
+            ),
+            (
+                ProjectSpec {
+                    fix_allowed_paths: vec![],
+                    ..spec()
+                },
+                "fix_allowed_paths",
+            ),
+            (
+                ProjectSpec {
+                    fix_allowed_paths: vec!["../x".into()],
+                    ..spec()
+                },
+                "fix_allowed_paths",
+            ),
+            (
+                ProjectSpec {
+                    fix_allowed_paths: vec!["/etc".into()],
+                    ..spec()
+                },
+                "fix_allowed_paths",
+            ),
+            (
+                ProjectSpec {
+                    fix_allowed_paths: vec!["a b/".into()],
+                    ..spec()
+                },
+                "fix_allowed_paths",
+            ),
+        ] {
+            assert_eq!(field_of(bad.clone()), field, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_component_of_another_project_is_refused_with_its_owner() {
+        let other = ProjectSpec {
+            id: "ledger".into(),
+            components: vec!["splits".into()],
+            ..spec()
+        };
+        let error = other.check(&taken(), PROFILES).unwrap_err();
+        assert!(error.reason.contains("\"tallybook\""), "{error}");
+    }
+
+    #[test]
+    fn a_definition_reads_back_as_written_and_unknown_fields_are_refused() {
+        let text = serde_json::to_string(&spec()).unwrap();
+        assert_eq!(serde_json::from_str::<ProjectSpec>(&text).unwrap(), spec());
+        let mut extra: serde_json::Value = serde_json::from_str(&text).unwrap();
+        extra["deploy"] = serde_json::json!(true);
+        assert!(serde_json::from_value::<ProjectSpec>(extra).is_err());
+    }
+}

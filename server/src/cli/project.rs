@@ -1,0 +1,199 @@
+//! `r2r project add|list|edit`: the projects one desk serves beside the one the environment
+//! configures. Definitions go to the database; every running server on it serves the change
+//! within a second.
+
+use super::load_config;
+use crate::projects::{DefineError, Projects};
+use clap::{Args, Subcommand};
+use domain::project::ProjectSpec;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum ProjectCommand {
+    /// Add a project: its components, its bare repository, how its tests run.
+    Add {
+        /// Id: lower-case letters, digits and dashes.
+        #[arg(long)]
+        id: String,
+        #[command(flatten)]
+        fields: Fields,
+    },
+    /// Every project this desk serves, the environment's first.
+    List,
+    /// Change a project: only the options given change.
+    Edit {
+        /// The project's id.
+        #[arg(long)]
+        id: String,
+        #[command(flatten)]
+        fields: Fields,
+    },
+}
+
+/// A project's fields; every one optional on `edit`.
+#[derive(Args, Debug, Default)]
+pub struct Fields {
+    /// Display name (default: the id).
+    #[arg(long)]
+    name: Option<String>,
+    /// Components its reports name, comma-separated (none another project serves).
+    #[arg(long)]
+    components: Option<String>,
+    /// Absolute path of its bare git repository.
+    #[arg(long, value_name = "PATH")]
+    forge: Option<String>,
+    /// The branch fixes go into (default main).
+    #[arg(long)]
+    branch: Option<String>,
+    /// How its tests run: rust, node, vitest, python, go or junit.
+    #[arg(long)]
+    profile: Option<String>,
+    /// Folders a fix may change, comma-separated (default src/).
+    #[arg(long, value_name = "FOLDERS")]
+    fix_paths: Option<String>,
+    /// Whether the crew works its bugs: on or off (default on).
+    #[arg(long, value_parser = parse_switch)]
+    crew: Option<bool>,
+}
+
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("expected on or off, got {other:?}")),
+    }
+}
+
+fn list_of(text: &str) -> Vec<String> {
+    text.split(',').map(|p| p.trim().to_owned()).collect()
+}
+
+impl Fields {
+    /// `base` with every given field replaced.
+    fn over(self, base: ProjectSpec) -> ProjectSpec {
+        ProjectSpec {
+            name: self.name.unwrap_or(base.name),
+            components: self.components.as_deref().map_or(base.components, list_of),
+            forge_path: self
+                .forge
+                .map(|path| {
+                    // A relative path is taken from here, as a person typing it means.
+                    let path = Path::new(path.trim());
+                    if path.is_relative() {
+                        std::env::current_dir()
+                            .map(|dir| dir.join(path))
+                            .unwrap_or_else(|_| path.to_path_buf())
+                            .display()
+                            .to_string()
+                    } else {
+                        path.display().to_string()
+                    }
+                })
+                .unwrap_or(base.forge_path),
+            branch: self.branch.unwrap_or(base.branch),
+            profile: self.profile.unwrap_or(base.profile),
+            fix_allowed_paths: self
+                .fix_paths
+                .as_deref()
+                .map_or(base.fix_allowed_paths, list_of),
+            crew: self.crew.unwrap_or(base.crew),
+            ..base
+        }
+    }
+}
+
+fn refused(error: DefineError) -> anyhow::Error {
+    match error {
+        DefineError::Invalid(invalid) => {
+            anyhow::anyhow!("--{}: {}", flag_of(invalid.field), invalid.reason)
+        }
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
+fn flag_of(field: &str) -> &str {
+    match field {
+        "forge_path" => "forge",
+        "fix_allowed_paths" => "fix-paths",
+        other => other,
+    }
+}
+
+/// Runs `r2r project …`.
+pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
+    let config = load_config(env_file, None)?;
+    let store = store::Store::connect(&config.database_url).await?;
+    store.migrate().await?;
+    let projects = Projects::new(&config);
+    projects.reload(&store, true).await?;
+    let now = crate::clock::now_ms();
+    match command {
+        ProjectCommand::Add { id, fields } => {
+            let base = ProjectSpec {
+                id: id.clone(),
+                name: id.trim().to_owned(),
+                components: Vec::new(),
+                forge_path: String::new(),
+                branch: "main".to_owned(),
+                profile: String::new(),
+                fix_allowed_paths: vec!["src/".to_owned()],
+                crew: true,
+            };
+            let spec = projects
+                .define(&store, fields.over(base), None, "cli", now)
+                .await
+                .map_err(refused)?;
+            println!(
+                "added     {} ({}): components {}, {} tests, fixes in {}, crew {}",
+                spec.id,
+                spec.name,
+                spec.components.join(","),
+                spec.profile,
+                spec.fix_allowed_paths.join(","),
+                if spec.crew { "on" } else { "off" }
+            );
+        }
+        ProjectCommand::Edit { id, fields } => {
+            let scope = projects.scope();
+            let target = scope.project(id.trim()).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--id: no project {id:?} (the environment's project `default` is edited in its variables)"
+                )
+            })?;
+            let (Some(spec), Some((updated_at, _))) = (target.spec.clone(), target.updated.clone())
+            else {
+                anyhow::bail!(
+                    "--id: the environment's project is edited in its variables (R2R_LOCAL_FORGE, R2R_TARGET_PROFILE, …)"
+                );
+            };
+            let spec = projects
+                .define(&store, fields.over(spec), Some(updated_at), "cli", now)
+                .await
+                .map_err(refused)?;
+            println!("changed   {}", spec.id);
+        }
+        ProjectCommand::List => {
+            println!(
+                "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} forge",
+                "id", "components", "profile", "crew", "fix paths", "branch"
+            );
+            for target in &projects.scope().targets {
+                println!(
+                    "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {}",
+                    target.project,
+                    target.components.join(","),
+                    target.profile.as_str(),
+                    if target.crew { "on" } else { "off" },
+                    target.fix_allowed_paths.join(","),
+                    target.branch,
+                    target
+                        .forge
+                        .as_ref()
+                        .map_or("none".to_owned(), |f| f.repository().display().to_string())
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

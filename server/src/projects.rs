@@ -1,0 +1,296 @@
+//! The targets one desk serves: the project the environment configures (`R2R_LOCAL_FORGE`,
+//! `R2R_TARGET_PROFILE`, `R2R_FIX_ALLOWED_PATHS`, `R2R_COMPONENTS`, id `default`) and the
+//! projects owners defined (`r2r project add`, the desk's API), kept in the database.
+//!
+//! A report names a component; the component names its project; the project's forge,
+//! profile and allowed folders are what every reproduction, context, fix, approval and merge
+//! of that bug use. Every server on the database notices a change within a second: a lookup
+//! reads the projects' stamp at most once a second and rebuilds its [`Scope`] when it moved.
+
+use domain::project::{ProjectError, ProjectSpec, ENVIRONMENT_PROJECT};
+use domain::workflow::{Millis, Policy};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+/// How stale a server's view of the projects may be.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(1);
+
+/// One project as the desk works it.
+#[derive(Debug)]
+pub struct Target {
+    /// Its id (`default` for the environment's).
+    pub project: String,
+    /// Its display name.
+    pub name: String,
+    /// The components its reports name.
+    pub components: Vec<String>,
+    /// Its local forge, when it has one (a GitHub-only environment project has none).
+    pub forge: Option<Arc<forge::LocalForge>>,
+    /// How its tests run.
+    pub profile: sandbox::Profile,
+    /// Folders a fix may change.
+    pub fix_allowed_paths: Vec<String>,
+    /// Whether the crew works its bugs (for the environment's: `R2R_CREW_COMPONENTS`).
+    pub crew: bool,
+    /// The branch fixes go into.
+    pub branch: String,
+    /// The stored definition (none for the environment's project).
+    pub spec: Option<ProjectSpec>,
+    /// When it last changed, and by whom (stored projects).
+    pub updated: Option<(Millis, String)>,
+}
+
+/// Every target and what follows from them: the components reports may name and the
+/// crew's policy (its allowed components widened by every project the crew works).
+#[derive(Debug)]
+pub struct Scope {
+    /// The environment's project first, then the stored ones by id.
+    pub targets: Vec<Arc<Target>>,
+    /// Every component a report may name.
+    pub components: Vec<String>,
+    /// The engine's policy.
+    pub policy: Policy,
+}
+
+impl Scope {
+    /// The target serving `component` (the environment's project for a component no stored
+    /// project names, as for every bug filed before projects existed).
+    pub fn target_of(&self, component: &str) -> Arc<Target> {
+        self.targets
+            .iter()
+            .find(|t| t.components.iter().any(|c| c == component))
+            .unwrap_or(&self.targets[0])
+            .clone()
+    }
+
+    /// The environment's project.
+    pub fn environment(&self) -> Arc<Target> {
+        self.targets[0].clone()
+    }
+
+    /// The project `id`, if served.
+    pub fn project(&self, id: &str) -> Option<Arc<Target>> {
+        self.targets.iter().find(|t| t.project == id).cloned()
+    }
+
+    /// Every component served, with its project (for checking a new definition).
+    pub fn taken(&self) -> Vec<(String, String)> {
+        self.targets
+            .iter()
+            .flat_map(|t| t.components.iter().map(|c| (c.clone(), t.project.clone())))
+            .collect()
+    }
+}
+
+/// The desk's projects, refreshed from the database.
+#[derive(Debug)]
+pub struct Projects {
+    environment: Arc<Target>,
+    base_policy: Policy,
+    current: RwLock<Arc<Scope>>,
+    stamp: tokio::sync::Mutex<Option<(i64, Millis)>>,
+    checked: Mutex<Option<Instant>>,
+}
+
+/// A definition the desk refuses, or could not store.
+#[derive(Debug, thiserror::Error)]
+pub enum DefineError {
+    /// A field is wrong.
+    #[error(transparent)]
+    Invalid(#[from] ProjectError),
+    /// The id is taken (adding) or unknown (editing).
+    #[error("{0}")]
+    Conflict(String),
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+}
+
+fn profiles() -> Vec<&'static str> {
+    sandbox::Profile::ALL.iter().map(|p| p.as_str()).collect()
+}
+
+impl Projects {
+    /// The environment's project from `config`, before any stored project is read.
+    pub fn new(config: &crate::config::Config) -> Self {
+        let environment = Arc::new(Target {
+            project: ENVIRONMENT_PROJECT.to_owned(),
+            name: "configured by the environment".to_owned(),
+            components: config.intake.components.clone(),
+            forge: config
+                .local_forge
+                .as_ref()
+                .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
+            profile: config.target_profile,
+            fix_allowed_paths: config.fix_allowed_paths.clone(),
+            crew: !config.policy.allowed_components.is_empty(),
+            branch: config.local_forge_branch.clone(),
+            spec: None,
+            updated: None,
+        });
+        let scope = build(&environment, &config.policy, Vec::new());
+        Projects {
+            environment,
+            base_policy: config.policy.clone(),
+            current: RwLock::new(Arc::new(scope)),
+            stamp: tokio::sync::Mutex::new(None),
+            checked: Mutex::new(None),
+        }
+    }
+
+    /// The scope as last read.
+    pub fn scope(&self) -> Arc<Scope> {
+        match self.current.read() {
+            Ok(scope) => scope.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The scope, read again from the database when a second has passed since the last look
+    /// and the projects changed meanwhile. A database error keeps the last scope (and says so).
+    pub async fn fresh(&self, store: &store::Store) -> Arc<Scope> {
+        let due = {
+            let mut checked = match self.checked.lock() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let due = checked.is_none_or(|at| at.elapsed() >= REFRESH_EVERY);
+            if due {
+                *checked = Some(Instant::now());
+            }
+            due
+        };
+        if due {
+            if let Err(error) = self.reload(store, false).await {
+                tracing::warn!(%error, "could not read the projects; keeping the last view");
+            }
+        }
+        self.scope()
+    }
+
+    /// Reads the projects again now if their stamp moved (or always, with `force`).
+    pub async fn reload(&self, store: &store::Store, force: bool) -> Result<(), store::StoreError> {
+        let mut stamp = self.stamp.lock().await;
+        let now = store.projects_stamp().await?;
+        if !force && *stamp == Some(now) {
+            return Ok(());
+        }
+        let stored = store.projects().await?;
+        let mut specs = Vec::with_capacity(stored.len());
+        for row in stored {
+            match serde_json::from_str::<ProjectSpec>(&row.spec) {
+                Ok(spec) => specs.push((spec, row.updated_at, row.updated_by)),
+                Err(error) => {
+                    tracing::warn!(project = %row.id, %error, "a stored project does not parse; it is not served")
+                }
+            }
+        }
+        let scope = build(&self.environment, &self.base_policy, specs);
+        match self.current.write() {
+            Ok(mut current) => *current = Arc::new(scope),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(scope),
+        }
+        *stamp = Some(now);
+        Ok(())
+    }
+
+    /// Adds (`expected` none) or replaces (at the `updated_at` the editor read) a project,
+    /// after checking it against every other target and that its forge is a bare repository.
+    pub async fn define(
+        &self,
+        store: &store::Store,
+        spec: ProjectSpec,
+        expected: Option<Millis>,
+        by: &str,
+        now: Millis,
+    ) -> Result<ProjectSpec, DefineError> {
+        self.reload(store, true).await?;
+        let spec = spec.normalized();
+        if spec.id == ENVIRONMENT_PROJECT {
+            return Err(ProjectError {
+                field: "id",
+                reason: format!(
+                    "{ENVIRONMENT_PROJECT:?} is the project the environment configures (R2R_LOCAL_FORGE and friends)"
+                ),
+            }
+            .into());
+        }
+        let scope = self.scope();
+        spec.check(&scope.taken(), &profiles())?;
+        let forge = std::path::Path::new(&spec.forge_path);
+        if !forge.join("HEAD").is_file() || !forge.join("objects").is_dir() {
+            return Err(ProjectError {
+                field: "forge_path",
+                reason: format!("{} is not a bare git repository", spec.forge_path),
+            }
+            .into());
+        }
+        let text = serde_json::to_string(&spec).map_err(|e| {
+            DefineError::Conflict(format!("the definition does not serialize: {e}"))
+        })?;
+        let written = match expected {
+            None => store.add_project(&spec.id, &text, now, by).await?,
+            Some(at) => store.update_project(&spec.id, &text, at, now, by).await?,
+        };
+        if !written {
+            return Err(DefineError::Conflict(match expected {
+                None => format!("a project {:?} exists already (edit it instead)", spec.id),
+                Some(_) => format!(
+                    "the project {:?} is not there or changed since it was read (read it again)",
+                    spec.id
+                ),
+            }));
+        }
+        self.reload(store, true).await?;
+        Ok(spec)
+    }
+}
+
+/// The scope of the environment's project and `stored` ones (each with when and by whom it
+/// last changed). A stored project whose components another already serves is skipped (two
+/// servers racing to add could store both; the first by id wins).
+fn build(
+    environment: &Arc<Target>,
+    base: &Policy,
+    stored: Vec<(ProjectSpec, Millis, String)>,
+) -> Scope {
+    let mut targets = vec![environment.clone()];
+    let mut components = environment.components.clone();
+    let mut policy = base.clone();
+    for (spec, updated_at, updated_by) in stored {
+        if spec.components.iter().any(|c| components.contains(c)) {
+            tracing::warn!(project = %spec.id, "a stored project names a component another serves; it is not served");
+            continue;
+        }
+        let Some(profile) = sandbox::Profile::parse(&spec.profile) else {
+            tracing::warn!(project = %spec.id, profile = %spec.profile, "a stored project names an unknown profile; it is not served");
+            continue;
+        };
+        components.extend(spec.components.iter().cloned());
+        if spec.crew {
+            policy
+                .allowed_components
+                .extend(spec.components.iter().cloned());
+        }
+        targets.push(Arc::new(Target {
+            project: spec.id.clone(),
+            name: spec.name.clone(),
+            components: spec.components.clone(),
+            forge: Some(Arc::new(forge::LocalForge::new(
+                std::path::Path::new(&spec.forge_path),
+                &spec.branch,
+            ))),
+            profile,
+            fix_allowed_paths: spec.fix_allowed_paths.clone(),
+            crew: spec.crew,
+            branch: spec.branch.clone(),
+            spec: Some(spec),
+            updated: Some((updated_at, updated_by)),
+        }));
+    }
+    Scope {
+        targets,
+        components,
+        policy,
+    }
+}
