@@ -15,7 +15,7 @@ pub mod local;
 use async_trait::async_trait;
 use domain::workflow::{Ancestry, CommitSha};
 pub use github::GitHubForge;
-pub use local::{GitError, LocalForge};
+pub use local::{GitError, LocalForge, RemoteAuth};
 
 /// The task name the recorder gives the deployments it verified (GitHub counts only those).
 pub const RECORDER_TASK: &str = "verify:production";

@@ -542,6 +542,132 @@ impl Forge for LocalForge {
     }
 }
 
+/// Credentials for one HTTPS remote: sent as an `Authorization` header that git reads from
+/// its environment (`GIT_CONFIG_COUNT`), so the token is never in an argument list, a URL, a
+/// config file or a remote's settings, and git's credential helpers are switched off.
+#[derive(Clone)]
+pub struct RemoteAuth {
+    /// The remote's URL, without credentials (`https://github.com/owner/name.git`).
+    pub url: String,
+    header: String,
+}
+
+impl std::fmt::Debug for RemoteAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteAuth")
+            .field("url", &self.url)
+            .field("header", &"[redacted]")
+            .finish()
+    }
+}
+
+impl RemoteAuth {
+    /// GitHub's HTTPS remote at `url` with an installation or personal token (basic auth as
+    /// `x-access-token`).
+    pub fn github(url: &str, token: &str) -> Self {
+        use base64::Engine;
+        let pair =
+            base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"));
+        RemoteAuth {
+            url: url.to_owned(),
+            header: format!("Authorization: Basic {pair}"),
+        }
+    }
+
+    /// Hides the token (and its encoding) if git ever echoes it.
+    fn scrub(&self, text: &str) -> String {
+        let secret = self.header.trim_start_matches("Authorization: Basic ");
+        text.replace(secret, "[redacted]")
+    }
+}
+
+impl LocalForge {
+    /// Runs a network git command against `remote` with its credentials in the environment
+    /// only, under `deadline`; the error carries git's words with the credentials scrubbed.
+    async fn remote_git(
+        &self,
+        remote: &RemoteAuth,
+        args: &[&str],
+        deadline: std::time::Duration,
+    ) -> Result<Output, GitError> {
+        let run = tokio::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&self.repository)
+            .args(["-c", "credential.helper=", "-c", "core.askPass="])
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
+            .env("GIT_CONFIG_VALUE_0", &remote.header)
+            .kill_on_drop(true)
+            .output();
+        let output =
+            tokio::time::timeout(deadline, run)
+                .await
+                .map_err(|_| GitError::Failed {
+                    command: args.first().copied().unwrap_or("git").to_owned(),
+                    stderr: format!(
+                        "no answer from {} within {} s",
+                        remote.url,
+                        deadline.as_secs()
+                    ),
+                })??;
+        if output.status.success() {
+            return Ok(output);
+        }
+        let said = remote.scrub(String::from_utf8_lossy(&output.stderr).trim());
+        // After a 401 git asks for a user name, which it may not: say what happened.
+        let said = if said.contains("could not read Username")
+            || said.contains("Authentication failed")
+        {
+            format!(
+                "{} refused the credentials (HTTP 401): the token is wrong, expired or has no access to this repository",
+                remote.url
+            )
+        } else {
+            said
+        };
+        Err(GitError::Failed {
+            command: args.first().copied().unwrap_or("git").to_owned(),
+            stderr: said,
+        })
+    }
+
+    /// Pushes `branch` (which must exist here) to `remote` as a new branch there; refuses to
+    /// overwrite a branch of that name on the remote.
+    pub async fn push_branch(&self, remote: &RemoteAuth, branch: &str) -> Result<(), GitError> {
+        if !crate::valid_branch(branch) {
+            return Err(GitError::Failed {
+                command: "push".into(),
+                stderr: format!("{branch:?} is not a branch name this forge accepts"),
+            });
+        }
+        let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+        self.remote_git(
+            remote,
+            &["push", "--quiet", "--porcelain", &remote.url, &refspec],
+            std::time::Duration::from_secs(120),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Moves this repository's default branch to the remote's (fetched over HTTPS with the
+    /// credentials), so fixes are built on what the remote has now.
+    pub async fn sync_default_branch(&self, remote: &RemoteAuth) -> Result<(), GitError> {
+        let branch = self.default_branch.clone();
+        let refspec = format!("+refs/heads/{branch}:refs/heads/{branch}");
+        self.remote_git(
+            remote,
+            &["fetch", "--quiet", "--no-tags", &remote.url, &refspec],
+            std::time::Duration::from_secs(120),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
 fn check<'a>(command: &str, output: &'a Output) -> Result<&'a Output, GitError> {
     if output.status.success() {
         Ok(output)

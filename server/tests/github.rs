@@ -99,8 +99,30 @@ struct Double {
     permission_outage: Arc<std::sync::atomic::AtomicBool>,
     authorized: Arc<Mutex<Vec<bool>>>,
     branches: Arc<Mutex<HashMap<String, String>>>,
+    /// A bare repository standing for GitHub's copy: branches not in `branches` are read here.
+    remote: Arc<Mutex<Option<std::path::PathBuf>>>,
     /// Every write the client made: (path, JSON body).
     writes: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+/// The head of `branch` in the double's remote repository, if it has one.
+fn remote_head(double: &Double, branch: &str) -> Option<String> {
+    let remote = double.remote.lock().unwrap().clone()?;
+    let output = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(remote)
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 fn authorized(double: &Double, headers: &HeaderMap) {
@@ -122,7 +144,8 @@ async fn branch(
     Path((_o, _r, name)): Path<(String, String, String)>,
 ) -> impl IntoResponse {
     authorized(&double, &headers);
-    match double.branches.lock().unwrap().get(&name) {
+    let known = double.branches.lock().unwrap().get(&name).cloned();
+    match known.or_else(|| remote_head(&double, &name)) {
         Some(head) => (
             StatusCode::OK,
             Json(json!({"name": name, "commit": {"sha": head}, "protected": false})),
@@ -154,7 +177,8 @@ async fn write(
     match segments.as_slice() {
         ["pulls"] => {
             let head = body["head"].as_str().unwrap_or_default();
-            let Some(sha) = double.branches.lock().unwrap().get(head).cloned() else {
+            let known = double.branches.lock().unwrap().get(head).cloned();
+            let Some(sha) = known.or_else(|| remote_head(&double, head)) else {
                 return (
                     StatusCode::UNPROCESSABLE_ENTITY,
                     Json(json!({"message": "Validation Failed", "errors": [{"field": "head", "code": "invalid"}]})),
@@ -812,6 +836,8 @@ async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() 
         api_url: api.clone(),
         token: Some(server::secret::Secret::new("ghs_test_token")),
         production_environment: "production".into(),
+        fix_repository: None,
+        git_url: "https://github.com".into(),
     };
     let forge = config.forge(REPO);
 
@@ -1208,4 +1234,367 @@ async fn only_an_account_with_write_access_approves_and_a_failed_check_counts_no
     let approved = wait_for(&store, &bug, BugState::Approved).await;
     assert_eq!(approved.approvals.len(), 1);
     assert_eq!(approved.approvals[0].approver.id, "gina");
+}
+
+/// A git smart-HTTP server on 127.0.0.1: `git http-backend` (CGI) serving the bare
+/// repositories under `root`, as GitHub serves `https://github.com/owner/name.git`. Every
+/// request must carry `Authorization: Basic` of `x-access-token:<token>`; the others get 401.
+/// Records each request's service and whether it was authorised.
+async fn start_git_http(
+    root: std::path::PathBuf,
+    token: &'static str,
+) -> (String, Arc<Mutex<Vec<(String, bool)>>>) {
+    use axum::body::Bytes;
+    use axum::http::{Method, Uri};
+    use base64::Engine;
+    let seen: Arc<Mutex<Vec<(String, bool)>>> = Arc::default();
+    let log = seen.clone();
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{token}"))
+    );
+    let handler = move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+        let (root, log, expected) = (root.clone(), log.clone(), expected.clone());
+        async move {
+            let ok = headers
+                .get("authorization")
+                .is_some_and(|v| v.as_bytes() == expected.as_bytes());
+            log.lock()
+                .unwrap()
+                .push((format!("{} {}", method, uri.path()), ok));
+            if !ok {
+                return axum::http::Response::builder()
+                    .status(401)
+                    .header("WWW-Authenticate", "Basic realm=\"GitHub\"")
+                    .body(axum::body::Body::from("Bad credentials"))
+                    .unwrap();
+            }
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let mut child = tokio::process::Command::new("git")
+                .arg("http-backend")
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("GIT_PROJECT_ROOT", &root)
+                .env("GIT_HTTP_EXPORT_ALL", "1")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("HOME", &root)
+                .env("REQUEST_METHOD", method.as_str())
+                .env("PATH_INFO", uri.path())
+                .env("QUERY_STRING", uri.query().unwrap_or_default())
+                .env("CONTENT_TYPE", header("content-type"))
+                .env("CONTENT_LENGTH", body.len().to_string())
+                .env("HTTP_CONTENT_ENCODING", header("content-encoding"))
+                .env("HTTP_GIT_PROTOCOL", header("git-protocol"))
+                .env("REMOTE_USER", "x-access-token")
+                .env("REMOTE_ADDR", "127.0.0.1")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            {
+                use tokio::io::AsyncWriteExt;
+                let mut stdin = child.stdin.take().unwrap();
+                stdin.write_all(&body).await.unwrap();
+            }
+            let output = child.wait_with_output().await.unwrap();
+            let raw = output.stdout;
+            let split = raw
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|at| (at, 4))
+                .or_else(|| raw.windows(2).position(|w| w == b"\n\n").map(|at| (at, 2)))
+                .unwrap();
+            let head = String::from_utf8_lossy(&raw[..split.0]).into_owned();
+            let mut response = axum::http::Response::builder();
+            for line in head.lines() {
+                let Some((name, value)) = line.split_once(':') else {
+                    continue;
+                };
+                if name.eq_ignore_ascii_case("status") {
+                    let code: u16 = value.trim()[..3].parse().unwrap();
+                    response = response.status(code);
+                } else {
+                    response = response.header(name.trim(), value.trim());
+                }
+            }
+            response
+                .body(axum::body::Body::from(raw[split.0 + split.1..].to_vec()))
+                .unwrap()
+        }
+    };
+    let app = Router::new().fallback(handler);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, seen)
+}
+
+fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// The fixer's commit reaches GitHub: the desk keeps a bare clone, moves its main to GitHub's
+/// before measuring, pushes the measured fix's branch over HTTPS with its token (in git's
+/// environment only: never in a URL, a config file, the crew's context or the evidence),
+/// and opens the draft pull request through the REST API; merging is GitHub's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_measured_fix_is_pushed_to_github_and_opened_there_as_a_draft() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // "GitHub's" copy of the repository, served over smart HTTP.
+    let root = dir.path().join("github");
+    std::fs::create_dir_all(root.join("octo-org")).unwrap();
+    let (seeded, work) = common::local_forge_with(dir.path(), "seed", |work| {
+        server::cli::demo::prepare_scratch(&common::repo_root().join("shoplite"), work, false)
+            .unwrap();
+        std::fs::remove_dir_all(work.join("tests")).unwrap();
+    })
+    .await;
+    let remote = root.join("octo-org/shop.git");
+    std::fs::rename(&seeded, &remote).unwrap();
+    // The desk's clone, made now; GitHub's main then moves on, so the clone is behind.
+    let mirror = dir.path().join("mirror.git");
+    let cloned = std::process::Command::new("git")
+        .args(["clone", "--bare", "--quiet"])
+        .arg(&remote)
+        .arg(&mirror)
+        .output()
+        .unwrap();
+    assert!(cloned.status.success());
+    std::fs::write(
+        work.join("NOTES.md"),
+        "Notes that landed on GitHub after the clone.\n",
+    )
+    .unwrap();
+    for args in [
+        vec!["add", "NOTES.md"],
+        vec![
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.org",
+            "commit",
+            "--quiet",
+            "-m",
+            "notes",
+        ],
+        vec!["push", "--quiet", remote.to_str().unwrap(), "main"],
+    ] {
+        let done = std::process::Command::new("git")
+            .current_dir(&work)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    let github_main = git_out(&remote, &["rev-parse", "main"]);
+    assert_ne!(git_out(&mirror, &["rev-parse", "main"]), github_main);
+
+    const TOKEN: &str = "ghs_push_token_0123456789";
+    let (git_url, seen) = start_git_http(root.clone(), TOKEN).await;
+    let (api, double) = start_double().await;
+    *double.remote.lock().unwrap() = Some(remote.clone());
+    let desk = common::owner_desk(&[
+        ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+        ("R2R_GITHUB_REPOSITORIES", REPO),
+        ("R2R_GITHUB_API_URL", api.as_str()),
+        ("R2R_GITHUB_TOKEN", TOKEN),
+        ("R2R_GITHUB_FIX_REPOSITORY", REPO),
+        ("R2R_GITHUB_GIT_URL", git_url.as_str()),
+        ("R2R_LOCAL_FORGE", mirror.to_str().unwrap()),
+        ("R2R_SANDBOX_BACKEND", "docker"),
+        ("R2R_MODEL_PROVIDER", "scripted"),
+    ]);
+    let server = &desk.server;
+    let url = desk.database_url.clone();
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let filed: Value = client
+        .post(format!("{base}/api/v1/reports"))
+        .json(&json!({
+            "component": "shoplite", "title": "SAVE300 makes the total negative",
+            "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+            "steps": "Cart of ₹200, coupon SAVE300",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let manager = desk.tokens[&Role::Manager].clone();
+    let view_of = |bug: String| {
+        let request = client
+            .get(format!("{base}/api/v1/bugs/{bug}"))
+            .bearer_auth(&manager)
+            .send();
+        async move { request.await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let started = std::time::Instant::now();
+    let question = loop {
+        let tracking: Value = client
+            .get(format!("{base}/api/v1/track"))
+            .header("x-r2r-capability", &capability)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if tracking["question"]["kind"] == "reproduction" {
+            break tracking;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "no question: {tracking}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // The reproduction was measured on GitHub's main, fetched into the clone first.
+    assert_eq!(git_out(&mirror, &["rev-parse", "main"]), github_main);
+    let answered = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": question["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let view = loop {
+        let view = view_of(bug.clone()).await;
+        if view["bug"]["state"] == "in_review" {
+            break view;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no draft: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // GitHub's pull request, at the pushed head, on top of GitHub's main.
+    let pr = &view["bug"]["pull_request"];
+    assert_eq!(pr["number"], 7, "{view}");
+    let head = pr["head"].as_str().unwrap();
+    let writes = double.writes.lock().unwrap().clone();
+    let (_, opened) = writes.iter().find(|(path, _)| path == "pulls").unwrap();
+    assert_eq!(opened["draft"], true);
+    let branch = opened["head"].as_str().unwrap();
+    assert!(branch.starts_with(&format!("r2r/fix-{bug}-")), "{opened}");
+    assert_eq!(
+        git_out(&remote, &["rev-parse", &format!("refs/heads/{branch}")]),
+        head
+    );
+    assert_eq!(
+        git_out(&remote, &["rev-parse", &format!("{head}^")]),
+        github_main
+    );
+    assert!(git_out(&remote, &["show", &format!("{head}:src/lib.rs")]).contains("discount.min("));
+    // Every request to the git server carried the token; a push happened.
+    let requests = seen.lock().unwrap().clone();
+    assert!(requests.iter().all(|(_, ok)| *ok), "{requests:?}");
+    assert!(
+        requests
+            .iter()
+            .any(|(r, _)| r.ends_with("/git-receive-pack")),
+        "{requests:?}"
+    );
+    // The token is nowhere the crew, the sandbox's evidence or a clone's config could show it.
+    use base64::Engine;
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{TOKEN}"));
+    let config = git_out(&mirror, &["config", "--list"]);
+    let ledger = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let evidence = serde_json::to_string(
+        &ledger
+            .evidence_for(&bug)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.body.clone())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let fixer = desk.tokens[&Role::Fixer].clone();
+    let context = client
+        .get(format!("{base}/api/v1/bugs/{bug}/fix/context"))
+        .bearer_auth(&fixer)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for (place, text) in [
+        ("clone config", &config),
+        ("evidence", &evidence),
+        ("fix context", &context),
+        ("bug view", &view.to_string()),
+    ] {
+        assert!(
+            !text.contains(TOKEN) && !text.contains(&encoded),
+            "the token leaked into the {place}"
+        );
+    }
+
+    // Merging is GitHub's: an owner asking the desk to merge is told where.
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let owner_merge = client
+        .post(format!("{base}/api/v1/bugs/{bug}/merge"))
+        .header("cookie", cookie)
+        .header("x-csrf-token", csrf)
+        .json(&json!({"head": head}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(owner_merge.status(), 409);
+    let refusal: Value = owner_merge.json().await.unwrap();
+    assert_eq!(refusal["error"], "merged_on_github", "{refusal}");
+
+    // A wrong token: the push is refused with GitHub's words, and neither token is in them.
+    let wrong = forge::RemoteAuth::github(&format!("{git_url}/{REPO}.git"), "ghs_wrong_token_xyz");
+    let error = forge::LocalForge::new(&mirror, "main")
+        .push_branch(&wrong, branch)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        !error.contains("ghs_wrong_token_xyz") && !error.contains(TOKEN),
+        "{error}"
+    );
+    assert!(
+        error.contains("401") || error.to_lowercase().contains("authentication"),
+        "{error}"
+    );
 }

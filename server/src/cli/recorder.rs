@@ -262,6 +262,8 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
                     api_url,
                     token: Some(crate::secret::Secret::new(github_token.trim())),
                     production_environment: environment.clone(),
+                    fix_repository: None,
+                    git_url: "https://github.com".into(),
                 };
                 github = config.forge(&repository);
                 Publish::Forge {

@@ -15,9 +15,27 @@ pub struct GitHubConfig {
     pub token: Option<crate::secret::Secret>,
     /// The environment whose successful recorder deployments count (`R2R_PRODUCTION_ENVIRONMENT`).
     pub production_environment: String,
+    /// The repository the environment's project's fixes go to (`R2R_GITHUB_FIX_REPOSITORY`,
+    /// one of `repositories`): the desk pushes each measured fix's branch there over HTTPS
+    /// and opens its draft pull request; merges happen on GitHub.
+    pub fix_repository: Option<String>,
+    /// Where git reaches GitHub over HTTPS (`R2R_GITHUB_GIT_URL`, default
+    /// `https://github.com`).
+    pub git_url: String,
 }
 
 impl GitHubConfig {
+    /// The fix repository's HTTPS remote with the token, when fixes go to GitHub.
+    pub fn fix_remote(&self) -> Option<(String, forge::RemoteAuth)> {
+        let repository = self.fix_repository.as_ref()?;
+        let token = self.token.as_ref()?;
+        let url = format!("{}/{repository}.git", self.git_url);
+        Some((
+            repository.clone(),
+            forge::RemoteAuth::github(&url, token.expose()),
+        ))
+    }
+
     /// The REST client for `repository` (`owner/name`) with these settings.
     pub fn forge(&self, repository: &str) -> GitHubForge {
         GitHubForge::new(

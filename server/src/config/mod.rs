@@ -335,7 +335,44 @@ impl Config {
                 format!("expected an http(s) URL such as https://api.github.com, got {api_url:?}"),
             ));
         }
+        let fix_repository = env
+            .get("R2R_GITHUB_FIX_REPOSITORY")
+            .map(|r| r.trim().to_owned());
+        if let Some(repository) = &fix_repository {
+            if !repositories.contains(repository) {
+                return Err(ConfigError::new(
+                    "R2R_GITHUB_FIX_REPOSITORY",
+                    format!("{repository:?} must be one of R2R_GITHUB_REPOSITORIES (its events move the bugs)"),
+                ));
+            }
+            if env.get("R2R_GITHUB_TOKEN").is_none() {
+                return Err(ConfigError::new(
+                    "R2R_GITHUB_FIX_REPOSITORY",
+                    "needs R2R_GITHUB_TOKEN: the desk pushes the fix's branch and opens its draft with it",
+                ));
+            }
+            if env.get("R2R_LOCAL_FORGE").is_none() {
+                return Err(ConfigError::new(
+                    "R2R_GITHUB_FIX_REPOSITORY",
+                    "needs R2R_LOCAL_FORGE: a bare clone of the repository, where the desk reads the code and commits the fix",
+                ));
+            }
+        }
+        let git_url = env
+            .get("R2R_GITHUB_GIT_URL")
+            .unwrap_or("https://github.com")
+            .trim()
+            .trim_end_matches('/')
+            .to_owned();
+        if !(git_url.starts_with("https://") || git_url.starts_with("http://")) {
+            return Err(ConfigError::new(
+                "R2R_GITHUB_GIT_URL",
+                format!("expected an http(s) URL such as https://github.com, got {git_url:?}"),
+            ));
+        }
         let github = GitHubConfig {
+            fix_repository,
+            git_url,
             webhook_secret: env
                 .get("R2R_GITHUB_WEBHOOK_SECRET")
                 .map(|s| crate::secret::Secret::new(s.trim())),
@@ -784,6 +821,50 @@ mod tests {
                 Config::from_env(&Environment::from_pairs([(variable, value)]), None).unwrap_err();
             assert_eq!(error.variable, variable, "{value}");
         }
+    }
+
+    #[test]
+    fn fixes_go_to_github_only_with_the_repository_listed_a_token_and_a_local_clone() {
+        let full = [
+            ("R2R_GITHUB_REPOSITORIES", "octo-org/shop"),
+            ("R2R_GITHUB_TOKEN", "ghs_x"),
+            ("R2R_LOCAL_FORGE", "/srv/shop.git"),
+            ("R2R_GITHUB_FIX_REPOSITORY", "octo-org/shop"),
+        ];
+        let config = Config::from_env(&Environment::from_pairs(full), None).unwrap();
+        let (repository, remote) = config.github.fix_remote().unwrap();
+        assert_eq!(repository, "octo-org/shop");
+        assert_eq!(remote.url, "https://github.com/octo-org/shop.git");
+        assert!(!format!("{remote:?}").contains("ghs_x"), "{remote:?}");
+        assert!(
+            Config::from_env(&Environment::from_pairs(full[..3].iter().copied()), None)
+                .unwrap()
+                .github
+                .fix_remote()
+                .is_none()
+        );
+        for (skip, variable) in [
+            (0, "R2R_GITHUB_FIX_REPOSITORY"),
+            (1, "R2R_GITHUB_FIX_REPOSITORY"),
+            (2, "R2R_GITHUB_FIX_REPOSITORY"),
+        ] {
+            let pairs: Vec<(&str, &str)> = full
+                .iter()
+                .enumerate()
+                .filter(|(at, _)| *at != skip)
+                .map(|(_, pair)| *pair)
+                .collect();
+            let error = Config::from_env(&Environment::from_pairs(pairs), None).unwrap_err();
+            assert_eq!(error.variable, variable, "without {:?}", full[skip]);
+        }
+        let mut bad_url = full.to_vec();
+        bad_url.push(("R2R_GITHUB_GIT_URL", "git@github.com:"));
+        assert_eq!(
+            Config::from_env(&Environment::from_pairs(bad_url), None)
+                .unwrap_err()
+                .variable,
+            "R2R_GITHUB_GIT_URL"
+        );
     }
 
     #[test]

@@ -405,13 +405,11 @@ pub(super) fn owner_actions(
     {
         actions.push("approve".to_owned());
     }
+    let target = state.reporter.scope().target_of(&bug.component);
+    // A project whose pull requests live on GitHub is merged there.
     if bug.state == BugState::Approved
-        && state
-            .reporter
-            .scope()
-            .target_of(&bug.component)
-            .forge
-            .is_some()
+        && target.forge.is_some()
+        && crate::service::forge::github_remote(state, &target).is_none()
     {
         actions.push("merge".to_owned());
     }

@@ -99,7 +99,7 @@ pub async fn context(state: &AppState, id: &str) -> Result<FixContext, Refused> 
     let test = confirmed_test(state, &bug).await?;
     let target = state.target_of(&bug.component).await;
     let forge = super::forge::forge_of(&target)?;
-    let head = super::forge::default_head(forge).await?;
+    let head = super::forge::current_head(state, &target).await?;
     let allowed = &target.fix_allowed_paths;
     let mut files = Vec::new();
     for path in forge
@@ -209,7 +209,7 @@ pub async fn candidate(
     let draft = crew::schema::fix(&shape, &allowed, &test.path)
         .map_err(|e| invalid("invalid_fix", e.to_string()))?;
     let forge = super::forge::forge_of(&target)?;
-    let base = super::forge::default_head(forge).await?;
+    let base = super::forge::current_head(state, &target).await?;
     // The same bound as a proposed reproduction's (`R2R_SANDBOX_CONCURRENCY`).
     let _slot = super::reproduction::sandbox_slot(&state.sandbox).await?;
     let snapshot = Snapshot::new()?;
@@ -374,17 +374,34 @@ pub async fn candidate(
         "\nConfirmed test: {} (sha256 {}), unchanged.\nWritten by: {model_line}.\nThe crew drafted this change; people approve its exact head and merge it.\n",
         test.path, test.sha256
     ));
-    let draft_pull = forge
-        .open_draft(&DraftRequest {
-            branch: branch.clone(),
-            title: format!("Fix {id}: {}", draft.summary)
-                .chars()
-                .take(200)
-                .collect(),
-            body: description,
-        })
-        .await
-        .map_err(Refused::forge)?;
+    let request = DraftRequest {
+        branch: branch.clone(),
+        title: format!("Fix {id}: {}", draft.summary)
+            .chars()
+            .take(200)
+            .collect(),
+        body: description,
+    };
+    let draft_pull = match super::forge::github_remote(state, &target) {
+        // On GitHub: the desk pushes the branch with its token (the crew and the sandbox
+        // never see it), then opens the draft through the REST API.
+        Some((repository, remote)) => {
+            forge.push_branch(&remote, &branch).await.map_err(|e| {
+                Refused::new(
+                    StatusCode::BAD_GATEWAY,
+                    "github_push_failed",
+                    format!("the desk could not push {branch} to {repository}: {e}"),
+                )
+            })?;
+            state
+                .github
+                .forge(&repository)
+                .open_draft(&request)
+                .await
+                .map_err(Refused::forge)?
+        }
+        None => forge.open_draft(&request).await.map_err(Refused::forge)?,
+    };
     if draft_pull.head != head {
         return Err(Refused::new(
             StatusCode::CONFLICT,

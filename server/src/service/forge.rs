@@ -28,6 +28,40 @@ pub fn forge_of(target: &crate::projects::Target) -> Result<&LocalForge, Refused
     })
 }
 
+/// The GitHub repository and its HTTPS remote when `target`'s fixes go to GitHub
+/// (`R2R_GITHUB_FIX_REPOSITORY`, the environment's project only).
+pub fn github_remote(
+    state: &AppState,
+    target: &crate::projects::Target,
+) -> Option<(String, forge::RemoteAuth)> {
+    (target.project == domain::project::ENVIRONMENT_PROJECT)
+        .then(|| state.github.fix_remote())
+        .flatten()
+}
+
+/// The head of `target`'s default branch now: for a project whose fixes go to GitHub, the
+/// local clone's branch is first moved to GitHub's (fetched with the token, which never
+/// leaves the desk's git process).
+pub async fn current_head(
+    state: &AppState,
+    target: &crate::projects::Target,
+) -> Result<CommitSha, Refused> {
+    let forge = forge_of(target)?;
+    if let Some((repository, remote)) = github_remote(state, target) {
+        forge.sync_default_branch(&remote).await.map_err(|e| {
+            Refused::new(
+                StatusCode::BAD_GATEWAY,
+                "github_unreachable",
+                format!(
+                    "cannot fetch {repository}'s {} from GitHub: {e}",
+                    forge.default_branch()
+                ),
+            )
+        })?;
+    }
+    default_head(forge).await
+}
+
 /// The head of the target's default branch, or 409 `empty_target` when it has none yet.
 pub async fn default_head(forge: &LocalForge) -> Result<CommitSha, Refused> {
     forge
@@ -195,6 +229,13 @@ pub async fn merge(
 ) -> Result<Merged, Refused> {
     let bug = load(state, id).await?;
     let target = state.target_of(&bug.component).await;
+    if let Some((repository, _)) = github_remote(state, &target) {
+        return Err(Refused::new(
+            StatusCode::CONFLICT,
+            "merged_on_github",
+            format!("this project's pull requests live on GitHub ({repository}): merge there; the signed webhook records it"),
+        ));
+    }
     let forge = forge_of(&target)?;
     // Asked of the engine first, before any git work: a merge it refuses (wrong state, another
     // head, approvals missing) writes no merge commit into the forge.

@@ -77,7 +77,7 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
     let query = query_of(state, id).await?;
     let target = state.target_of(&bug.component).await;
     let forge = super::forge::forge_of(&target)?;
-    let head = super::forge::default_head(forge).await?;
+    let head = super::forge::current_head(state, &target).await?;
     let paths = forge
         .regular_files(&head, &[])
         .await

@@ -283,7 +283,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
 
     let target = state.target_of(&bug.component).await;
     let forge = super::forge::forge_of(&target)?;
-    let head = super::forge::default_head(forge).await?;
+    let head = super::forge::current_head(state, &target).await?;
     // Held until the answer: the snapshot, the baseline and the run.
     let _slot = sandbox_slot(&state.sandbox).await?;
     let profile = target.profile;
