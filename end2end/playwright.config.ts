@@ -25,7 +25,7 @@ const ownerFile = `${dataDir}/owner.json`;
 if (!fs.existsSync(ownerFile)) {
   const printed = execFileSync(path.resolve(__dirname, '..', 'target/release/r2r'), ['--env-file', envFile, 'setup', '--owner-email', 'owner@e2e.test'], {
     cwd: path.resolve(__dirname, '..'),
-    env: { ...process.env, RUST_LOG: 'warn' },
+    env: { ...process.env, RUST_LOG: 'warn', DATABASE_URL: databaseUrl },
   }).toString();
   const password = /One-time password:\s+(\S+)/.exec(printed)?.[1];
   if (!password) throw new Error(`r2r setup printed no password:\n${printed}`);

@@ -189,6 +189,15 @@ fn an_unknown_flag_is_refused_with_usage() {
 fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
     let scratch = tempfile::tempdir().unwrap();
     let env_file = scratch.path().join(".env.local");
+    // The database goes in the scratch folder (setup defines Tallybook's project in it).
+    std::fs::write(
+        &env_file,
+        format!(
+            "DATABASE_URL=sqlite://{}/desk.db\n",
+            scratch.path().display()
+        ),
+    )
+    .unwrap();
     let output = common::r2r_with_env_file(&env_file)
         .arg("setup")
         .output()
@@ -251,8 +260,20 @@ fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
         "Tallybook beside ShopLite, without its regression test or caches"
     );
     assert!(
-        String::from_utf8_lossy(&output.stdout).contains("R2R_TARGET_PROFILE=python"),
-        "setup says how to serve Tallybook"
+        String::from_utf8_lossy(&output.stdout).contains("added     project tallybook"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let listed = common::r2r_with_env_file(&env_file)
+        .args(["project", "list"])
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.lines().any(|l| l.starts_with("tallybook ")
+            && l.contains(" python ")
+            && l.contains(&tallybook.display().to_string())),
+        "one desk serves both demo targets: {listed}"
     );
     let again = common::r2r_with_env_file(&env_file)
         .arg("setup")

@@ -270,19 +270,19 @@ pub async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> 
     }
     crate::cli::setup::set_variable(env_file, "R2R_LOCAL_FORGE", &bare.display().to_string())?;
     println!("set       R2R_LOCAL_FORGE={}", bare.display());
-    // The Python demo target, in its own forge beside ShopLite's. A desk serves one target
-    // for now, so it is served by pointing a desk at it (printed below).
+    // The Python demo target, in its own forge beside ShopLite's, served by the same desk as
+    // the project `tallybook`.
     let tallybook = std::path::Path::new("tallybook");
     let tally_bare = home.join("data/tallybook.git");
     if tallybook.join("tallybook/split.py").is_file() && !tally_bare.join("HEAD").is_file() {
         crate::cli::demo_run::seed_tallybook(tallybook, &tally_bare).await?;
         println!(
-            "created   {} (Tallybook, the Python demo target, in a local forge; a desk on it: \
-             R2R_LOCAL_FORGE={} R2R_TARGET_PROFILE=python R2R_FIX_ALLOWED_PATHS=tallybook/ \
-             R2R_COMPONENTS=tallybook R2R_DEPLOY=off)",
-            tally_bare.display(),
+            "created   {} (Tallybook, the Python demo target, in a local forge)",
             tally_bare.display()
         );
+    }
+    if tally_bare.join("HEAD").is_file() {
+        define_tallybook(env_file, &tally_bare).await?;
     }
     // The embedded setup releases what it merges: the deployer builds every new head of the
     // forge's main in the sandbox and the recorder proves it live (unless already chosen).
@@ -299,6 +299,42 @@ pub async fn setup_demo_forge(env_file: &std::path::Path) -> anyhow::Result<()> 
             releases.display()
         );
     }
+    Ok(())
+}
+
+/// Defines the project `tallybook` (Python, its forge at `bare`) in the desk's database
+/// unless it is there already; a component clash is said, not fatal.
+async fn define_tallybook(env_file: &Path, bare: &Path) -> anyhow::Result<()> {
+    let config = crate::cli::load_config(env_file, None)?;
+    let store = store::Store::connect(&config.database_url).await?;
+    store.migrate().await?;
+    let projects = crate::projects::Projects::new(&config);
+    projects.reload(&store, true).await?;
+    if projects.scope().project("tallybook").is_none() {
+        let spec = domain::project::ProjectSpec {
+            id: "tallybook".into(),
+            name: "Tallybook (the Python demo)".into(),
+            components: vec!["tallybook".into()],
+            forge_path: bare.display().to_string(),
+            branch: "main".into(),
+            profile: "python".into(),
+            fix_allowed_paths: vec!["tallybook/".into()],
+            crew: true,
+        };
+        match projects
+            .define(&store, spec, None, "setup", crate::clock::now_ms())
+            .await
+        {
+            Ok(_) => println!(
+                "added     project tallybook (component tallybook, python tests, fixes in tallybook/): one desk serves ShopLite and Tallybook"
+            ),
+            Err(crate::projects::DefineError::Invalid(why)) => {
+                println!("skipped   project tallybook: {why}")
+            }
+            Err(other) => return Err(other.into()),
+        }
+    }
+    store.close().await;
     Ok(())
 }
 
