@@ -217,6 +217,26 @@ impl Projects {
         }
         let scope = self.scope();
         spec.check(&scope.taken(), &profiles())?;
+        // A component its bugs name stays: they would silently move to another project's code.
+        if let Some(before) = scope.project(&spec.id).and_then(|t| t.spec.clone()) {
+            for dropped in before
+                .components
+                .iter()
+                .filter(|c| !spec.components.contains(c))
+            {
+                let bugs = store.bugs_naming(dropped).await?;
+                if bugs > 0 {
+                    return Err(ProjectError {
+                        field: "components",
+                        reason: format!(
+                            "{dropped:?} is named by {bugs} bug{} of this project; it stays",
+                            if bugs == 1 { "" } else { "s" }
+                        ),
+                    }
+                    .into());
+                }
+            }
+        }
         let forge = std::path::Path::new(&spec.forge_path);
         if !forge.join("HEAD").is_file() || !forge.join("objects").is_dir() {
             return Err(ProjectError {

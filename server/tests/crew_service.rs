@@ -1517,4 +1517,15 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
     assert!(stderr.contains("environment"), "{stderr}");
     let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
     assert!(listed.contains("python   off"), "{listed}");
+    // A component its bugs name cannot be given up (they would move to another repository).
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &["edit", "--id", "tallybook", "--components", "tallybook"],
+    );
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("--components") && stderr.contains("\"splits\" is named by 1 bug"),
+        "{stderr}"
+    );
 }

@@ -42,6 +42,16 @@ impl Store {
         Ok(stamp)
     }
 
+    /// How many bugs name `component` (a project may not give up a component its bugs name).
+    pub async fn bugs_naming(&self, component: &str) -> Result<i64, StoreError> {
+        let sql = "SELECT COUNT(*) FROM bugs WHERE component = $1";
+        let (count,): (i64,) = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).bind(component).fetch_one(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).bind(component).fetch_one(pool).await?,
+        };
+        Ok(count)
+    }
+
     /// Adds a project; `false` (nothing written) when the id is taken.
     pub async fn add_project(
         &self,

@@ -90,6 +90,7 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         ("{\"v\":3}", 100, 101, "a@desk.test")
     );
     assert_eq!(store.projects_stamp().await.unwrap(), (1, 101));
+    assert_eq!(store.bugs_naming("tally").await.unwrap(), 0);
 
     // What was written survives a new pool (it was committed, not cached).
     store.close().await;
