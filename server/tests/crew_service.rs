@@ -1029,18 +1029,33 @@ async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_rest
         "the draft pull request after the restart",
     )
     .await;
-    let (status, step) = Desk {
+    // The worker completes its task just after its submission moved the bug on: wait for
+    // that (bounded), then look.
+    let desk = Desk {
         base: server.base.clone(),
         tokens: tokens.clone(),
-    }
-    .call(
-        "GET",
-        &format!("/api/v1/bugs/{bug}/crew-step"),
-        Role::Manager,
-        None,
-    )
-    .await;
-    assert_eq!(status, 200);
+    };
+    let started = Instant::now();
+    let step = loop {
+        let (status, step) = desk
+            .call(
+                "GET",
+                &format!("/api/v1/bugs/{bug}/crew-step"),
+                Role::Manager,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200);
+        let open = step["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"] != "review" && !t["completed_at"].is_i64());
+        if !open || started.elapsed() > Duration::from_secs(30) {
+            break step;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
     assert!(step["step"].is_null(), "people hold it now: {step}");
     // Both restarts, and nothing worse: at most one try of each step stayed open on the
     // dead server, and each step ended with one completed task that moved the bug on.
