@@ -614,6 +614,31 @@ pub struct BugDesk {
     pub project: String,
 }
 
+/// One project on the crew page: its definition and its spend.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectRow {
+    /// Its id (`default`: the environment's).
+    pub id: String,
+    /// Its display name.
+    pub name: String,
+    /// Its components, comma-separated.
+    pub components: String,
+    /// How its tests run.
+    pub profile: String,
+    /// Its repository (the local forge's path) and branch.
+    pub forge: String,
+    /// Folders a fix may change, comma-separated.
+    pub fix_paths: String,
+    /// Whether the crew works its bugs.
+    pub crew: bool,
+    /// Who last changed it and when (ms), for stored projects.
+    pub changed: Option<(String, i64)>,
+    /// Model spend on its bugs, in micro-dollars.
+    pub spent: u64,
+    /// Model calls booked to its bugs.
+    pub calls: u64,
+}
+
 /// A crew role's line: role, last seen (ms), age (ms), fresh, what it is doing.
 pub type RoleRow = (String, Option<i64>, Option<i64>, bool, String);
 /// A hand-off's line: kind, bug, from, to, where it is, body hash prefix.
@@ -639,9 +664,9 @@ pub struct CrewDesk {
     /// The bugs whose model calls cost most: bug, spent (µ$), calls.
     #[serde(default)]
     pub bug_spend: Vec<(String, u64, u64)>,
-    /// Spend per project: project, dollars in micros, calls.
+    /// The projects this desk serves, with what the crew spent on each.
     #[serde(default)]
-    pub project_spend: Vec<(String, u64, u64)>,
+    pub projects: Vec<ProjectRow>,
     /// The per-bug budget (µ$).
     #[serde(default)]
     pub per_bug: u64,

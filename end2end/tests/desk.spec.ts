@@ -223,6 +223,10 @@ test('the crew page goes from disconnected to connected as the four roles beat',
   await expect(page.getByTestId('crew-status')).toContainText('Connected', { timeout: 15_000 });
   await expect(page.locator('tr[data-role="reviewer"]')).toContainText('reviewing a diff');
   await expect(page.getByTestId('crew-spend')).toContainText('budget');
+  // Both demo targets, as r2r setup defined them: ShopLite by the environment, Tallybook stored.
+  await expect(page.locator('tr[data-project="default"]')).toContainText('rust');
+  await expect(page.locator('tr[data-project="tallybook"]')).toContainText('python');
+  await expect(page.locator('tr[data-project="tallybook"]')).toContainText('by setup');
   await axe(page);
 });
 

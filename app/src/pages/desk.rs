@@ -363,13 +363,22 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
         </section>
         <section class="panel">
             <h2>"Projects"</h2>
-            <div class="table-wrap" tabindex="0" role="region" aria-label="Spend by project">
-                <table data-testid="project-spend">
-                    <caption>"What the crew spent on each project's bugs (r2r project list shows their definitions)"</caption>
-                    <thead><tr><th scope="col">"Project"</th><th scope="col">"Spent"</th><th scope="col">"Calls"</th></tr></thead>
+            <p class="hint">"Each report's component names its project: its repository, how its tests run and the folders a fix may change. Add or change one with r2r project add or r2r project edit; the environment configures the default one."</p>
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Projects">
+                <table data-testid="projects">
+                    <thead><tr><th scope="col">"Project"</th><th scope="col">"Components"</th><th scope="col">"Tests"</th><th scope="col">"Repository"</th><th scope="col">"Fixes in"</th><th scope="col">"Crew"</th><th scope="col">"Spent"</th><th scope="col">"Changed"</th></tr></thead>
                     <tbody>
-                        {crew.project_spend.into_iter().map(|(project, spent, calls)| view! {
-                            <tr><td><code>{project}</code></td><td>{dollars(spent)}</td><td>{calls}</td></tr>
+                        {crew.projects.into_iter().map(|p| view! {
+                            <tr data-project=p.id.clone()>
+                                <th scope="row"><code>{p.id.clone()}</code>" "{p.name.clone()}</th>
+                                <td>{p.components.clone()}</td>
+                                <td>{p.profile.clone()}</td>
+                                <td><code>{p.forge.clone()}</code></td>
+                                <td>{p.fix_paths.clone()}</td>
+                                <td>{if p.crew { "on" } else { "off" }}</td>
+                                <td>{format!("{} ({} call{})", dollars(p.spent), p.calls, if p.calls == 1 { "" } else { "s" })}</td>
+                                <td>{match &p.changed { Some((by, at)) => format!("{} by {by}", format_time(*at)), None => "by the environment".to_owned() }}</td>
+                            </tr>
                         }).collect_view()}
                     </tbody>
                 </table>

@@ -595,20 +595,36 @@ pub(crate) async fn crew_data(
             .spend_by_bug(10)
             .await
             .map_err(Refused::storage)?,
-        project_spend: status["spend"]["by_project"]
-            .as_array()
-            .map(|rows| {
-                rows.iter()
-                    .map(|r| {
-                        (
-                            r["project"].as_str().unwrap_or_default().to_owned(),
-                            u(&r["spent"]),
-                            u(&r["calls"]),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        projects: {
+            let spend = status["spend"]["by_project"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            state
+                .reporter
+                .scope()
+                .targets
+                .iter()
+                .map(|t| {
+                    let booked = spend.iter().find(|r| r["project"] == t.project.as_str());
+                    app::dto::ProjectRow {
+                        id: t.project.clone(),
+                        name: t.name.clone(),
+                        components: t.components.join(", "),
+                        profile: t.profile.as_str().to_owned(),
+                        forge: t.forge.as_ref().map_or_else(
+                            || "no local forge".to_owned(),
+                            |f| format!("{} ({})", f.repository().display(), t.branch),
+                        ),
+                        fix_paths: t.fix_allowed_paths.join(", "),
+                        crew: t.crew,
+                        changed: t.updated.as_ref().map(|(at, by)| (by.clone(), *at)),
+                        spent: booked.map_or(0, |r| u(&r["spent"])),
+                        calls: booked.map_or(0, |r| u(&r["calls"])),
+                    }
+                })
+                .collect()
+        },
         per_bug: state.spend.per_bug,
     })
 }
