@@ -60,13 +60,7 @@ pub async fn get_bug(
             .load_bug(&id)
             .await
             .map_err(Refused::storage)?
-            .ok_or_else(|| {
-                Refused::new(
-                    StatusCode::NOT_FOUND,
-                    "unknown_bug",
-                    format!("No bug {id}."),
-                )
-            })?;
+            .ok_or_else(|| Refused::unknown_bug(&id))?;
         let reports = state
             .store
             .reports_of_bug(&id)

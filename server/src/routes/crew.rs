@@ -336,13 +336,7 @@ pub async fn bug_step(
         guard(&state, &credential, &headers, "getCrewStep")?;
         let step = crate::service::crew::crew_step(&state, &bug)
             .await?
-            .ok_or_else(|| {
-                Refused::new(
-                    StatusCode::NOT_FOUND,
-                    "unknown_bug",
-                    format!("No bug {bug}."),
-                )
-            })?;
+            .ok_or_else(|| Refused::unknown_bug(&bug))?;
         Ok::<_, Refused>(Json(step))
     }
     .await;

@@ -41,13 +41,7 @@ pub async fn load(state: &AppState, id: &str) -> Result<domain::workflow::Bug, R
         .load_bug(id)
         .await
         .map_err(Refused::storage)?
-        .ok_or_else(|| {
-            Refused::new(
-                StatusCode::NOT_FOUND,
-                "unknown_bug",
-                format!("No bug {id}."),
-            )
-        })?
+        .ok_or_else(|| Refused::unknown_bug(id))?
         .bug)
 }
 
@@ -81,11 +75,7 @@ pub async fn record(
             version: applied.bug.version,
         }),
         Err(store::ApplyError::Refused(refusal)) => Err(refusal.into()),
-        Err(store::ApplyError::NotFound(id)) => Err(Refused::new(
-            StatusCode::NOT_FOUND,
-            "unknown_bug",
-            format!("No bug {id}."),
-        )),
+        Err(store::ApplyError::NotFound(id)) => Err(Refused::unknown_bug(&id)),
         Err(error) => Err(Refused::storage(error)),
     }
 }

@@ -44,6 +44,18 @@ impl Refused {
         )
     }
 
+    /// 404 `unknown_bug`: the id is echoed cut to 40 characters and quoted (escapes shown), so
+    /// a caller's megabyte of text or its control characters never come back whole.
+    pub fn unknown_bug(id: &str) -> Self {
+        let shown: String = id.chars().take(40).collect();
+        let cut = if shown.len() < id.len() { "…" } else { "" };
+        Refused::new(
+            StatusCode::NOT_FOUND,
+            "unknown_bug",
+            format!("No bug {shown:?}{cut}."),
+        )
+    }
+
     /// A storage failure (logged; the caller hears only that nothing was recorded).
     pub fn storage(error: impl std::fmt::Display) -> Self {
         tracing::error!(%error, "reporter request: storage failed");
@@ -276,5 +288,33 @@ mod strict {
                 assert!(error.contains("given twice"), "{twice}: {error}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Refused;
+
+    #[test]
+    fn an_unknown_bug_is_echoed_short_and_quoted() {
+        let long = format!("bug-{}", "x".repeat(100_000));
+        let refused = Refused::unknown_bug(&long);
+        assert_eq!(refused.error.error, "unknown_bug");
+        assert!(
+            refused.error.message.len() < 80,
+            "{}",
+            refused.error.message
+        );
+        assert!(refused.error.message.ends_with("…."));
+        let hostile = Refused::unknown_bug("bug-1\u{1b}[31m<script>\n");
+        assert!(
+            !hostile.error.message.contains('\u{1b}') && !hostile.error.message.contains('\n'),
+            "{}",
+            hostile.error.message
+        );
+        assert_eq!(
+            Refused::unknown_bug("bug-1").error.message,
+            "No bug \"bug-1\"."
+        );
     }
 }
