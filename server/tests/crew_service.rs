@@ -1544,3 +1544,170 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
         "{stderr}"
     );
 }
+
+/// Fault injection (127.0.0.1 only, bounded): the crew runs as its own `r2r crew run` process
+/// beside the desk and is killed with SIGKILL while it reproduces and again while it fixes; a
+/// new crew process is started each time. The dead worker's lease runs out (3 s), the new one
+/// takes the task, and the loop still reaches the reporter's question and the draft.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crew_process_killed_mid_step_is_replaced_and_the_loop_goes_on() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = common::shoplite_forge(dir.path()).await;
+    let tokens = tokens();
+    let mut env = env_of(&tokens);
+    env.extend(
+        [
+            ("R2R_LOCAL_FORGE", bare.display().to_string()),
+            ("R2R_SANDBOX_BACKEND", "docker".to_owned()),
+            ("R2R_CREW", "off".to_owned()),
+            ("R2R_CREW_TASK_LEASE", "3".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    );
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &pairs);
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens: tokens.clone(),
+    };
+    let env_file = dir.path().join("crew.env");
+    let lines: String = env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .chain(["R2R_MODEL_PROVIDER=scripted\n".to_owned()])
+        .collect();
+    std::fs::write(&env_file, lines).unwrap();
+    let crew = || {
+        common::r2r_with_env_file(&env_file)
+            .args(["crew", "run", "--desk", &desk.base, "--poll-ms", "200"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let filed: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/reports", desk.base))
+        .json(&json!({
+            "component": "shoplite", "title": "SAVE300 makes the total negative",
+            "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+            "steps": "Cart of ₹200, coupon SAVE300",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bug = filed["bug_id"].as_str().unwrap().to_owned();
+    let capability = filed["tracking_link"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("/track#")
+        .to_owned();
+    let reach = |wanted: &'static [&'static str], what: &'static str| {
+        let (base, bug) = (desk.base.clone(), bug.clone());
+        let manager = desk.token(Role::Manager);
+        async move {
+            wait_for(what, Duration::from_secs(240), move || {
+                let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
+                Box::pin(async move {
+                    let view: Value = reqwest::Client::new()
+                        .get(format!("{base}/api/v1/bugs/{bug}"))
+                        .bearer_auth(manager)
+                        .send()
+                        .await
+                        .ok()?
+                        .json()
+                        .await
+                        .ok()?;
+                    let state = view["bug"]["state"].as_str()?.to_owned();
+                    wanted.contains(&state.as_str()).then(|| json!(state))
+                })
+            })
+            .await
+        }
+    };
+    // Killed as soon as the task is in hand (the crew reproduces or has just proposed).
+    let mut first = crew();
+    let at = reach(
+        &["reproducing", "awaiting_reporter"],
+        "the crew to take the bug",
+    )
+    .await;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    eprintln!("first crew killed at {at}");
+    let mut second = crew();
+    reach(&["awaiting_reporter"], "the question after the new crew").await;
+    let tracking: Value = reqwest::Client::new()
+        .get(format!("{}/api/v1/track", desk.base))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let answered = reqwest::Client::new()
+        .post(format!("{}/api/v1/track/answer", desk.base))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let at = reach(&["fixing", "in_review"], "the crew to take the fix").await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    eprintln!("second crew killed at {at}");
+    let mut third = crew();
+    reach(&["in_review"], "the draft after the new crew").await;
+    // Nothing stayed open or was done twice: each step has completed tasks, and one draft.
+    let started = Instant::now();
+    let step = loop {
+        let (status, step) = desk
+            .call(
+                "GET",
+                &format!("/api/v1/bugs/{bug}/crew-step"),
+                Role::Manager,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200);
+        let open = step["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"] != "review" && !t["completed_at"].is_i64());
+        if !open || started.elapsed() > Duration::from_secs(30) {
+            break step;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    third.kill().unwrap();
+    third.wait().unwrap();
+    for kind in ["reproduce", "fix"] {
+        let of_kind: Vec<&Value> = step["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == kind)
+            .collect();
+        assert!(!of_kind.is_empty(), "{kind}: {step}");
+        assert!(
+            of_kind.iter().all(|t| t["completed_at"].is_i64()),
+            "no {kind} task left open: {step}"
+        );
+    }
+    let (_, view) = desk
+        .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
+        .await;
+    assert_eq!(
+        view["bug"]["pull_request"]["number"], 1,
+        "one draft: {view}"
+    );
+}
