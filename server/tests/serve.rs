@@ -532,3 +532,112 @@ mod slow_and_broken_clients {
         drop(held);
     }
 }
+
+/// Fault injection (127.0.0.1 only, bounded: 240 reports, three cuts): PostgreSQL terminates
+/// every connection of the desk's database three times while reports are being filed. A
+/// report filed during a cut may be refused (503, try again) — never answered otherwise —
+/// but every acknowledged report is in the database, and the same server files again and
+/// says `ok` without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_connections_cut_mid_load_lose_nothing_acknowledged() {
+    use sqlx::Connection;
+    let url = match store::testing::fresh_postgres().await {
+        store::DatabaseUrl::Postgres { url } => url,
+        other => panic!("expected a postgres url, got {other:?}"),
+    };
+    let database = url
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .split('?')
+        .next()
+        .unwrap()
+        .to_owned();
+    let server = common::start_server_with(&url, &[("R2R_RATE_INTAKE", "100000/60s")]);
+    let base = server.base.clone();
+    let filer = tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        let mut acknowledged = Vec::new();
+        let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+        for n in 0..240 {
+            let response = client
+                .post(format!("{base}/api/v1/reports"))
+                .json(&serde_json::json!({
+                    "component": "shoplite",
+                    "title": format!("Checkout total wrong in case {n}"),
+                    "what_happened": format!("Cart {n} shows a total that is off by {n} rupees"),
+                    "expected": "The right total", "steps": "Add items, check out",
+                }))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            *statuses.entry(status).or_default() += 1;
+            if status == 201 {
+                let receipt: serde_json::Value = response.json().await.unwrap();
+                acknowledged.push(receipt["report_id"].as_str().unwrap().to_owned());
+            }
+        }
+        (acknowledged, statuses)
+    });
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut cut = 0;
+    for _ in 0..3 {
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let ended: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(&database)
+        .fetch_all(&mut admin)
+        .await
+        .unwrap();
+        cut += ended.iter().filter(|e| **e).count();
+    }
+    let (acknowledged, statuses) = filer.await.unwrap();
+    assert!(cut > 0, "no connection was cut");
+    assert!(
+        statuses.keys().all(|s| *s == 201 || *s == 503),
+        "only filed or try-again: {statuses:?}"
+    );
+    assert!(acknowledged.len() > 100, "{statuses:?}");
+    let stored: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM reports WHERE id = ANY($1)")
+        .bind(&acknowledged)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    assert_eq!(
+        stored as usize,
+        acknowledged.len(),
+        "an acknowledged report was lost"
+    );
+    // The same server, no restart: healthy and filing.
+    let client = reqwest::Client::new();
+    let started = std::time::Instant::now();
+    loop {
+        let health = client
+            .get(format!("{}/api/health", server.base))
+            .send()
+            .await
+            .unwrap();
+        if health.status() == 200 {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "never healthy again"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let again = client
+        .post(format!("{}/api/v1/reports", server.base))
+        .json(&serde_json::json!({
+            "component": "shoplite", "title": "After the cuts",
+            "what_happened": "Filing works again", "expected": "A receipt", "steps": "File",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 201);
+    eprintln!("{cut} connections cut; {statuses:?}");
+}

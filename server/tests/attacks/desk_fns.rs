@@ -42,22 +42,8 @@ pub(crate) async fn call(
 
 /// URL-safe base64, padded (how server_fn puts a refusal in an address).
 fn base64_url(text: &str) -> String {
-    const TABLE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-        for i in 0..=chunk.len() {
-            out.push(TABLE[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    while !out.len().is_multiple_of(4) {
-        out.push('=');
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::URL_SAFE.encode(text)
 }
 
 /// [`call`] as a signed-in owner (their cookie, no token).
