@@ -1711,3 +1711,130 @@ async fn a_crew_process_killed_mid_step_is_replaced_and_the_loop_goes_on() {
         "one draft: {view}"
     );
 }
+
+/// A stand-in for the Docker daemon's socket that can be taken down and brought back: a
+/// unix-socket proxy at `path` to the real engine. Down, nothing listens there (as when
+/// `dockerd` stops); up again, connections go through.
+struct DockerSwitch {
+    path: std::path::PathBuf,
+    server: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl DockerSwitch {
+    fn new(path: std::path::PathBuf) -> Self {
+        DockerSwitch { path, server: None }
+    }
+
+    fn up(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let listener = tokio::net::UnixListener::bind(&self.path).unwrap();
+        self.server = Some(tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    if let Ok(mut engine) =
+                        tokio::net::UnixStream::connect("/var/run/docker.sock").await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut engine).await;
+                    }
+                });
+            }
+        }));
+    }
+
+    fn down(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.abort();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Fault injection (127.0.0.1 and a unix socket only, bounded): Docker is unreachable when the
+/// crew reproduces, so each try fails and the bug goes to a person with the reason; Docker
+/// comes back (no restart of the desk); an owner gives the bug back to the crew and it reaches
+/// the reporter's question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_unreachable_then_back_the_bug_waits_with_a_person_then_goes_on() {
+    if !common::docker_here().await || !std::path::Path::new("/var/run/docker.sock").exists() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = common::shoplite_forge(dir.path()).await;
+    let bare = bare.display().to_string();
+    let socket = dir.path().join("docker.sock");
+    let mut docker = DockerSwitch::new(socket.clone());
+    let docker_host = format!("unix://{}", socket.display());
+    let desk = common::owner_desk(&[
+        ("R2R_MODEL_PROVIDER", "scripted"),
+        ("R2R_LOCAL_FORGE", &bare),
+        ("R2R_SANDBOX_BACKEND", "docker"),
+        ("DOCKER_HOST", &docker_host),
+        ("R2R_CREW_RETRIES", "2"),
+        ("R2R_CREW_RETRY_BACKOFF", "1"),
+    ]);
+    let base = desk.server.base.clone();
+    let (bug, capability) = common::file_report(
+        &base,
+        json!({"component": "shoplite", "title": "SAVE300 makes the total negative",
+               "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+               "steps": "Cart of ₹200, coupon SAVE300"}),
+    )
+    .await;
+    let manager = desk.tokens[&Role::Manager].clone();
+    let state_is = |wanted: &'static str| {
+        let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
+        move || {
+            let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
+            Box::pin(async move {
+                let view: Value = reqwest::Client::new()
+                    .get(format!("{base}/api/v1/bugs/{bug}"))
+                    .bearer_auth(manager)
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                (view["bug"]["state"] == wanted).then_some(view)
+            })
+                as std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send>>
+        }
+    };
+    let handed = wait_for(
+        "a person to get the bug while Docker is down",
+        Duration::from_secs(120),
+        state_is("needs_human"),
+    )
+    .await;
+    assert_eq!(handed["bug"]["needs_human"], "crew_step_failed", "{handed}");
+
+    docker.up();
+    let client = reqwest::Client::new();
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let retried = client
+        .post(format!("{base}/api/v1/bugs/{bug}/retry"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retried.status(), 200);
+    wait_for(
+        "the reporter's question once Docker is back",
+        Duration::from_secs(180),
+        state_is("awaiting_reporter"),
+    )
+    .await;
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(tracking["question"]["kind"], "reproduction", "{tracking}");
+    docker.down();
+}
