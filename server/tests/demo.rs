@@ -4,6 +4,8 @@
 
 mod common;
 
+use futures_util::FutureExt;
+
 #[test]
 fn the_shipped_shop_fails_the_coupon_test_on_its_assertion_in_every_runner() {
     for runner in ["docker", "bwrap", "host"] {
@@ -384,5 +386,80 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
         "{:?}",
         told.payload
     );
+    drop(server);
+}
+
+/// Fault injection (127.0.0.1 only, bounded): the desk is killed with SIGKILL while its
+/// deployer builds a release, and started again on the same database and forge. The new desk
+/// builds the head again, serves it at `/live/shoplite` and the recorder records it: a
+/// release cut short is redone, not lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_desk_killed_while_it_deploys_releases_the_head_after_a_restart() {
+    if !docker_available().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("shoplite.git");
+    server::cli::demo_run::seed_forge(&common::repo_root().join("shoplite"), &bare)
+        .await
+        .unwrap();
+    let shipped = common::git(&bare, &["rev-parse", "refs/heads/main"]);
+    let recorder = server::cli::setup::new_role_token(domain::Role::Recorder);
+    let releases = dir.path().join("releases");
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let env = [
+        ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+        ("R2R_DEPLOY", "on"),
+        ("R2R_DEPLOY_DIR", releases.to_str().unwrap()),
+        ("R2R_SANDBOX_BACKEND", "docker"),
+        ("R2R_RECORDER_TOKEN", recorder.as_str()),
+    ];
+    let client = reqwest::Client::new();
+    let release_of = |base: String| {
+        let request = client
+            .get(format!("{base}/api/v1/crew"))
+            .bearer_auth(&recorder);
+        async move {
+            let answer: serde_json::Value = request.send().await.ok()?.json().await.ok()?;
+            Some(answer["release"].clone())
+        }
+    };
+    let server = common::start_server_with(&url, &env);
+    let base = server.base.clone();
+    let step = eventually(120, "the deployer to start on the head", || {
+        release_of(base.clone()).map(|r| {
+            r.filter(|r| {
+                r["commit"] == shipped.as_str()
+                    && ["building", "starting", "checking"]
+                        .contains(&r["step"].as_str().unwrap_or(""))
+            })
+        })
+    })
+    .await;
+    drop(server); // SIGKILL mid-release
+    eprintln!("killed while {}", step["step"]);
+    let server = common::start_server_with(&url, &env);
+    let base = server.base.clone();
+    let recorded = eventually(240, "the release after the restart", || {
+        release_of(base.clone())
+            .map(|r| r.filter(|r| r["step"] == "live" && r["commit"] == shipped.as_str()))
+    })
+    .await;
+    assert!(
+        recorded["detail"]
+            .as_str()
+            .unwrap()
+            .contains("recorded as shoplite-"),
+        "{recorded}"
+    );
+    let health: serde_json::Value = client
+        .get(format!("{base}/live/shoplite/api/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["commit"], shipped.as_str());
     drop(server);
 }
