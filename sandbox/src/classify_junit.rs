@@ -233,22 +233,7 @@ pub fn classify_junit(outcome: &RunOutcome, test: &str) -> Verdict {
 mod tests {
     use super::*;
 
-    fn fixture(name: &str) -> String {
-        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
-
-    fn run(stdout: &str, stderr: &str) -> RunOutcome {
-        RunOutcome {
-            exit_code: Some(1),
-            timed_out: false,
-            oom_killed: false,
-            duration_ms: 10,
-            backend: "host",
-            stdout: stdout.to_owned(),
-            stderr: stderr.to_owned(),
-        }
-    }
+    use crate::test_support::{fixture, run};
 
     /// A report as the profile prints it.
     fn report(name: &str) -> String {

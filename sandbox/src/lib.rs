@@ -29,6 +29,30 @@ pub use pool::{Busy, Pool};
 pub use process::{run_on_host, Job, RunOutcome};
 pub use profile::{share_read_only, Profile, Toolchains};
 
+/// What the classifiers' tests share: captured outputs from `tests/fixtures`, and a finished
+/// run around them.
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// The captured output `name` under `tests/fixtures`.
+    pub fn fixture(name: &str) -> String {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// A run that exited 1 by itself with this output.
+    pub fn run(stdout: &str, stderr: &str) -> crate::RunOutcome {
+        crate::RunOutcome {
+            exit_code: Some(1),
+            timed_out: false,
+            oom_killed: false,
+            duration_ms: 10,
+            backend: "host",
+            stdout: stdout.to_owned(),
+            stderr: stderr.to_owned(),
+        }
+    }
+}
+
 /// An isolating backend: the one type the desk, the demo and every command name it by (parsed
 /// once, from `R2R_SANDBOX_BACKEND` or a `--sandbox` flag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

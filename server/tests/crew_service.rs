@@ -287,6 +287,134 @@ async fn wait_for(
     }
 }
 
+/// A desk on a fresh SQLite file in `dir` with every role's token and `extra` variables: the
+/// server, its [`Desk`], the database URL and the environment it was started with.
+fn crew_desk(
+    dir: &std::path::Path,
+    extra: &[(&str, &str)],
+) -> (common::RunningServer, Desk, String, Vec<(String, String)>) {
+    let tokens = tokens();
+    let mut env = env_of(&tokens);
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let url = format!("sqlite://{}/desk.db", dir.display());
+    let server = common::start_server_with(&url, &pairs);
+    let desk = Desk {
+        base: server.base.clone(),
+        tokens,
+    };
+    (server, desk, url, env)
+}
+
+/// The coupon report every ShopLite scenario files.
+fn coupon_report() -> Value {
+    json!({
+        "component": "shoplite", "title": "SAVE300 makes the total negative",
+        "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
+        "steps": "Cart of ₹200, coupon SAVE300",
+    })
+}
+
+/// Waits (at most `limit`) until bug `bug` is in one of `wanted`; its view.
+async fn bug_in(desk: &Desk, bug: &str, wanted: &[&str], what: &str, limit: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let (_, view) = desk
+            .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
+            .await;
+        if view["bug"]["state"]
+            .as_str()
+            .is_some_and(|state| wanted.contains(&state))
+        {
+            return view;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "timed out waiting for {what}: {view}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits for the reporter's reproduction question on their tracking page and answers yes;
+/// the tracking page that asked.
+async fn confirm_reproduction(base: &str, capability: &str) -> Value {
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    let tracking = loop {
+        let tracking: Value = client
+            .get(format!("{base}/api/v1/track"))
+            .header("x-r2r-capability", capability)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if tracking["question"]["kind"] == "reproduction" {
+            break tracking;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "no reproduction question: {tracking}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let answered = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", capability)
+        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    tracking
+}
+
+/// The bug's crew step once its worker has completed the task its last submission moved on
+/// (bounded), checked: each of the reproduce and fix steps has tasks, all completed.
+async fn steps_all_completed(desk: &Desk, bug: &str) -> Value {
+    let started = Instant::now();
+    let step = loop {
+        let (status, step) = desk
+            .call(
+                "GET",
+                &format!("/api/v1/bugs/{bug}/crew-step"),
+                Role::Manager,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200);
+        let open = step["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["kind"] != "review" && !t["completed_at"].is_i64());
+        if !open || started.elapsed() > Duration::from_secs(30) {
+            break step;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    for kind in ["reproduce", "fix"] {
+        let of_kind: Vec<&Value> = step["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == kind)
+            .collect();
+        assert!(!of_kind.is_empty(), "{kind}: {step}");
+        assert!(
+            of_kind.iter().all(|t| t["completed_at"].is_i64()),
+            "no {kind} task left open: {step}"
+        );
+    }
+    step
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
     if !common::docker_here().await {
@@ -1029,49 +1157,14 @@ async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_rest
         "the draft pull request after the restart",
     )
     .await;
-    // The worker completes its task just after its submission moved the bug on: wait for
-    // that (bounded), then look.
+    // Both restarts, and nothing worse: at most one try of each step stayed open on the
+    // dead server, and each step ended with one completed task that moved the bug on.
     let desk = Desk {
         base: server.base.clone(),
         tokens: tokens.clone(),
     };
-    let started = Instant::now();
-    let step = loop {
-        let (status, step) = desk
-            .call(
-                "GET",
-                &format!("/api/v1/bugs/{bug}/crew-step"),
-                Role::Manager,
-                None,
-            )
-            .await;
-        assert_eq!(status, 200);
-        let open = step["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["kind"] != "review" && !t["completed_at"].is_i64());
-        if !open || started.elapsed() > Duration::from_secs(30) {
-            break step;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+    let step = steps_all_completed(&desk, &bug).await;
     assert!(step["step"].is_null(), "people hold it now: {step}");
-    // Both restarts, and nothing worse: at most one try of each step stayed open on the
-    // dead server, and each step ended with one completed task that moved the bug on.
-    for kind in ["reproduce", "fix"] {
-        let of_kind: Vec<&Value> = step["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t["kind"] == kind)
-            .collect();
-        assert!(!of_kind.is_empty(), "{kind}: {step}");
-        assert!(
-            of_kind.iter().all(|t| t["completed_at"].is_i64()),
-            "no {kind} task left open: {step}"
-        );
-    }
 }
 
 /// The Python demo target goes through the same loop as ShopLite: Tallybook in its local
@@ -1088,93 +1181,51 @@ async fn the_python_target_goes_from_report_to_a_reviewed_fix() {
     server::cli::demo_run::seed_tallybook(&common::repo_root().join("tallybook"), &bare)
         .await
         .unwrap();
-    let tokens = tokens();
-    let mut env = env_of(&tokens);
-    env.extend(
-        [
-            ("R2R_LOCAL_FORGE", bare.display().to_string()),
-            ("R2R_SANDBOX_BACKEND", "docker".to_owned()),
-            ("R2R_TARGET_PROFILE", "python".to_owned()),
-            ("R2R_FIX_ALLOWED_PATHS", "tallybook/".to_owned()),
-            ("R2R_COMPONENTS", "tallybook".to_owned()),
-            ("R2R_CREW_COMPONENTS", "tallybook".to_owned()),
-            ("R2R_MODEL_PROVIDER", "scripted".to_owned()),
-        ]
-        .map(|(k, v)| (k.to_owned(), v)),
+    let (_server, desk, _, _) = crew_desk(
+        dir.path(),
+        &[
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_TARGET_PROFILE", "python"),
+            ("R2R_FIX_ALLOWED_PATHS", "tallybook/"),
+            ("R2R_COMPONENTS", "tallybook"),
+            ("R2R_CREW_COMPONENTS", "tallybook"),
+            ("R2R_MODEL_PROVIDER", "scripted"),
+        ],
     );
-    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let server = common::start_server_with(&url, &pairs);
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens,
-    };
-    let filed: Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/reports", desk.base))
-        .json(&json!({
+    let (bug, capability) = common::file_report(
+        &desk.base,
+        json!({
             "component": "tallybook",
             "title": "Splitting the dinner bill loses a paisa",
             "what_happened": "We were three at dinner, ₹100 in all. Split evenly, each share is ₹33.33 and together they only add up to ₹99.99.",
             "expected": "The shares add up to the whole bill, ₹100.00",
             "steps": "Add a ₹100 expense, split it between 3 people, add up the shares",
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
-    let base = desk.base.clone();
-    let question = wait_for(
-        "the reproduction question",
-        Duration::from_secs(180),
-        || {
-            let (base, capability) = (base.clone(), capability.clone());
-            Box::pin(async move {
-                let tracking: Value = reqwest::Client::new()
-                    .get(format!("{base}/api/v1/track"))
-                    .header("x-r2r-capability", capability)
-                    .send()
-                    .await
-                    .ok()?
-                    .json()
-                    .await
-                    .ok()?;
-                (tracking["question"]["kind"] == "reproduction").then_some(tracking)
-            })
-        },
+        }),
     )
     .await;
-    assert!(
-        question.to_string().contains("₹99.99"),
-        "the reporter reads the reproduction in their terms: {question}"
-    );
-    let (_, view) = desk
-        .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
-        .await;
+    let view = bug_in(
+        &desk,
+        &bug,
+        &["awaiting_reporter"],
+        "the reproduction question",
+        Duration::from_secs(180),
+    )
+    .await;
     let evidence = view.to_string();
     assert!(
         evidence.contains(crew::scripted::SPLIT_TEST_NAME)
             && evidence.contains("do not add up to ₹100.00"),
         "the pytest assertion is the evidence: {view}"
     );
-    let answered = reqwest::Client::new()
-        .post(format!("{}/api/v1/track/answer", desk.base))
-        .header("x-r2r-capability", &capability)
-        .json(&json!({"request_id": question["question"]["request_id"], "kind": "reproduction", "yes": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answered.status(), 200);
-    let manager = desk.token(Role::Manager);
+    let question = confirm_reproduction(&desk.base, &capability).await;
+    assert!(
+        question.to_string().contains("₹99.99"),
+        "the reporter reads the reproduction in their terms: {question}"
+    );
     let bug_for_wait = bug.clone();
-    wait_for("a reviewed fix", Duration::from_secs(240), || {
+    let (base, manager) = (desk.base.clone(), desk.token(Role::Manager));
+    wait_for("the fix's review", Duration::from_secs(240), || {
         let (base, manager, bug) = (base.clone(), manager.clone(), bug_for_wait.clone());
         Box::pin(async move {
             let status: Value = reqwest::Client::new()
@@ -1556,24 +1607,15 @@ async fn a_crew_process_killed_mid_step_is_replaced_and_the_loop_goes_on() {
     }
     let dir = tempfile::tempdir().unwrap();
     let bare = common::shoplite_forge(dir.path()).await;
-    let tokens = tokens();
-    let mut env = env_of(&tokens);
-    env.extend(
-        [
-            ("R2R_LOCAL_FORGE", bare.display().to_string()),
-            ("R2R_SANDBOX_BACKEND", "docker".to_owned()),
-            ("R2R_CREW", "off".to_owned()),
-            ("R2R_CREW_TASK_LEASE", "3".to_owned()),
-        ]
-        .map(|(k, v)| (k.to_owned(), v)),
+    let (_server, desk, _, env) = crew_desk(
+        dir.path(),
+        &[
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_CREW", "off"),
+            ("R2R_CREW_TASK_LEASE", "3"),
+        ],
     );
-    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let server = common::start_server_with(&url, &pairs);
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens: tokens.clone(),
-    };
     let env_file = dir.path().join("crew.env");
     let lines: String = env
         .iter()
@@ -1589,47 +1631,9 @@ async fn a_crew_process_killed_mid_step_is_replaced_and_the_loop_goes_on() {
             .spawn()
             .unwrap()
     };
-    let filed: Value = reqwest::Client::new()
-        .post(format!("{}/api/v1/reports", desk.base))
-        .json(&json!({
-            "component": "shoplite", "title": "SAVE300 makes the total negative",
-            "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
-            "steps": "Cart of ₹200, coupon SAVE300",
-        }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
+    let (bug, capability) = common::file_report(&desk.base, coupon_report()).await;
     let reach = |wanted: &'static [&'static str], what: &'static str| {
-        let (base, bug) = (desk.base.clone(), bug.clone());
-        let manager = desk.token(Role::Manager);
-        async move {
-            wait_for(what, Duration::from_secs(240), move || {
-                let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
-                Box::pin(async move {
-                    let view: Value = reqwest::Client::new()
-                        .get(format!("{base}/api/v1/bugs/{bug}"))
-                        .bearer_auth(manager)
-                        .send()
-                        .await
-                        .ok()?
-                        .json()
-                        .await
-                        .ok()?;
-                    let state = view["bug"]["state"].as_str()?.to_owned();
-                    wanted.contains(&state.as_str()).then(|| json!(state))
-                })
-            })
-            .await
-        }
+        bug_in(&desk, &bug, wanted, what, Duration::from_secs(240))
     };
     // Killed as soon as the task is in hand (the crew reproduces or has just proposed).
     let mut first = crew();
@@ -1640,69 +1644,19 @@ async fn a_crew_process_killed_mid_step_is_replaced_and_the_loop_goes_on() {
     .await;
     first.kill().unwrap();
     first.wait().unwrap();
-    eprintln!("first crew killed at {at}");
+    eprintln!("first crew killed at {}", at["bug"]["state"]);
     let mut second = crew();
-    reach(&["awaiting_reporter"], "the question after the new crew").await;
-    let tracking: Value = reqwest::Client::new()
-        .get(format!("{}/api/v1/track", desk.base))
-        .header("x-r2r-capability", &capability)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let answered = reqwest::Client::new()
-        .post(format!("{}/api/v1/track/answer", desk.base))
-        .header("x-r2r-capability", &capability)
-        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answered.status(), 200);
+    confirm_reproduction(&desk.base, &capability).await;
     let at = reach(&["fixing", "in_review"], "the crew to take the fix").await;
     second.kill().unwrap();
     second.wait().unwrap();
-    eprintln!("second crew killed at {at}");
+    eprintln!("second crew killed at {}", at["bug"]["state"]);
     let mut third = crew();
     reach(&["in_review"], "the draft after the new crew").await;
     // Nothing stayed open or was done twice: each step has completed tasks, and one draft.
-    let started = Instant::now();
-    let step = loop {
-        let (status, step) = desk
-            .call(
-                "GET",
-                &format!("/api/v1/bugs/{bug}/crew-step"),
-                Role::Manager,
-                None,
-            )
-            .await;
-        assert_eq!(status, 200);
-        let open = step["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["kind"] != "review" && !t["completed_at"].is_i64());
-        if !open || started.elapsed() > Duration::from_secs(30) {
-            break step;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+    steps_all_completed(&desk, &bug).await;
     third.kill().unwrap();
     third.wait().unwrap();
-    for kind in ["reproduce", "fix"] {
-        let of_kind: Vec<&Value> = step["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| t["kind"] == kind)
-            .collect();
-        assert!(!of_kind.is_empty(), "{kind}: {step}");
-        assert!(
-            of_kind.iter().all(|t| t["completed_at"].is_i64()),
-            "no {kind} task left open: {step}"
-        );
-    }
     let (_, view) = desk
         .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
         .await;
@@ -1780,30 +1734,16 @@ async fn docker_unreachable_then_back_the_bug_waits_with_a_person_then_goes_on()
                "steps": "Cart of ₹200, coupon SAVE300"}),
     )
     .await;
-    let manager = desk.tokens[&Role::Manager].clone();
-    let state_is = |wanted: &'static str| {
-        let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
-        move || {
-            let (base, bug, manager) = (base.clone(), bug.clone(), manager.clone());
-            Box::pin(async move {
-                let view: Value = reqwest::Client::new()
-                    .get(format!("{base}/api/v1/bugs/{bug}"))
-                    .bearer_auth(manager)
-                    .send()
-                    .await
-                    .ok()?
-                    .json()
-                    .await
-                    .ok()?;
-                (view["bug"]["state"] == wanted).then_some(view)
-            })
-                as std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send>>
-        }
+    let crew = Desk {
+        base: base.clone(),
+        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
     };
-    let handed = wait_for(
+    let handed = bug_in(
+        &crew,
+        &bug,
+        &["needs_human"],
         "a person to get the bug while Docker is down",
         Duration::from_secs(120),
-        state_is("needs_human"),
     )
     .await;
     assert_eq!(handed["bug"]["needs_human"], "crew_step_failed", "{handed}");
@@ -1820,10 +1760,12 @@ async fn docker_unreachable_then_back_the_bug_waits_with_a_person_then_goes_on()
         .await
         .unwrap();
     assert_eq!(retried.status(), 200);
-    wait_for(
+    bug_in(
+        &crew,
+        &bug,
+        &["awaiting_reporter"],
         "the reporter's question once Docker is back",
         Duration::from_secs(180),
-        state_is("awaiting_reporter"),
     )
     .await;
     let tracking: Value = client
