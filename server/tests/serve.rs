@@ -641,3 +641,50 @@ async fn postgres_connections_cut_mid_load_lose_nothing_acknowledged() {
     assert_eq!(again.status(), 201);
     eprintln!("{cut} connections cut; {statuses:?}");
 }
+
+/// A script-free page (the answer to a report form post) always carries its own
+/// Content-Security-Policy, naming the nonce every script on it carries: never the fallback
+/// policy that would block the page's own stylesheet. Thirty answers in a row, in parallel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_form_answer_carries_the_policy_of_its_own_nonce() {
+    let scratch = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", scratch.path().display());
+    let server = common::start_server_with(&url, &[("R2R_RATE_INTAKE", "1000/60s")]);
+    let client = reqwest::Client::new();
+    let answers = futures_util::future::join_all((0..30).map(|n| {
+        client
+            .post(format!("{}/report", server.base))
+            .form(&[
+                ("component", "no-such-component"),
+                ("title", &format!("Typed {n}")),
+                ("what_happened", "x"),
+                ("expected", "y"),
+                ("steps", "z"),
+            ])
+            .send()
+    }))
+    .await;
+    for answer in answers {
+        let answer = answer.unwrap();
+        assert_eq!(answer.status(), 422);
+        let policy = answer.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let nonce = policy
+            .split("'nonce-")
+            .nth(1)
+            .and_then(|rest| rest.split('\'').next())
+            .unwrap_or_else(|| panic!("no nonce in {policy}"))
+            .to_owned();
+        assert!(policy.contains("style-src 'self'"), "{policy}");
+        let body = answer.text().await.unwrap();
+        let scripts = body.matches("<script").count();
+        assert!(scripts > 0);
+        assert_eq!(
+            body.matches(&format!("<script nonce=\"{nonce}\"")).count(),
+            scripts,
+            "every script carries the policy's nonce"
+        );
+    }
+}

@@ -17,8 +17,18 @@ pub async fn render_script_free<P: Clone + Send + Sync + 'static>(
     let options = state.leptos_options.clone();
     let context_options = options.clone();
     let settings = state.site_settings();
+    // As for the hydrated pages: the nonce is chosen here and the policy set on the answer
+    // here. Left to the streamed render's response options, an answer now and then went out
+    // before the shell had set it, with the fallback policy that blocks the page's own
+    // stylesheet (seen once in the browser suite under load).
+    let nonce = hex::encode(rand::random::<[u8; 16]>());
+    let Ok(policy) = axum::http::HeaderValue::from_str(&app::content_security_policy(&nonce))
+    else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
     let handler = leptos_axum::render_app_to_stream_in_order_with_context(
         move || {
+            leptos::prelude::provide_context(leptos::nonce::Nonce::from_value(nonce.clone()));
             leptos::prelude::provide_context(context_options.clone());
             leptos::prelude::provide_context(settings.clone());
             leptos::prelude::provide_context(page.clone());
@@ -31,6 +41,9 @@ pub async fn render_script_free<P: Clone + Send + Sync + 'static>(
     };
     let mut response = handler(request).await.into_response();
     *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(axum::http::header::CONTENT_SECURITY_POLICY, policy);
     no_store(response)
 }
 
