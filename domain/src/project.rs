@@ -19,7 +19,8 @@ pub const ENVIRONMENT_PROJECT: &str = "default";
 
 /// One project as owners define it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+// Unknown fields are read past: a definition a newer desk stored still reads after a roll
+// back (the command line builds definitions from flags, never from this JSON).
 pub struct ProjectSpec {
     /// Its id: lower-case letters, digits and dashes.
     pub id: String,
@@ -66,7 +67,8 @@ pub fn valid_id(text: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
-/// A relative folder without `..`, `.`, empty parts, leading dashes or odd characters.
+/// A relative folder without empty parts, hidden parts (`.git`, `.github`, `..`), leading
+/// dashes or odd characters.
 fn safe_folder(path: &str) -> bool {
     let path = path.trim_end_matches('/');
     !path.is_empty()
@@ -74,7 +76,7 @@ fn safe_folder(path: &str) -> bool {
         && !path.starts_with('/')
         && path
             .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.starts_with('-'))
+            .all(|part| !part.is_empty() && !part.starts_with('.') && !part.starts_with('-'))
         && path
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
@@ -91,6 +93,8 @@ fn safe_branch(name: &str) -> bool {
         && !name.contains("..")
         && !name.contains("//")
         && !name.contains("@{")
+        && name != "HEAD"
+        && !name.starts_with("refs/")
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
@@ -141,11 +145,16 @@ impl ProjectSpec {
         }
         if self.name.is_empty()
             || self.name.chars().count() > MAX_NAME
-            || self.name.chars().any(char::is_control)
+            || self
+                .name
+                .chars()
+                .any(|c| c.is_control() || crate::airlock::unicode::is_default_ignorable(c))
         {
             return Err(refuse(
                 "name",
-                format!("expected 1 to {MAX_NAME} printable characters"),
+                format!(
+                    "expected 1 to {MAX_NAME} printable characters (no control or invisible formatting characters)"
+                ),
             ));
         }
         if self.components.is_empty() || self.components.len() > MAX_COMPONENTS {
@@ -276,6 +285,48 @@ mod tests {
                 .unwrap_err()
         };
         for (bad, field) in [
+            (
+                ProjectSpec {
+                    fix_allowed_paths: vec![".git".into()],
+                    ..spec()
+                },
+                "fix_allowed_paths",
+            ),
+            (
+                ProjectSpec {
+                    fix_allowed_paths: vec!["src/.github".into()],
+                    ..spec()
+                },
+                "fix_allowed_paths",
+            ),
+            (
+                ProjectSpec {
+                    branch: "HEAD".into(),
+                    ..spec()
+                },
+                "branch",
+            ),
+            (
+                ProjectSpec {
+                    branch: "refs/heads/x".into(),
+                    ..spec()
+                },
+                "branch",
+            ),
+            (
+                ProjectSpec {
+                    name: "Tally\u{202e}koob".into(),
+                    ..spec()
+                },
+                "name",
+            ),
+            (
+                ProjectSpec {
+                    name: "Tally\u{200b}book".into(),
+                    ..spec()
+                },
+                "name",
+            ),
             (
                 ProjectSpec {
                     id: "Tally".into(),
@@ -426,11 +477,17 @@ mod tests {
     }
 
     #[test]
-    fn a_definition_reads_back_as_written_and_unknown_fields_are_refused() {
+    fn a_definition_reads_back_as_written_even_with_a_newer_desks_fields() {
         let text = serde_json::to_string(&spec()).unwrap();
         assert_eq!(serde_json::from_str::<ProjectSpec>(&text).unwrap(), spec());
         let mut extra: serde_json::Value = serde_json::from_str(&text).unwrap();
         extra["deploy"] = serde_json::json!(true);
-        assert!(serde_json::from_value::<ProjectSpec>(extra).is_err());
+        assert_eq!(
+            serde_json::from_value::<ProjectSpec>(extra).unwrap(),
+            spec()
+        );
+        let mut missing: serde_json::Value = serde_json::from_str(&text).unwrap();
+        missing.as_object_mut().unwrap().remove("components");
+        assert!(serde_json::from_value::<ProjectSpec>(missing).is_err());
     }
 }

@@ -47,6 +47,9 @@ pub enum NotReproduced {
     TestNotRun,
     /// The test failed, but not on an assertion (a panic, an unwrap, an early exit).
     FailedWithoutAssertion,
+    /// The runner itself said every test passed (it exited 0, or its own summary counts no
+    /// failure), whatever a report on the output claims.
+    RunnerSaysPassed,
 }
 
 /// Judges a `cargo test` run for the test named `test` (its name as the runner prints it,

@@ -174,14 +174,22 @@ impl Profile {
             }
             Profile::Python => {
                 if let Some(file) = file {
-                    if !file.ends_with(".py") {
-                        return Err(invalid(format!("a Python test file ends in .py: {file:?}")));
+                    let name = file.rsplit('/').next().unwrap_or(file);
+                    let collected = name.ends_with(".py")
+                        && (name.starts_with("test_") || name.ends_with("_test.py"));
+                    if !collected {
+                        return Err(invalid(format!(
+                            "a Python test file is named test_*.py or *_test.py (pytest collects no other, and a conftest.py is not a test): {file:?}"
+                        )));
                     }
                 }
-                reported(&format!(
-                    "python3 -m pytest -p no:cacheprovider -q --junitxml={REPORT_DIR}/pytest.xml {}",
-                    file.unwrap_or("")
-                ))
+                reported(
+                    &format!(
+                        "python3 -m pytest -p no:cacheprovider --junitxml={REPORT_DIR}/pytest.xml {}",
+                        file.unwrap_or("")
+                    ),
+                    "pytest.xml",
+                )
             }
             Profile::Go => {
                 let packages = match file {
@@ -202,7 +210,10 @@ impl Profile {
                     "mkdir -p {WORK_DIR}/.cache/tmp && cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec go test -json {packages}"
                 )
             }
-            Profile::Junit => reported(&format!("sh {JUNIT_SCRIPT} {}", file.unwrap_or(""))),
+            Profile::Junit => reported(
+                &format!("sh {JUNIT_SCRIPT} {}", file.unwrap_or("")),
+                "*.xml",
+            ),
         };
         job.command = vec!["/bin/sh".into(), "-c".into(), script];
         Ok(job)
@@ -433,24 +444,123 @@ impl Profile {
             .collect()
     }
 
-    /// Judges a run for the test named `test`.
+    /// Judges a run for the test named `test`. Whatever the output says, a runner that
+    /// exited 0 reported every test passed, and pytest's own closing line must count a
+    /// failure: a test that forges a report (writes the report file, writes to the runner's
+    /// output, exits early) still cannot pass for a reproduction.
     pub fn classify(&self, outcome: &RunOutcome, test: &str) -> Verdict {
-        match self {
+        let verdict = match self {
             Profile::Rust => classify_cargo_test(outcome, test),
             Profile::NodeTest => classify_node_tap(outcome, test),
             Profile::Vitest => classify_vitest(outcome, test),
             Profile::Python | Profile::Junit => classify_junit(outcome, test),
             Profile::Go => classify_go_test(outcome, test),
+        };
+        let failed_by_its_runner = outcome.exit_code != Some(0)
+            && (*self != Profile::Python || pytest_counted_a_failure(&outcome.stderr));
+        match verdict {
+            Verdict::Reproduced { .. } if !failed_by_its_runner => Verdict::NotReproduced {
+                reason: crate::NotReproduced::RunnerSaysPassed,
+            },
+            other => other,
         }
     }
 }
 
-/// A script running `run` in a copy of the snapshot with its output on stderr, then printing
-/// each report file on stdout after [`FILE_MARK`], and exiting as `run` did.
-fn reported(run: &str) -> String {
+impl Profile {
+    /// Whether the project's whole suite will run a test at `path` (relative, already checked
+    /// by [`Profile::job`]) in the checked-out project at `root`: a test the suite never
+    /// collects could reproduce the bug and still never let a fix pass. Python reads
+    /// `testpaths` from pyproject.toml, pytest.ini, tox.ini or setup.cfg; the other profiles
+    /// collect what their file rules allow.
+    pub fn suite_collects(&self, root: &Path, path: &str) -> Result<(), String> {
+        if *self != Profile::Python {
+            return Ok(());
+        }
+        let Some(testpaths) = python_testpaths(root) else {
+            return Ok(());
+        };
+        let inside = testpaths.iter().any(|folder| {
+            let folder = folder.trim_matches('/');
+            folder == "." || path.starts_with(&format!("{folder}/"))
+        });
+        if inside {
+            Ok(())
+        } else {
+            Err(format!(
+                "{path} is outside the suite's testpaths ({}): the project's own test run would never run it",
+                testpaths.join(", ")
+            ))
+        }
+    }
+}
+
+/// pytest's `testpaths`, from the first configuration file that sets it.
+fn python_testpaths(root: &Path) -> Option<Vec<String>> {
+    for (file, section) in [
+        ("pytest.ini", "[pytest]"),
+        ("pyproject.toml", "[tool.pytest.ini_options]"),
+        ("tox.ini", "[pytest]"),
+        ("setup.cfg", "[tool:pytest]"),
+    ] {
+        let Ok(text) = std::fs::read_to_string(root.join(file)) else {
+            continue;
+        };
+        let mut in_section = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with('[') {
+                in_section = line == section;
+                continue;
+            }
+            let Some(value) = line
+                .strip_prefix("testpaths")
+                .map(str::trim_start)
+                .and_then(|rest| rest.strip_prefix('='))
+            else {
+                continue;
+            };
+            if !in_section {
+                continue;
+            }
+            let folders: Vec<String> = value
+                .trim()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .split([',', ' '])
+                .map(|part| part.trim().trim_matches(['"', '\'']).to_owned())
+                .filter(|part| !part.is_empty())
+                .collect();
+            if !folders.is_empty() {
+                return Some(folders);
+            }
+        }
+    }
+    None
+}
+
+/// Whether pytest's closing line (`1 failed, 2 passed in 0.03s`, framed by `=` without `-q`)
+/// counts at least one failed test.
+fn pytest_counted_a_failure(output: &str) -> bool {
+    output.lines().rev().take(5).any(|line| {
+        let line = line.trim().trim_matches('=').trim();
+        line.contains(" in ")
+            && line.split(", ").any(|part| {
+                part.split_once(' ').is_some_and(|(count, word)| {
+                    count.parse::<u32>().is_ok_and(|n| n > 0) && word.starts_with("failed")
+                })
+            })
+    })
+}
+
+/// A script running `run` in a copy of the snapshot with its output on stderr, then — once
+/// every other process of the run is killed, so nothing the test left behind can still write
+/// — printing each report file matching `reports` on stdout after [`FILE_MARK`], and exiting
+/// as `run` did.
+fn reported(run: &str, reports: &str) -> String {
     format!(
         "cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && mkdir -p {REPORT_DIR} && cd {WORK_DIR}/src && {{ {run} ; }} 1>&2; status=$?; \
-         for report in {REPORT_DIR}/*.xml; do [ -f \"$report\" ] && {{ echo '{FILE_MARK}'; cat \"$report\"; }}; done; exit $status"
+         [ \"$(id -u)\" = 0 ] || kill -9 -1 2>/dev/null; \
+         for report in {REPORT_DIR}/{reports}; do [ -f \"$report\" ] && {{ echo '{FILE_MARK}'; cat \"$report\"; }}; done; exit $status"
     )
 }
 
@@ -503,6 +613,103 @@ mod tests {
         assert!(Profile::NodeTest
             .release_job(&dir, "shoplite", &dir, &toolchains, deadline)
             .is_err());
+    }
+
+    fn finished(exit: i32, stdout: &str, stderr: &str) -> RunOutcome {
+        RunOutcome {
+            exit_code: Some(exit),
+            timed_out: false,
+            oom_killed: false,
+            duration_ms: 1,
+            backend: "host",
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        }
+    }
+
+    #[test]
+    fn a_report_that_the_runner_contradicts_is_not_a_reproduction() {
+        let report = format!(
+            "{FILE_MARK}\n{}",
+            crate::test_support::fixture("pytest-assert.xml")
+        );
+        let test = "test_coupon_never_negative";
+        let failed = "1 failed, 1 passed in 0.02s\n";
+        assert!(matches!(
+            Profile::Python.classify(&finished(1, &report, failed), test),
+            Verdict::Reproduced { .. }
+        ));
+        let says_passed = Verdict::NotReproduced {
+            reason: crate::NotReproduced::RunnerSaysPassed,
+        };
+        // The test wrote a failing report, but pytest passed it and exited 0.
+        assert_eq!(
+            Profile::Python.classify(&finished(0, &report, "1 passed in 0.01s\n"), test),
+            says_passed
+        );
+        // The test wrote the report and left early: pytest never counted a failure.
+        assert_eq!(
+            Profile::Python.classify(&finished(1, &report, "collected 2 items\n"), test),
+            says_passed
+        );
+        assert!(matches!(
+            Profile::Python.classify(
+                &finished(1, &report, "===== 1 failed, 1 passed in 0.02s =====\n"),
+                test
+            ),
+            Verdict::Reproduced { .. }
+        ));
+        // Any runner: exit 0 means every test passed.
+        assert_eq!(
+            Profile::Junit.classify(&finished(0, &report, ""), test),
+            says_passed
+        );
+    }
+
+    #[test]
+    fn a_python_test_must_be_one_the_suite_collects() {
+        let toolchains = Toolchains::default();
+        let dir = tempfile::tempdir().unwrap();
+        for bad in [
+            "tests/conftest.py",
+            "conftest.py",
+            "tests/helpers.py",
+            "tests/check.py",
+        ] {
+            assert!(
+                Profile::Python
+                    .job(dir.path(), Some(bad), &toolchains, Duration::from_secs(5))
+                    .is_err(),
+                "{bad}"
+            );
+        }
+        assert!(Profile::Python
+            .suite_collects(dir.path(), "anywhere/test_x.py")
+            .is_ok());
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[project]\nname = \"x\"\n\n[tool.pytest.ini_options]\ntestpaths = [\"tests\", 'more']\n",
+        )
+        .unwrap();
+        assert!(Profile::Python
+            .suite_collects(dir.path(), "tests/test_x.py")
+            .is_ok());
+        assert!(Profile::Python
+            .suite_collects(dir.path(), "more/deep/test_x.py")
+            .is_ok());
+        let outside = Profile::Python
+            .suite_collects(dir.path(), "regressions/test_x.py")
+            .unwrap_err();
+        assert!(outside.contains("tests, more"), "{outside}");
+        std::fs::write(
+            dir.path().join("pytest.ini"),
+            "[pytest]\ntestpaths = checks\n",
+        )
+        .unwrap();
+        assert!(Profile::Python
+            .suite_collects(dir.path(), "checks/test_x.py")
+            .is_ok());
+        assert!(Profile::Rust.suite_collects(dir.path(), "anything").is_ok());
     }
 
     #[test]

@@ -50,16 +50,24 @@ pub struct Scope {
     pub components: Vec<String>,
     /// The engine's policy.
     pub policy: Policy,
+    /// Stored projects that are not served: id, when it last changed, and why.
+    pub unserved: Vec<(String, Millis, String)>,
+    /// What a component no project serves gets: no forge, no crew.
+    nobody: Arc<Target>,
 }
 
+/// The id a component no project serves is shown under.
+pub const NO_PROJECT: &str = "none";
+
 impl Scope {
-    /// The target serving `component` (the environment's project for a component no stored
-    /// project names, as for every bug filed before projects existed).
+    /// The target serving `component`; for a component no project serves (its project's
+    /// definition unreadable, or removed from `R2R_COMPONENTS`) a target with no forge and no
+    /// crew, so its bugs wait for a person instead of landing in another project's code.
     pub fn target_of(&self, component: &str) -> Arc<Target> {
         self.targets
             .iter()
             .find(|t| t.components.iter().any(|c| c == component))
-            .unwrap_or(&self.targets[0])
+            .unwrap_or(&self.nobody)
             .clone()
     }
 
@@ -177,15 +185,22 @@ impl Projects {
         }
         let stored = store.projects().await?;
         let mut specs = Vec::with_capacity(stored.len());
+        let mut unreadable = Vec::new();
         for row in stored {
             match serde_json::from_str::<ProjectSpec>(&row.spec) {
                 Ok(spec) => specs.push((spec, row.updated_at, row.updated_by)),
                 Err(error) => {
-                    tracing::warn!(project = %row.id, %error, "a stored project does not parse; it is not served")
+                    tracing::warn!(project = %row.id, %error, "a stored project does not parse; it is not served");
+                    unreadable.push((
+                        row.id,
+                        row.updated_at,
+                        format!("its stored definition does not read: {error}"),
+                    ));
                 }
             }
         }
-        let scope = build(&self.environment, &self.base_policy, specs);
+        let mut scope = build(&self.environment, &self.base_policy, specs);
+        scope.unserved.extend(unreadable);
         match self.current.write() {
             Ok(mut current) => *current = Arc::new(scope),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(scope),
@@ -217,8 +232,66 @@ impl Projects {
         }
         let scope = self.scope();
         spec.check(&scope.taken(), &profiles())?;
-        // A component its bugs name stays: they would silently move to another project's code.
+        // The repository, as git sees it: a bare repository (a work tree's `.git` would have
+        // its checked-out branch moved under it), named by its real path, and no other
+        // project's.
+        let forge = std::fs::canonicalize(&spec.forge_path).map_err(|e| ProjectError {
+            field: "forge_path",
+            reason: format!("{}: {e}", spec.forge_path),
+        })?;
+        let bare = tokio::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&forge)
+            .args(["rev-parse", "--is-bare-repository"])
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .await
+            .map_err(|e| DefineError::Conflict(format!("cannot run git: {e}")))?;
+        if !bare.status.success() || String::from_utf8_lossy(&bare.stdout).trim() != "true" {
+            return Err(ProjectError {
+                field: "forge_path",
+                reason: format!("{} is not a bare git repository", forge.display()),
+            }
+            .into());
+        }
+        let spec = ProjectSpec {
+            forge_path: forge.display().to_string(),
+            ..spec
+        };
+        for other in scope.targets.iter().filter(|t| t.project != spec.id) {
+            let theirs = other
+                .forge
+                .as_ref()
+                .and_then(|f| std::fs::canonicalize(f.repository()).ok());
+            if theirs.as_deref() == Some(forge.as_path()) {
+                return Err(ProjectError {
+                    field: "forge_path",
+                    reason: format!(
+                        "{} is already the repository of the project {:?}",
+                        forge.display(),
+                        other.project
+                    ),
+                }
+                .into());
+            }
+        }
+        // A component its bugs name stays, and so does the repository of a project with bugs:
+        // they would silently move to another project's code.
         if let Some(before) = scope.project(&spec.id).and_then(|t| t.spec.clone()) {
+            if before.forge_path != spec.forge_path {
+                for component in &before.components {
+                    if store.bugs_naming(component).await? > 0 {
+                        return Err(ProjectError {
+                            field: "forge_path",
+                            reason: format!(
+                                "the project's bugs (component {component:?}) were measured in {}; it stays",
+                                before.forge_path
+                            ),
+                        }
+                        .into());
+                    }
+                }
+            }
             for dropped in before
                 .components
                 .iter()
@@ -237,29 +310,30 @@ impl Projects {
                 }
             }
         }
-        let forge = std::path::Path::new(&spec.forge_path);
-        if !forge.join("HEAD").is_file() || !forge.join("objects").is_dir() {
-            return Err(ProjectError {
-                field: "forge_path",
-                reason: format!("{} is not a bare git repository", spec.forge_path),
-            }
-            .into());
-        }
         let text = serde_json::to_string(&spec).map_err(|e| {
             DefineError::Conflict(format!("the definition does not serialize: {e}"))
         })?;
-        let written = match expected {
-            None => store.add_project(&spec.id, &text, now, by).await?,
-            Some(at) => store.update_project(&spec.id, &text, at, now, by).await?,
-        };
-        if !written {
-            return Err(DefineError::Conflict(match expected {
-                None => format!("a project {:?} exists already (edit it instead)", spec.id),
-                Some(_) => format!(
-                    "the project {:?} is not there or changed since it was read (read it again)",
-                    spec.id
-                ),
-            }));
+        match store
+            .write_project(&spec.id, &text, &spec.components, expected, now, by)
+            .await?
+        {
+            store::projects::ProjectWrite::Written => {}
+            store::projects::ProjectWrite::ComponentTaken { component, project } => {
+                return Err(ProjectError {
+                    field: "components",
+                    reason: format!("{component:?} already belongs to the project {project:?}"),
+                }
+                .into())
+            }
+            store::projects::ProjectWrite::Stale => {
+                return Err(DefineError::Conflict(match expected {
+                    None => format!("a project {:?} exists already (edit it instead)", spec.id),
+                    Some(_) => format!(
+                        "the project {:?} is not there or changed since it was read (read it again)",
+                        spec.id
+                    ),
+                }))
+            }
         }
         self.reload(store, true).await?;
         Ok(spec)
@@ -267,23 +341,34 @@ impl Projects {
 }
 
 /// The scope of the environment's project and `stored` ones (each with when and by whom it
-/// last changed). A stored project whose components another already serves is skipped (two
-/// servers racing to add could store both; the first by id wins).
+/// last changed). A stored project whose components another already serves is not served
+/// (the store refuses such a write; a row written by hand could still clash).
 fn build(
     environment: &Arc<Target>,
     base: &Policy,
     stored: Vec<(ProjectSpec, Millis, String)>,
 ) -> Scope {
     let mut targets = vec![environment.clone()];
+    let mut unserved = Vec::new();
     let mut components = environment.components.clone();
     let mut policy = base.clone();
     for (spec, updated_at, updated_by) in stored {
-        if spec.components.iter().any(|c| components.contains(c)) {
+        if let Some(clash) = spec.components.iter().find(|c| components.contains(c)) {
             tracing::warn!(project = %spec.id, "a stored project names a component another serves; it is not served");
+            unserved.push((
+                spec.id.clone(),
+                updated_at,
+                format!("its component {clash:?} is served by another project"),
+            ));
             continue;
         }
         let Some(profile) = sandbox::Profile::parse(&spec.profile) else {
             tracing::warn!(project = %spec.id, profile = %spec.profile, "a stored project names an unknown profile; it is not served");
+            unserved.push((
+                spec.id.clone(),
+                updated_at,
+                format!("its profile {:?} is not one this desk runs", spec.profile),
+            ));
             continue;
         };
         components.extend(spec.components.iter().cloned());
@@ -312,5 +397,18 @@ fn build(
         targets,
         components,
         policy,
+        unserved,
+        nobody: Arc::new(Target {
+            project: NO_PROJECT.to_owned(),
+            name: "served by no project".to_owned(),
+            components: Vec::new(),
+            forge: None,
+            profile: sandbox::Profile::Rust,
+            fix_allowed_paths: Vec::new(),
+            crew: false,
+            branch: String::new(),
+            spec: None,
+            updated: None,
+        }),
     }
 }

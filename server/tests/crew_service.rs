@@ -1279,9 +1279,13 @@ async fn the_python_target_goes_from_report_to_a_reviewed_fix() {
 /// Runs `r2r project …` against the database at `url`; exit code, stdout and stderr.
 fn project_cli(dir: &std::path::Path, url: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let env_file = dir.join("project.env");
+    // The desk's own environment: its project `default` is ShopLite in `dir`.
     std::fs::write(
         &env_file,
-        format!("DATABASE_URL={url}\nR2R_COMPONENTS=shoplite\n"),
+        format!(
+            "DATABASE_URL={url}\nR2R_COMPONENTS=shoplite\nR2R_LOCAL_FORGE={}\n",
+            dir.join("shoplite.git").display()
+        ),
     )
     .unwrap();
     let output = common::r2r_with_env_file(&env_file)
@@ -1356,7 +1360,60 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
 
     // Refusals name the flag and write nothing.
     let tally = tallybook.to_str().unwrap();
+    let work_tree = dir.path().join("work/.git");
+    let work_tree = work_tree.to_str().unwrap();
+    let shop = shoplite.to_str().unwrap();
     for (args, flag) in [
+        // A work tree's .git is not a bare repository (its checked-out branch would move).
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "tallybook",
+                "--forge",
+                work_tree,
+            ],
+            "--forge",
+        ),
+        // Another project's repository.
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "tallybook",
+                "--forge",
+                shop,
+            ],
+            "--forge",
+        ),
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "tallybook",
+                "--forge",
+                tally,
+                "--fix-paths",
+                ".git",
+            ],
+            "--fix-paths",
+        ),
+        (
+            vec![
+                "--profile",
+                "python",
+                "--components",
+                "tallybook",
+                "--forge",
+                tally,
+                "--name",
+                "Tally\u{202e}book",
+            ],
+            "--name",
+        ),
         (
             vec![
                 "--profile",
@@ -1583,6 +1640,85 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
     assert!(stderr.contains("environment"), "{stderr}");
     let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
     assert!(listed.contains("python   off"), "{listed}");
+    // A stored definition that no longer reads: its bugs go to no project (never to another
+    // project's code), the list says so, and a whole edit serves it again.
+    let ledger = store::Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    drop(ledger);
+    {
+        use sqlx::Connection;
+        let path = url.trim_start_matches("sqlite://");
+        let mut raw = sqlx::SqliteConnection::connect(&format!("sqlite://{path}"))
+            .await
+            .unwrap();
+        sqlx::query(
+            "UPDATE projects SET spec = '{', updated_at = updated_at + 1 WHERE id = 'tallybook'",
+        )
+        .execute(&mut raw)
+        .await
+        .unwrap();
+    }
+    let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
+    assert!(listed.contains("tallybook      NOT SERVED"), "{listed}");
+    let started = Instant::now();
+    loop {
+        let crew_status = desk
+            .call("GET", "/api/v1/crew", Role::Manager, None)
+            .await
+            .1;
+        if crew_status["spend"]["by_project"]
+            .as_array()
+            .is_some_and(|rows| !rows.iter().any(|r| r["project"] == "tallybook"))
+        {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{crew_status}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Its components take no reports, and its bugs are with no project's code: a reproduction
+    // context for the Tallybook bug cannot be built from ShopLite's repository.
+    assert_eq!(
+        file("splits", "Split loses a paisa", "₹100 three ways")
+            .await
+            .unwrap()
+            .status(),
+        422
+    );
+    let (status, refused) = desk
+        .call(
+            "GET",
+            &format!("/api/v1/bugs/{tally_bug}/fix/context"),
+            Role::Fixer,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "{refused}");
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &[
+            "edit",
+            "--id",
+            "tallybook",
+            "--name",
+            "Tallybook",
+            "--components",
+            "tallybook,splits",
+            "--forge",
+            tally,
+            "--profile",
+            "python",
+            "--fix-paths",
+            "tallybook",
+            "--crew",
+            "off",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let (_, listed, _) = project_cli(dir.path(), &url, &["list"]);
+    assert!(!listed.contains("NOT SERVED"), "{listed}");
+
     // A component its bugs name cannot be given up (they would move to another repository).
     let (code, _, stderr) = project_cli(
         dir.path(),

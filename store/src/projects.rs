@@ -20,6 +20,23 @@ pub struct StoredProject {
     pub updated_by: String,
 }
 
+/// What [`Store::write_project`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProjectWrite {
+    /// Written.
+    Written,
+    /// Nothing written: the id is taken (adding), or gone or changed since it was read
+    /// (editing).
+    Stale,
+    /// Nothing written: another stored project names `component`.
+    ComponentTaken {
+        /// The component.
+        component: String,
+        /// The project naming it.
+        project: String,
+    },
+}
+
 impl Store {
     /// Every stored project, by id.
     pub async fn projects(&self) -> Result<Vec<StoredProject>, StoreError> {
@@ -31,10 +48,11 @@ impl Store {
         Ok(rows)
     }
 
-    /// How many projects there are and the latest change: moves whenever one is added or
-    /// changed.
+    /// How many projects there are and the sum of their change times: moves whenever one is
+    /// added or changed (an edit always moves its own row's time forward, so the sum moves
+    /// even when another row's time is later, as on a host whose clock runs ahead).
     pub async fn projects_stamp(&self) -> Result<(i64, Millis), StoreError> {
-        let sql = "SELECT COUNT(*), COALESCE(MAX(updated_at), 0) FROM projects";
+        let sql = "SELECT COUNT(*), CAST(COALESCE(SUM(updated_at), 0) AS BIGINT) FROM projects";
         let stamp: (i64, i64) = match &self.pool {
             Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_one(pool).await?,
             Pool::Postgres(pool) => sqlx::query_as(sql).fetch_one(pool).await?,
@@ -52,55 +70,73 @@ impl Store {
         Ok(count)
     }
 
-    /// Adds a project; `false` (nothing written) when the id is taken.
-    pub async fn add_project(
+    /// Adds (`expected` none) or replaces (at the `updated_at` the editor read) the project
+    /// `id` naming `components`, in one transaction that also checks no other stored project
+    /// names one of them — two servers or two `r2r project add` at once cannot both claim a
+    /// component. The stamp always moves forward.
+    pub async fn write_project(
         &self,
         id: &str,
         spec: &str,
+        components: &[String],
+        expected: Option<Millis>,
         now: Millis,
         by: &str,
-    ) -> Result<bool, StoreError> {
-        let added = for_each_backend!(self, pool, _begin => {
-            sqlx::query(
-                "INSERT INTO projects (id, spec, created_at, updated_at, updated_by) \
-                 VALUES ($1, $2, $3, $3, $4) ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(id)
-            .bind(spec)
-            .bind(now)
-            .bind(by)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        Ok(added == 1)
-    }
-
-    /// Replaces a project's definition if it is still at `expected_updated_at` (so two
-    /// owners editing at once do not silently overwrite each other); `false` when it is gone
-    /// or changed meanwhile. The stamp always moves forward.
-    pub async fn update_project(
-        &self,
-        id: &str,
-        spec: &str,
-        expected_updated_at: Millis,
-        now: Millis,
-        by: &str,
-    ) -> Result<bool, StoreError> {
-        let updated = for_each_backend!(self, pool, _begin => {
-            sqlx::query(
-                "UPDATE projects SET spec = $1, updated_at = $2, updated_by = $3 \
-                 WHERE id = $4 AND updated_at = $5",
-            )
-            .bind(spec)
-            .bind(now.max(expected_updated_at + 1))
-            .bind(by)
-            .bind(id)
-            .bind(expected_updated_at)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        Ok(updated == 1)
+    ) -> Result<ProjectWrite, StoreError> {
+        let lock = (self.backend() == crate::Backend::Postgres)
+            .then_some("SELECT pg_advisory_xact_lock(727274202)");
+        for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            if let Some(lock) = lock {
+                sqlx::query(lock).execute(&mut *tx).await?;
+            }
+            let others: Vec<(String, String)> =
+                sqlx::query_as("SELECT id, spec FROM projects WHERE id <> $1")
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            for (other, text) in others {
+                let theirs: Vec<String> = serde_json::from_str::<serde_json::Value>(&text)
+                    .ok()
+                    .and_then(|v| serde_json::from_value(v["components"].clone()).ok())
+                    .unwrap_or_default();
+                if let Some(clash) = components.iter().find(|c| theirs.contains(c)) {
+                    return Ok(ProjectWrite::ComponentTaken {
+                        component: clash.clone(),
+                        project: other,
+                    });
+                }
+            }
+            let written = match expected {
+                None => sqlx::query(
+                    "INSERT INTO projects (id, spec, created_at, updated_at, updated_by) \
+                     VALUES ($1, $2, $3, $3, $4) ON CONFLICT (id) DO NOTHING",
+                )
+                .bind(id)
+                .bind(spec)
+                .bind(now)
+                .bind(by)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+                Some(at) => sqlx::query(
+                    "UPDATE projects SET spec = $1, updated_at = $2, updated_by = $3 \
+                     WHERE id = $4 AND updated_at = $5",
+                )
+                .bind(spec)
+                .bind(now.max(at + 1))
+                .bind(by)
+                .bind(id)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            };
+            if written != 1 {
+                return Ok(ProjectWrite::Stale);
+            }
+            tx.commit().await?;
+            Ok(ProjectWrite::Written)
+        })
     }
 }

@@ -56,28 +56,80 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
 
     // Projects: added once, replaced only at the version the editor read, the stamp moves.
     assert_eq!(store.projects_stamp().await.unwrap(), (0, 0));
-    assert!(store
-        .add_project("tally", "{\"v\":1}", 100, "cli")
-        .await
-        .unwrap());
-    assert!(!store
-        .add_project("tally", "{\"v\":2}", 101, "cli")
-        .await
-        .unwrap());
+    use store::projects::ProjectWrite;
+    let spec = |v: u32, components: &[&str]| {
+        serde_json::json!({"v": v, "components": components}).to_string()
+    };
+    let tally = ["tally".to_owned()];
+    assert_eq!(
+        store
+            .write_project("tally", &spec(1, &["tally"]), &tally, None, 100, "cli")
+            .await
+            .unwrap(),
+        ProjectWrite::Written
+    );
+    assert_eq!(
+        store
+            .write_project("tally", &spec(2, &["tally"]), &tally, None, 101, "cli")
+            .await
+            .unwrap(),
+        ProjectWrite::Stale
+    );
+    // Another project cannot claim a stored project's component.
+    assert_eq!(
+        store
+            .write_project(
+                "other",
+                &spec(1, &["x", "tally"]),
+                &["x".to_owned(), "tally".to_owned()],
+                None,
+                101,
+                "cli"
+            )
+            .await
+            .unwrap(),
+        ProjectWrite::ComponentTaken {
+            component: "tally".into(),
+            project: "tally".into()
+        }
+    );
     assert_eq!(store.projects_stamp().await.unwrap(), (1, 100));
-    assert!(!store
-        .update_project("tally", "{\"v\":3}", 99, 102, "a@desk.test")
-        .await
-        .unwrap());
+    assert_eq!(
+        store
+            .write_project(
+                "tally",
+                &spec(3, &["tally"]),
+                &tally,
+                Some(99),
+                102,
+                "a@desk.test"
+            )
+            .await
+            .unwrap(),
+        ProjectWrite::Stale
+    );
     // An edit at the same millisecond still moves the stamp.
-    assert!(store
-        .update_project("tally", "{\"v\":3}", 100, 100, "a@desk.test")
-        .await
-        .unwrap());
-    assert!(!store
-        .update_project("gone", "{}", 0, 102, "a@desk.test")
-        .await
-        .unwrap());
+    assert_eq!(
+        store
+            .write_project(
+                "tally",
+                &spec(3, &["tally"]),
+                &tally,
+                Some(100),
+                100,
+                "a@desk.test"
+            )
+            .await
+            .unwrap(),
+        ProjectWrite::Written
+    );
+    assert_eq!(
+        store
+            .write_project("gone", "{}", &[], Some(0), 102, "a@desk.test")
+            .await
+            .unwrap(),
+        ProjectWrite::Stale
+    );
     let projects = store.projects().await.unwrap();
     assert_eq!(projects.len(), 1);
     assert_eq!(
@@ -87,7 +139,7 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
             projects[0].updated_at,
             projects[0].updated_by.as_str()
         ),
-        ("{\"v\":3}", 100, 101, "a@desk.test")
+        (spec(3, &["tally"]).as_str(), 100, 101, "a@desk.test")
     );
     assert_eq!(store.projects_stamp().await.unwrap(), (1, 101));
     assert_eq!(store.bugs_naming("tally").await.unwrap(), 0);

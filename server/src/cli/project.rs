@@ -156,16 +156,38 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
         }
         ProjectCommand::Edit { id, fields } => {
             let scope = projects.scope();
-            let target = scope.project(id.trim()).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--id: no project {id:?} (the environment's project `default` is edited in its variables)"
-                )
-            })?;
-            let (Some(spec), Some((updated_at, _))) = (target.spec.clone(), target.updated.clone())
-            else {
-                anyhow::bail!(
-                    "--id: the environment's project is edited in its variables (R2R_LOCAL_FORGE, R2R_TARGET_PROFILE, …)"
-                );
+            let id = id.trim().to_owned();
+            let (spec, updated_at) = match scope.project(&id) {
+                Some(target) => {
+                    let (Some(spec), Some((updated_at, _))) =
+                        (target.spec.clone(), target.updated.clone())
+                    else {
+                        anyhow::bail!(
+                            "--id: the environment's project is edited in its variables (R2R_LOCAL_FORGE, R2R_TARGET_PROFILE, …)"
+                        );
+                    };
+                    (spec, updated_at)
+                }
+                // A stored project that is not served is replaced whole: every field is given.
+                None => {
+                    let Some((_, updated_at, _)) = scope.unserved.iter().find(|(u, _, _)| *u == id)
+                    else {
+                        anyhow::bail!(
+                            "--id: no project {id:?} (the environment's project `default` is edited in its variables)"
+                        );
+                    };
+                    let blank = ProjectSpec {
+                        id: id.clone(),
+                        name: id.clone(),
+                        components: Vec::new(),
+                        forge_path: String::new(),
+                        branch: "main".to_owned(),
+                        profile: String::new(),
+                        fix_allowed_paths: vec!["src/".to_owned()],
+                        crew: true,
+                    };
+                    (blank, *updated_at)
+                }
             };
             let spec = projects
                 .define(&store, fields.over(spec), Some(updated_at), "cli", now)
@@ -192,6 +214,9 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
                         .as_ref()
                         .map_or("none".to_owned(), |f| f.repository().display().to_string())
                 );
+            }
+            for (id, _, why) in &projects.scope().unserved {
+                println!("{id:<14} NOT SERVED: {why} (its bugs wait for a person; fix it with r2r project edit --id {id} and every field)");
             }
         }
     }

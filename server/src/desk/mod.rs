@@ -623,6 +623,14 @@ pub(crate) async fn crew_data(
                         calls: booked.map_or(0, |r| u(&r["calls"])),
                     }
                 })
+                .chain(state.reporter.scope().unserved.iter().map(|(id, at, why)| {
+                    app::dto::ProjectRow {
+                        id: id.clone(),
+                        name: format!("NOT SERVED: {why}; its bugs wait for a person"),
+                        changed: Some(("the database".to_owned(), *at)),
+                        ..app::dto::ProjectRow::default()
+                    }
+                }))
                 .collect()
         },
         per_bug: state.spend.per_bug,

@@ -300,6 +300,9 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
         .map_err(|e| invalid("invalid_test_path", e.to_string()))?;
     snapshot.export(forge, &head).await?;
     let test_path = proposed.test_path.trim();
+    profile
+        .suite_collects(snapshot.root(), test_path)
+        .map_err(|why| invalid("invalid_test_path", why))?;
     // Every component, before any folder is created: a symlinked folder would carry the
     // write (and `create_dir_all`) out of the snapshot.
     if snapshot.through_symlink(test_path) {

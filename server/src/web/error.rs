@@ -44,15 +44,26 @@ impl Refused {
         )
     }
 
-    /// 404 `unknown_bug`: the id is echoed cut to 40 characters and quoted (escapes shown), so
-    /// a caller's megabyte of text or its control characters never come back whole.
+    /// 404 `unknown_bug`: the id is echoed cut to 40 characters, each control or invisible
+    /// formatting character shown as `�`, so a caller's megabyte of text or its terminal
+    /// escapes never come back.
     pub fn unknown_bug(id: &str) -> Self {
-        let shown: String = id.chars().take(40).collect();
-        let cut = if shown.len() < id.len() { "…" } else { "" };
+        let shown: String = id
+            .chars()
+            .take(40)
+            .map(|c| {
+                if c.is_control() || domain::airlock::unicode::is_default_ignorable(c) {
+                    '\u{fffd}'
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let cut = if id.chars().count() > 40 { "…" } else { "" };
         Refused::new(
             StatusCode::NOT_FOUND,
             "unknown_bug",
-            format!("No bug {shown:?}{cut}."),
+            format!("No bug \"{shown}\"{cut}."),
         )
     }
 
@@ -312,6 +323,11 @@ mod tests {
             "{}",
             hostile.error.message
         );
+        for flood in ["\u{1b}".repeat(200), "\u{202e}".repeat(100)] {
+            let message = Refused::unknown_bug(&flood).error.message;
+            assert!(message.chars().count() < 60, "{message}");
+            assert!(!message.contains('\u{202e}') && !message.contains('\u{1b}'));
+        }
         assert_eq!(
             Refused::unknown_bug("bug-1").error.message,
             "No bug \"bug-1\"."
