@@ -19,6 +19,7 @@ pub mod isolated;
 pub mod pool;
 pub mod process;
 pub mod profile;
+pub mod wire;
 
 pub use classify::{classify_cargo_test, NotReproduced, Verdict};
 pub use classify_go::classify_go_test;

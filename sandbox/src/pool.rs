@@ -49,6 +49,16 @@ impl Pool {
         }
     }
 
+    /// A pool whose runs all go to `remote` (the desk's queue of sandbox jobs, run by worker
+    /// hosts), measuring `profile` projects, at most `concurrency` (≥ 1) at once.
+    pub fn remote(remote: Arc<dyn Sandbox>, profile: Profile, concurrency: usize) -> Self {
+        let pool = Pool::new(None, "", profile, concurrency);
+        Pool {
+            connected: tokio::sync::Mutex::new(Some(remote)),
+            ..pool
+        }
+    }
+
     /// A slot for one measurement (its baseline, runs and checks), held until dropped;
     /// waits `wait` at most, then [`Busy`]: nothing queues without limit.
     pub async fn slot(&self, wait: Duration) -> Result<tokio::sync::OwnedSemaphorePermit, Busy> {

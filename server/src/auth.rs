@@ -196,6 +196,12 @@ pub enum Credential {
     Invalid,
     /// A crew (or concierge) role's bearer token.
     Role(Role),
+    /// A sandbox worker host's own token (`r2r_worker_…`): it may claim sandbox jobs and
+    /// report their outcome, nothing else.
+    Worker {
+        /// The worker's name.
+        name: String,
+    },
     /// An owner's session.
     Owner {
         /// The owner.
@@ -213,6 +219,7 @@ impl Credential {
             Credential::Invalid => "invalid".to_owned(),
             Credential::Role(role) => format!("role:{}", role.as_str()),
             Credential::Owner { .. } => "owner".to_owned(),
+            Credential::Worker { .. } => "worker".to_owned(),
         }
     }
 
@@ -243,6 +250,14 @@ pub fn session_cookie(headers: &HeaderMap) -> Option<&str> {
     cookie(headers, SESSION_COOKIE)
 }
 
+/// How a sandbox worker's token begins (`r2r_worker_<hex>`).
+pub const WORKER_TOKEN_PREFIX: &str = "r2r_worker_";
+
+/// A new sandbox worker token (shown once; only its hash is stored).
+pub fn new_worker_token() -> String {
+    format!("{WORKER_TOKEN_PREFIX}{}", random_secret(32))
+}
+
 /// Parses `r2r_<role>_<hex>` into its role.
 fn token_role(token: &str) -> Option<Role> {
     let rest = token.strip_prefix("r2r_")?;
@@ -267,6 +282,15 @@ pub async fn credential_of(
         else {
             return Ok(Credential::Invalid);
         };
+        if let Some(secret) = token.strip_prefix(WORKER_TOKEN_PREFIX) {
+            if secret.len() < 32 || !secret.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Ok(Credential::Invalid);
+            }
+            return Ok(match store.sandbox_worker_of(&hash_secret(token)).await? {
+                Some(name) => Credential::Worker { name },
+                None => Credential::Invalid,
+            });
+        }
         let Some(role) = token_role(token) else {
             return Ok(Credential::Invalid);
         };
@@ -304,6 +328,8 @@ pub enum Realm {
     Engineering,
     /// The concierge (reporter-facing notifications; no engineering access).
     Concierge,
+    /// Sandbox worker hosts (claim sandbox jobs, report outcomes; nothing else).
+    SandboxWorker,
 }
 
 impl Realm {
@@ -313,6 +339,7 @@ impl Realm {
             Realm::Public => "public",
             Realm::Engineering => "engineering",
             Realm::Concierge => "concierge",
+            Realm::SandboxWorker => "sandbox-worker",
         }
     }
 }
@@ -324,6 +351,8 @@ pub enum Principal {
     Owner,
     /// A role's token.
     Role(Role),
+    /// Any sandbox worker's token.
+    Worker,
 }
 
 /// Whether a credential belongs to a realm at all.
@@ -333,6 +362,7 @@ pub fn in_realm(credential: &Credential, realm: Realm) -> bool {
         (Credential::Owner { .. }, Realm::Engineering) => true,
         (Credential::Role(role), Realm::Engineering) => *role != Role::Concierge,
         (Credential::Role(Role::Concierge), Realm::Concierge) => true,
+        (Credential::Worker { .. }, Realm::SandboxWorker) => true,
         _ => false,
     }
 }
@@ -356,6 +386,7 @@ pub fn authorize(
     let allowed = accepts.iter().any(|p| match (p, credential) {
         (Principal::Owner, Credential::Owner { .. }) => true,
         (Principal::Role(want), Credential::Role(have)) => want == have,
+        (Principal::Worker, Credential::Worker { .. }) => true,
         _ => false,
     });
     if allowed {

@@ -14,6 +14,7 @@ pub mod projects;
 pub mod ratelimit;
 pub mod router;
 pub mod routes;
+pub mod sandbox_queue;
 pub mod secret;
 pub mod service;
 pub mod start;
@@ -34,6 +35,7 @@ mod layering {
         ("config", 1),
         ("auth", 2),
         ("projects", 2),
+        ("sandbox_queue", 2),
         ("web", 3),
         ("service", 4),
         ("desk", 5),

@@ -204,6 +204,9 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         "failNotification" => on(filter, notify_api::fail),
         "ackNotification" => on(filter, notify_api::ack),
         "messageReporter" => on(filter, notify_api::message_reporter),
+        "claimSandboxJob" => on(filter, crate::routes::sandbox::claim),
+        "renewSandboxJob" => on(filter, crate::routes::sandbox::renew),
+        "finishSandboxJob" => on(filter, crate::routes::sandbox::finish),
         _ => return None,
     })
 }

@@ -239,6 +239,7 @@ enum Cred {
     Role(Role),
     Reporter,
     Owner,
+    Worker,
 }
 
 fn expected(op: &Value, cred: &Cred) -> Expect {
@@ -275,6 +276,7 @@ fn expected(op: &Value, cred: &Cred) -> Expect {
                 (Cred::Owner, "engineering") => true,
                 (Cred::Role(role), "engineering") => *role != Role::Concierge,
                 (Cred::Role(Role::Concierge), "concierge") => true,
+                (Cred::Worker, "sandbox-worker") => true,
                 _ => false,
             };
             if !in_realm {
@@ -285,6 +287,7 @@ fn expected(op: &Value, cred: &Cred) -> Expect {
                 .any(|(scheme, roles)| match (scheme.as_str(), cred) {
                     ("ownerSession", Cred::Owner) => true,
                     ("roleToken", Cred::Role(role)) => roles.iter().any(|r| r == role.as_str()),
+                    ("workerToken", Cred::Worker) => true,
                     _ => false,
                 });
             if allowed {
@@ -322,8 +325,16 @@ async fn every_operation_answers_every_credential_as_its_security_declares() {
         .await
         .unwrap();
     assert!(document["components"]["securitySchemes"]["roleToken"].is_object());
-    let mut credentials = vec![Cred::None, Cred::Reporter, Cred::Owner];
+    let mut credentials = vec![Cred::None, Cred::Reporter, Cred::Owner, Cred::Worker];
     credentials.extend(Role::ALL.into_iter().map(Cred::Role));
+    // A sandbox worker host's own token.
+    let worker_token = server::auth::new_worker_token();
+    store::Store::connect(&store::DatabaseUrl::parse(&desk.database_url).unwrap())
+        .await
+        .unwrap()
+        .add_sandbox_worker("matrix-host", &server::auth::hash_secret(&worker_token), 1)
+        .await
+        .unwrap();
 
     let mut checked = 0;
     let mut seen = BTreeMap::new();
@@ -340,6 +351,7 @@ async fn every_operation_answers_every_credential_as_its_security_declares() {
                 match cred {
                     Cred::None => {}
                     Cred::Role(role) => request = request.bearer_auth(&desk.tokens[role]),
+                    Cred::Worker => request = request.bearer_auth(&worker_token),
                     Cred::Reporter => request = request.header("x-r2r-capability", &capability),
                     Cred::Owner => {
                         // A fresh session per call: the matrix includes signing out.
@@ -378,6 +390,19 @@ async fn every_operation_answers_every_credential_as_its_security_declares() {
     assert_eq!(seen[&("approve".to_owned(), "Role(Fixer)".to_owned())], 403);
     assert_eq!(
         seen[&("claimNotifications".to_owned(), "Role(Fixer)".to_owned())],
+        401
+    );
+    assert_eq!(
+        seen[&("listBugs".to_owned(), "Worker".to_owned())],
+        401,
+        "a worker token opens nothing of the desk"
+    );
+    assert_eq!(
+        seen[&("claimSandboxJob".to_owned(), "Role(Reproducer)".to_owned())],
+        401
+    );
+    assert_eq!(
+        seen[&("claimSandboxJob".to_owned(), "Owner".to_owned())],
         401
     );
     assert_eq!(

@@ -18,13 +18,14 @@ pub mod owners;
 pub mod projects;
 pub mod rate;
 pub mod reports;
+pub mod sandbox_jobs;
 pub mod spend;
 pub mod testing;
 mod url;
 pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 18;
+pub const SCHEMA_VERSION: i64 = 19;
 
 pub use auth::OwnerAccount;
 pub use changes::ChangeListener;

@@ -17,6 +17,7 @@ pub mod project;
 pub mod quarantine;
 pub mod recorder;
 pub mod sandbox;
+pub mod sandbox_worker;
 pub mod serve;
 pub mod setup;
 pub mod token;

@@ -15,6 +15,43 @@ pub enum SandboxCommand {
     /// deadline) and print the outcome as JSON. Exits 0 when the command ran, whatever its
     /// own exit code; 2 when the sandbox could not run it.
     Run(RunArgs),
+    /// Run sandbox jobs for a desk whose runs go to workers (`R2R_SANDBOX_RUNNER=workers`):
+    /// claim the oldest waiting job over HTTP, run it in this host's sandbox, report the
+    /// outcome; repeat. The token is this worker's own (`r2r sandbox add-worker`), read from
+    /// R2R_SANDBOX_WORKER_TOKEN (environment or env file), never from the command line. This
+    /// host needs no database access and no other credential.
+    Worker(WorkerArgs),
+    /// Add a worker host: prints its token once (only a hash is kept).
+    AddWorker {
+        /// The worker's name (letters, digits, '-', '_'; at most 40).
+        #[arg(long)]
+        name: String,
+    },
+    /// Revoke a worker's token at once.
+    RevokeWorker {
+        /// The worker's name.
+        #[arg(long)]
+        name: String,
+    },
+    /// List the worker hosts and the sandbox jobs waiting or running.
+    Workers,
+}
+
+/// Arguments of `r2r sandbox worker`.
+#[derive(Args, Debug)]
+pub struct WorkerArgs {
+    /// The desk.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
+    desk: String,
+    /// This host's sandbox: `docker` or `bwrap`.
+    #[arg(long, default_value = "docker")]
+    backend: sandbox::Backend,
+    /// How long to wait between claims when no job waits, in milliseconds (50–60,000).
+    #[arg(long, default_value_t = 500, value_name = "MS", value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    idle: u64,
+    /// Stop after this many jobs (default: run until stopped).
+    #[arg(long, value_name = "N")]
+    jobs: Option<u64>,
 }
 
 /// Arguments of `r2r sandbox run`.
@@ -45,9 +82,8 @@ pub struct RunArgs {
     command: Vec<String>,
 }
 
-/// Runs `r2r sandbox …`.
-pub async fn run(command: SandboxCommand, image: &str) -> anyhow::Result<ExitCode> {
-    let SandboxCommand::Run(args) = command;
+/// Runs `r2r sandbox run`.
+pub async fn run(args: RunArgs, image: &str) -> anyhow::Result<ExitCode> {
     let snapshot = args
         .snapshot
         .canonicalize()
@@ -111,5 +147,106 @@ pub async fn command(
 ) -> anyhow::Result<ExitCode> {
     let env = crate::config::Environment::load(env_file)?;
     let image = env.sandbox_image();
-    run(command, &image).await
+    match command {
+        SandboxCommand::Run(args) => run(args, &image).await,
+        SandboxCommand::Worker(args) => {
+            let Some(token) = env.get("R2R_SANDBOX_WORKER_TOKEN").map(str::trim) else {
+                anyhow::bail!("R2R_SANDBOX_WORKER_TOKEN is not set: give this host the token `r2r sandbox add-worker` printed for it");
+            };
+            if !token.starts_with(crate::auth::WORKER_TOKEN_PREFIX) {
+                anyhow::bail!(
+                    "R2R_SANDBOX_WORKER_TOKEN is not a worker token (it starts r2r_worker_)"
+                );
+            }
+            super::sandbox_worker::work(
+                &args.desk,
+                token,
+                args.backend,
+                &image,
+                std::time::Duration::from_millis(args.idle),
+                args.jobs,
+            )
+            .await
+        }
+        SandboxCommand::AddWorker { name } => {
+            let valid = !name.is_empty()
+                && name.len() <= 40
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            if !valid {
+                anyhow::bail!(
+                    "--name {name:?} is invalid: letters, digits, '-' and '_', at most 40"
+                );
+            }
+            let store = workers_store(env_file).await?;
+            let token = crate::auth::new_worker_token();
+            let added = store
+                .add_sandbox_worker(
+                    &name,
+                    &crate::auth::hash_secret(&token),
+                    crate::clock::now_ms(),
+                )
+                .await?;
+            if !added {
+                anyhow::bail!(
+                    "a worker named {name:?} exists already (revoke it, or choose another name)"
+                );
+            }
+            println!("R2R_SANDBOX_WORKER_TOKEN={token}");
+            println!("Worker {name} added. Its token is shown here once: put it in that host's environment (R2R_SANDBOX_WORKER_TOKEN) and run `r2r sandbox worker --desk URL` there.");
+            Ok(ExitCode::SUCCESS)
+        }
+        SandboxCommand::RevokeWorker { name } => {
+            let store = workers_store(env_file).await?;
+            if !store
+                .revoke_sandbox_worker(&name, crate::clock::now_ms())
+                .await?
+            {
+                anyhow::bail!("no worker named {name:?} holds a token");
+            }
+            println!("Worker {name}'s token no longer works.");
+            Ok(ExitCode::SUCCESS)
+        }
+        SandboxCommand::Workers => {
+            let store = workers_store(env_file).await?;
+            let workers = store.sandbox_workers().await?;
+            if workers.is_empty() {
+                println!("No worker hosts (r2r sandbox add-worker --name NAME).");
+            }
+            for worker in workers {
+                println!(
+                    "{:<24} {:<8} jobs {:>6}  last claim {}",
+                    worker.name,
+                    if worker.revoked_at.is_some() {
+                        "revoked"
+                    } else {
+                        "active"
+                    },
+                    worker.jobs_done,
+                    worker.last_seen_at.map_or("never".to_owned(), |at| format!(
+                        "{} s ago",
+                        (crate::clock::now_ms() - at) / 1000
+                    )),
+                );
+            }
+            for (purpose, worker, created) in store.sandbox_queue().await? {
+                println!(
+                    "job {purpose:<6} {} for {} s",
+                    worker.map_or("waiting for a worker".to_owned(), |w| format!(
+                        "running on {w}"
+                    )),
+                    (crate::clock::now_ms() - created) / 1000
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn workers_store(env_file: &std::path::Path) -> anyhow::Result<store::Store> {
+    let config = super::load_config(env_file, None)?;
+    let store = store::Store::connect(&config.database_url).await?;
+    store.migrate().await?;
+    Ok(store)
 }

@@ -90,6 +90,11 @@ pub struct Config {
     pub sandbox_backend: Option<sandbox::Backend>,
     /// Docker's local image (`R2R_SANDBOX_IMAGE`).
     pub sandbox_image: String,
+    /// Where the desk's sandbox runs go (`R2R_SANDBOX_RUNNER`): `None` (`local`, the
+    /// default) runs them in this process's own sandbox; `Some(timeout)` (`workers`) queues
+    /// each as a job for `r2r sandbox worker` hosts, giving a job up when no worker claims it
+    /// within the timeout (`R2R_SANDBOX_CLAIM_TIMEOUT`, seconds, 1 to 3,600, default 120).
+    pub sandbox_workers: Option<std::time::Duration>,
     /// How many sandbox measurements (proposed reproductions, fix candidates) run at once
     /// (`R2R_SANDBOX_CONCURRENCY`, 1 to [`MAX_SANDBOX_CONCURRENCY`], default 2); a proposal
     /// over the bound is refused with 503 and `Retry-After`.
@@ -118,6 +123,9 @@ pub struct Config {
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
 }
+
+/// How long a queued sandbox job waits for a worker by default (`R2R_SANDBOX_CLAIM_TIMEOUT`).
+pub const DEFAULT_SANDBOX_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Default number of sandbox measurements at once (`R2R_SANDBOX_CONCURRENCY`).
 pub const DEFAULT_SANDBOX_CONCURRENCY: usize = 2;
@@ -482,6 +490,33 @@ impl Config {
                     })?,
             },
             sandbox_image: env.sandbox_image(),
+            sandbox_workers: {
+                let timeout = match env.get("R2R_SANDBOX_CLAIM_TIMEOUT") {
+                    None => DEFAULT_SANDBOX_CLAIM_TIMEOUT,
+                    Some(text) => text
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|s| (1..=3600).contains(s))
+                        .map(std::time::Duration::from_secs)
+                        .ok_or_else(|| {
+                            ConfigError::new(
+                                "R2R_SANDBOX_CLAIM_TIMEOUT",
+                                format!("expected how many seconds a sandbox job may wait for a worker, a whole number from 1 to 3600, got {text:?}"),
+                            )
+                        })?,
+                };
+                match env.get("R2R_SANDBOX_RUNNER").map(str::trim) {
+                    None | Some("local") => None,
+                    Some("workers") => Some(timeout),
+                    Some(other) => {
+                        return Err(ConfigError::new(
+                            "R2R_SANDBOX_RUNNER",
+                            format!("expected local (this process's sandbox) or workers (r2r sandbox worker hosts), got {other:?}"),
+                        ))
+                    }
+                }
+            },
             task_lease_ms: match env.get("R2R_CREW_TASK_LEASE") {
                 None => domain::crew::TASK_LEASE_MS,
                 Some(text) => text

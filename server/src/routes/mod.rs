@@ -12,5 +12,6 @@ pub mod outbox;
 pub mod owners;
 pub mod reporter;
 pub mod reporter_fns;
+pub mod sandbox;
 pub mod spend;
 pub mod webhooks;

@@ -509,7 +509,12 @@ mod tests {
     async fn measurements_over_the_sandbox_bound_are_refused_with_a_retry_after() {
         let env = crate::config::Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", "2")]);
         let config = crate::config::Config::from_env(&env, None).unwrap();
-        let pool = crate::web::desk_sandbox(&config);
+        let pool = sandbox::Pool::new(
+            config.sandbox_backend,
+            &config.sandbox_image,
+            config.target_profile,
+            config.sandbox_concurrency,
+        );
         let first = sandbox_slot(&pool).await.unwrap();
         let _second = sandbox_slot(&pool).await.unwrap();
         let started = std::time::Instant::now();

@@ -105,7 +105,7 @@ impl Refused {
         Refused::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "sandbox_failed",
-            "The desk's sandbox could not run the job (its engine stopped or refused); nothing was recorded. Please try again.",
+            format!("The desk's sandbox could not run the job ({error}); nothing was recorded. Please try again."),
         )
     }
 

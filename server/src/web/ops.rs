@@ -506,6 +506,33 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "claimSandboxJob",
+        method: "POST",
+        path: "/api/v1/sandbox/jobs/claim",
+        summary: "A sandbox worker leases the oldest waiting sandbox job (204 when none waits)",
+        realm: Realm::SandboxWorker,
+        accepts: &[Principal::Worker],
+        reporter: false,
+    },
+    Operation {
+        id: "renewSandboxJob",
+        method: "POST",
+        path: "/api/v1/sandbox/jobs/{key}/renew",
+        summary: "A sandbox worker extends the lease of the job it runs",
+        realm: Realm::SandboxWorker,
+        accepts: &[Principal::Worker],
+        reporter: false,
+    },
+    Operation {
+        id: "finishSandboxJob",
+        method: "POST",
+        path: "/api/v1/sandbox/jobs/{key}/outcome",
+        summary: "A sandbox worker reports the outcome of the job it ran",
+        realm: Realm::SandboxWorker,
+        accepts: &[Principal::Worker],
+        reporter: false,
+    },
+    Operation {
         id: "messageReporter",
         method: "POST",
         path: "/api/v1/reports/{id}/messages",
@@ -577,6 +604,7 @@ pub fn openapi_document() -> Value {
                 .map(|p| match p {
                     Principal::Owner => json!({"ownerSession": []}),
                     Principal::Role(role) => json!({"roleToken": [role.as_str()]}),
+                    Principal::Worker => json!({"workerToken": []}),
                 })
                 .collect()
         };
@@ -615,6 +643,8 @@ pub fn openapi_document() -> Value {
                 "description": "An owner's session; state-changing calls also need the X-CSRF-Token header"},
             "roleToken": {"type": "http", "scheme": "bearer",
                 "description": "A role's token r2r_<role>_<hex>; the security entry lists the roles"},
+            "workerToken": {"type": "http", "scheme": "bearer",
+                "description": "A sandbox worker host's own token r2r_worker_<hex> (r2r sandbox add-worker)"},
             "reporterCapability": {"type": "apiKey", "in": "header", "name": app::dto::CAPABILITY_HEADER,
                 "description": "The secret from the reporter's private link (#fragment)"},
         }},

@@ -64,7 +64,7 @@ impl AppState {
             auth: Arc::new(crate::auth::AuthDesk::new(&config.auth, &store)),
             github: Arc::new(config.github.clone()),
             projects,
-            sandbox: Arc::new(desk_sandbox(config)),
+            sandbox: Arc::new(desk_sandbox(config, &store)),
             spend: config.spend,
             task_lease_ms: config.task_lease_ms,
             crew_retry: config.crew_retry,
@@ -132,8 +132,19 @@ impl ReporterDesk {
 }
 
 /// The desk's sandbox pool from the configuration (`R2R_SANDBOX_BACKEND`,
-/// `R2R_SANDBOX_IMAGE`, `R2R_TARGET_PROFILE`, `R2R_SANDBOX_CONCURRENCY`).
-pub fn desk_sandbox(config: &crate::config::Config) -> sandbox::Pool {
+/// `R2R_SANDBOX_IMAGE`, `R2R_TARGET_PROFILE`, `R2R_SANDBOX_CONCURRENCY`; with
+/// `R2R_SANDBOX_RUNNER=workers`, the queue `store` holds, for worker hosts).
+pub fn desk_sandbox(config: &crate::config::Config, store: &Store) -> sandbox::Pool {
+    if let Some(claim_timeout) = config.sandbox_workers {
+        return sandbox::Pool::remote(
+            Arc::new(crate::sandbox_queue::QueuedSandbox::new(
+                store.clone(),
+                claim_timeout,
+            )),
+            config.target_profile,
+            config.sandbox_concurrency,
+        );
+    }
     sandbox::Pool::new(
         config.sandbox_backend,
         &config.sandbox_image,

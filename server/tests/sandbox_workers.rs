@@ -1,0 +1,345 @@
+//! The desk's sandbox runs as jobs for worker hosts (`R2R_SANDBOX_RUNNER=workers`), on
+//! PostgreSQL: a desk with no sandbox of its own measures proposed reproductions through two
+//! `r2r sandbox worker` processes sharing its queue; a worker killed mid-job loses the job to
+//! the other when its lease runs out and the proposal still lands; each worker's token opens
+//! the worker routes and nothing else, the crew's tokens do not open them, and a revoked
+//! token stops at once. Without any worker the desk says so instead of waiting for ever.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use domain::Role;
+use serde_json::{json, Value};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+use store::Store;
+
+const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
+
+fn cart_crate(work: &std::path::Path) {
+    common::write(
+        work,
+        "Cargo.toml",
+        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    common::write(
+        work,
+        "Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
+    );
+    common::write(
+        work,
+        "src/lib.rs",
+        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
+    );
+}
+
+/// `r2r sandbox add-worker --name NAME` against `url`: the token it printed.
+fn add_worker(dir: &std::path::Path, url: &str, name: &str) -> String {
+    let output = common::r2r(dir)
+        .args(["sandbox", "add-worker", "--name", name])
+        .env("DATABASE_URL", url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("R2R_SANDBOX_WORKER_TOKEN="))
+        .unwrap()
+        .to_owned()
+}
+
+/// A worker process, killed when dropped (a failing test leaves none behind).
+struct Worker(Child);
+
+impl Worker {
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `r2r sandbox worker` process for the desk at `base`.
+fn start_worker(dir: &std::path::Path, base: &str, token: &str) -> Worker {
+    Worker(
+        common::r2r(dir)
+            .args([
+                "sandbox",
+                "worker",
+                "--desk",
+                base,
+                "--backend",
+                "docker",
+                "--idle",
+                "100",
+            ])
+            .env("R2R_SANDBOX_WORKER_TOKEN", token)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+struct Desk {
+    base: String,
+    reproducer: String,
+    client: reqwest::Client,
+}
+
+impl Desk {
+    async fn post(&self, token: &str, path: &str, body: Value) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// A new bug (its own title, so that it joins no other) in `reproducing`.
+    async fn bug_reproducing(&self, title: &str) -> String {
+        let (bug, _) = common::file_report(&self.base, json!({"component": "shoplite", "title": title, "what_happened": "-100", "expected": "0", "steps": "SAVE300 on 200"})).await;
+        let (status, answer) = self
+            .post(
+                &self.reproducer,
+                &format!("/api/v1/bugs/{bug}/reproduction/start"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        bug
+    }
+
+    async fn propose(&self, bug: &str) -> (u16, Value) {
+        self.post(
+            &self.reproducer,
+            &format!("/api/v1/bugs/{bug}/reproduction"),
+            json!({
+                "test_path": "tests/coupon.rs", "test_name": "coupon_never_makes_the_total_negative",
+                "test_source": FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
+                "claimed": {"exit_code": 101, "verdict": "reproduced"},
+            }),
+        )
+        .await
+    }
+}
+
+async fn jobs_done(store: &Store, name: &str) -> i64 {
+    store
+        .sandbox_workers()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|w| w.name == name)
+        .unwrap()
+        .jobs_done
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", cart_crate).await;
+    let url = match store::testing::fresh_postgres().await {
+        store::DatabaseUrl::Postgres { url } => url,
+        other => panic!("{other:?}"),
+    };
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            // The desk's host runs nothing itself.
+            ("R2R_SANDBOX_BACKEND", "none"),
+            ("R2R_SANDBOX_RUNNER", "workers"),
+            ("R2R_SANDBOX_CONCURRENCY", "4"),
+        ],
+    );
+    let desk = Desk {
+        base: server.base.clone(),
+        reproducer: reproducer.clone(),
+        client: reqwest::Client::new(),
+    };
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let token_a = add_worker(dir.path(), &url, "host-a");
+    let token_b = add_worker(dir.path(), &url, "host-b");
+    assert_ne!(token_a, token_b);
+
+    // Only host-a runs; it is killed as soon as it holds the first job.
+    let first = desk
+        .bug_reproducing("Coupon makes the total negative")
+        .await;
+    let mut worker_a = start_worker(dir.path(), &desk.base, &token_a);
+    let proposal = {
+        let desk = Desk {
+            base: desk.base.clone(),
+            reproducer: reproducer.clone(),
+            client: desk.client.clone(),
+        };
+        let bug = first.clone();
+        tokio::spawn(async move { desk.propose(&bug).await })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let queue = store.sandbox_queue().await.unwrap();
+        if queue.iter().any(|(_, w, _)| w.as_deref() == Some("host-a")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "host-a never claimed: {queue:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker_a.kill();
+    let killed_at = Instant::now();
+    let mut worker_b = start_worker(dir.path(), &desk.base, &token_b);
+    let (status, answer) = proposal.await.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "awaiting_reporter");
+    assert_eq!(
+        answer["desk_run"]["backend"], "docker",
+        "measured in the worker's Docker sandbox: {answer}"
+    );
+    assert!(
+        killed_at.elapsed() >= Duration::from_secs(10),
+        "the dead worker's job waited for its lease to run out"
+    );
+    assert_eq!(jobs_done(&store, "host-a").await, 0, "host-a died mid-job");
+    assert!(jobs_done(&store, "host-b").await >= 1);
+    let kept = store.evidence_for(&first).await.unwrap();
+    assert!(kept.iter().any(|e| e.kind == "reproduction_rerun"
+        && e.body["backend"] == "docker"
+        && e.body["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("payable total for SAVE300")));
+
+    // Both hosts now share the queue: two proposals at once, one on each.
+    let mut worker_a = start_worker(dir.path(), &desk.base, &token_a);
+    let second = desk
+        .bug_reproducing("Checkout shows minus rupees after voucher")
+        .await;
+    let third = desk
+        .bug_reproducing("Wallet balance printed below zero on invoice")
+        .await;
+    assert!(first != second && second != third && first != third);
+    let b_before = jobs_done(&store, "host-b").await;
+    let (one, two) = tokio::join!(desk.propose(&second), desk.propose(&third));
+    assert_eq!((one.0, two.0), (200, 200), "{one:?} {two:?}");
+    assert!(jobs_done(&store, "host-a").await >= 1, "host-a took a job");
+    assert!(
+        jobs_done(&store, "host-b").await > b_before,
+        "host-b took a job"
+    );
+    assert!(
+        store.sandbox_queue().await.unwrap().is_empty(),
+        "no job is left behind"
+    );
+
+    // Each token opens the worker routes and nothing else; the crew's do not open them.
+    let list = desk
+        .client
+        .get(format!("{}/api/v1/bugs", desk.base))
+        .bearer_auth(&token_a)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(list.status(), 401);
+    let (status, _) = desk
+        .post(&reproducer, "/api/v1/sandbox/jobs/claim", json!({}))
+        .await;
+    assert_eq!(status, 401, "a crew token is no worker token");
+    let (status, answer) = desk
+        .post(
+            &token_b,
+            "/api/v1/sandbox/jobs/none/outcome",
+            json!({"lease_id": "x", "outcome": {"error": "forged"}}),
+        )
+        .await;
+    assert_eq!(status, 409, "no lease, no outcome: {answer}");
+    let output = common::r2r(dir.path())
+        .args(["sandbox", "revoke-worker", "--name", "host-b"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let (status, _) = desk
+        .post(&token_b, "/api/v1/sandbox/jobs/claim", json!({}))
+        .await;
+    assert_eq!(status, 401, "a revoked worker token stops at once");
+    // The revoked worker process stops by itself with the reason.
+    let stopped = worker_b.0.wait().unwrap();
+    assert!(!stopped.success());
+    worker_a.kill();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_worker_the_desk_says_so_instead_of_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", cart_crate).await;
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_RUNNER", "workers"),
+            ("R2R_SANDBOX_CLAIM_TIMEOUT", "1"),
+        ],
+    );
+    let desk = Desk {
+        base: server.base.clone(),
+        reproducer,
+        client: reqwest::Client::new(),
+    };
+    let bug = desk
+        .bug_reproducing("Coupon makes the total negative")
+        .await;
+    let (status, answer) = desk.propose(&bug).await;
+    assert_eq!(status, 503, "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains("no sandbox worker claimed the job within 1 s")
+            && message.contains("r2r sandbox worker"),
+        "{message}"
+    );
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        store.load_bug(&bug).await.unwrap().unwrap().bug.state,
+        domain::BugState::Reproducing,
+        "nothing was recorded"
+    );
+    assert!(
+        store.sandbox_queue().await.unwrap().is_empty(),
+        "the given-up job is gone from the queue"
+    );
+    // A runner the desk does not know stops start-up with its name.
+    let output = common::r2r(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env("DATABASE_URL", &url)
+        .env("R2R_SANDBOX_RUNNER", "elsewhere")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("R2R_SANDBOX_RUNNER"));
+}

@@ -1,0 +1,378 @@
+//! Sandbox runs as jobs on the queue, and the worker hosts that may claim them.
+//!
+//! The desk writes a job (its spec is opaque here: the command, limits and snapshot as the
+//! server encodes them) and waits for its outcome; a worker claims the oldest claimable job
+//! under a lease, renews the lease while it runs, and finishes the job with the lease id (a
+//! worker whose lease was taken over cannot finish). An expired lease makes the job claimable
+//! again until it has been claimed [`MAX_SANDBOX_CLAIMS`] times; after that the waiting desk
+//! gives up on it. The waiter deletes the row once it has the outcome; rows nobody waits for any
+//! more go after [`SANDBOX_JOB_TTL_MS`].
+
+use crate::{Pool, Store, StoreError};
+use domain::workflow::Millis;
+
+/// How many times one job may be claimed (a worker that dies mid-run gives it back when its
+/// lease expires; a job that kills every worker is not handed out for ever).
+pub const MAX_SANDBOX_CLAIMS: u32 = 3;
+/// How long a job row may live at all (its waiter is gone after that).
+pub const SANDBOX_JOB_TTL_MS: Millis = 2 * 60 * 60 * 1000;
+
+/// A job held by a worker under a lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedSandboxJob {
+    /// The job's id.
+    pub id: String,
+    /// What the desk measures with it (`reproduction`, `fix`, `release` …), for logs.
+    pub purpose: String,
+    /// The encoded job.
+    pub spec: String,
+    /// How many times it has been claimed, this claim included.
+    pub claims: u32,
+    /// The lease that must accompany a renewal and the outcome.
+    pub lease_id: String,
+    /// Until when the lease holds.
+    pub leased_until: Millis,
+}
+
+/// Where a job stands, as its waiter sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SandboxJobStatus {
+    /// No such job (already taken, or purged).
+    Missing,
+    /// Not finished yet.
+    Waiting {
+        /// The worker holding it, if claimed.
+        worker: Option<String>,
+        /// Claims so far.
+        claims: u32,
+        /// Until when the current claim holds.
+        leased_until: Option<Millis>,
+    },
+    /// Finished: the worker that ran it and the encoded outcome.
+    Finished {
+        /// The worker's name.
+        worker: String,
+        /// The encoded outcome.
+        outcome: String,
+    },
+}
+
+/// A worker host's record (its token is stored only as a hash).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxWorker {
+    /// Its name.
+    pub name: String,
+    /// When it was added.
+    pub created_at: Millis,
+    /// When its token was revoked.
+    pub revoked_at: Option<Millis>,
+    /// Its last claim.
+    pub last_seen_at: Option<Millis>,
+    /// Jobs it finished.
+    pub jobs_done: i64,
+}
+
+fn lease_id() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+type ClaimRow = (String, String, String, i64, i64);
+type StatusRow = (
+    Option<String>,
+    i64,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+);
+type WorkerRow = (String, i64, Option<i64>, Option<i64>, i64);
+
+impl Store {
+    /// Queues a sandbox job (and drops rows nobody can be waiting for any more).
+    pub async fn enqueue_sandbox_job(
+        &self,
+        id: &str,
+        purpose: &str,
+        spec: &str,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            sqlx::query("DELETE FROM sandbox_jobs WHERE created_at < $1")
+                .bind(now - SANDBOX_JOB_TTL_MS)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO sandbox_jobs (id, purpose, spec, created_at) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(id)
+            .bind(purpose)
+            .bind(spec)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    /// Claims the oldest claimable job for `worker` under a lease of `lease_ms`: one never
+    /// claimed, or one whose lease expired and that has been claimed fewer than
+    /// [`MAX_SANDBOX_CLAIMS`] times. Two workers never hold one job.
+    pub async fn claim_sandbox_job(
+        &self,
+        worker: &str,
+        lease_ms: Millis,
+        now: Millis,
+    ) -> Result<Option<ClaimedSandboxJob>, StoreError> {
+        let lease = lease_id();
+        let until = now + lease_ms;
+        let ready = format!(
+            "finished_at IS NULL AND claims < {MAX_SANDBOX_CLAIMS} \
+             AND (leased_until IS NULL OR leased_until <= $4)"
+        );
+        let set = "SET claims = claims + 1, worker = $1, lease_id = $2, leased_until = $3";
+        let returning = "RETURNING id, purpose, spec, claims, leased_until";
+        let seen = "UPDATE sandbox_workers SET last_seen_at = $1 WHERE name = $2";
+        let row: Option<ClaimRow> = match &self.pool {
+            Pool::Sqlite(pool) => {
+                let _writer = self.writer.lock().await;
+                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+                let sql = format!(
+                    "UPDATE sandbox_jobs {set} WHERE id IN \
+                     (SELECT id FROM sandbox_jobs WHERE {ready} ORDER BY created_at LIMIT 1) {returning}"
+                );
+                let row = sqlx::query_as(&sql)
+                    .bind(worker)
+                    .bind(&lease)
+                    .bind(until)
+                    .bind(now)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                sqlx::query(seen)
+                    .bind(now)
+                    .bind(worker)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                row
+            }
+            Pool::Postgres(pool) => {
+                let sql = format!(
+                    "UPDATE sandbox_jobs {set} WHERE id IN \
+                     (SELECT id FROM sandbox_jobs WHERE {ready} ORDER BY created_at LIMIT 1 \
+                      FOR UPDATE SKIP LOCKED) {returning}"
+                );
+                let row = sqlx::query_as(&sql)
+                    .bind(worker)
+                    .bind(&lease)
+                    .bind(until)
+                    .bind(now)
+                    .fetch_optional(pool)
+                    .await?;
+                sqlx::query(seen)
+                    .bind(now)
+                    .bind(worker)
+                    .execute(pool)
+                    .await?;
+                row
+            }
+        };
+        Ok(row.map(
+            |(id, purpose, spec, claims, leased_until)| ClaimedSandboxJob {
+                id,
+                purpose,
+                spec,
+                claims: u32::try_from(claims).unwrap_or(u32::MAX),
+                lease_id: lease,
+                leased_until,
+            },
+        ))
+    }
+
+    /// Extends a held lease to `until`; false when the lease is no longer this one's (expired
+    /// and taken over, or the job finished or gone).
+    pub async fn renew_sandbox_job(
+        &self,
+        id: &str,
+        lease_id: &str,
+        until: Millis,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let sql = "UPDATE sandbox_jobs SET leased_until = $1 \
+                   WHERE id = $2 AND lease_id = $3 AND finished_at IS NULL AND leased_until > $4";
+        let done = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query(sql)
+                .bind(until)
+                .bind(id)
+                .bind(lease_id)
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(done == 1)
+    }
+
+    /// Records a job's outcome under its lease; false when the lease is no longer this
+    /// worker's (the outcome is then dropped: another claim owns the job).
+    pub async fn finish_sandbox_job(
+        &self,
+        id: &str,
+        lease_id: &str,
+        worker: &str,
+        outcome: &str,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let finished = for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            let done = sqlx::query(
+                "UPDATE sandbox_jobs SET finished_at = $1, outcome = $2, leased_until = NULL \
+                 WHERE id = $3 AND lease_id = $4 AND worker = $5 AND finished_at IS NULL",
+            )
+            .bind(now)
+            .bind(outcome)
+            .bind(id)
+            .bind(lease_id)
+            .bind(worker)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if done == 1 {
+                sqlx::query("UPDATE sandbox_workers SET jobs_done = jobs_done + 1 WHERE name = $1")
+                    .bind(worker)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            done == 1
+        });
+        Ok(finished)
+    }
+
+    /// Where job `id` stands.
+    pub async fn sandbox_job_status(&self, id: &str) -> Result<SandboxJobStatus, StoreError> {
+        let sql =
+            "SELECT worker, claims, leased_until, finished_at, outcome FROM sandbox_jobs WHERE id = $1";
+        let row: Option<StatusRow> = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).bind(id).fetch_optional(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).bind(id).fetch_optional(pool).await?,
+        };
+        Ok(match row {
+            None => SandboxJobStatus::Missing,
+            Some((worker, _, _, Some(_), outcome)) => SandboxJobStatus::Finished {
+                worker: worker.unwrap_or_default(),
+                outcome: outcome.unwrap_or_default(),
+            },
+            Some((worker, claims, leased_until, None, _)) => SandboxJobStatus::Waiting {
+                worker,
+                claims: u32::try_from(claims).unwrap_or(u32::MAX),
+                leased_until,
+            },
+        })
+    }
+
+    /// Removes job `id` (its waiter has the outcome, or gave up on it).
+    pub async fn delete_sandbox_job(&self, id: &str) -> Result<(), StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query("DELETE FROM sandbox_jobs WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Jobs waiting for a worker or running now, oldest first: (purpose, worker, created).
+    pub async fn sandbox_queue(&self) -> Result<Vec<(String, Option<String>, Millis)>, StoreError> {
+        let sql = "SELECT purpose, worker, created_at FROM sandbox_jobs \
+                   WHERE finished_at IS NULL ORDER BY created_at LIMIT 100";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
+        })
+    }
+
+    /// Adds a worker host with its token's hash; false when the name is taken.
+    pub async fn add_sandbox_worker(
+        &self,
+        name: &str,
+        token_hash: &str,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let sql = "INSERT INTO sandbox_workers (name, token_hash, created_at) VALUES ($1, $2, $3) \
+                   ON CONFLICT (name) DO NOTHING";
+        let added = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query(sql)
+                .bind(name)
+                .bind(token_hash)
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(added == 1)
+    }
+
+    /// The worker a token hash belongs to, unless revoked.
+    pub async fn sandbox_worker_of(&self, token_hash: &str) -> Result<Option<String>, StoreError> {
+        let sql = "SELECT name FROM sandbox_workers WHERE token_hash = $1 AND revoked_at IS NULL";
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => {
+                sqlx::query_scalar(sql)
+                    .bind(token_hash)
+                    .fetch_optional(pool)
+                    .await?
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query_scalar(sql)
+                    .bind(token_hash)
+                    .fetch_optional(pool)
+                    .await?
+            }
+        })
+    }
+
+    /// Revokes a worker's token at once; false when there is no such (unrevoked) worker.
+    pub async fn revoke_sandbox_worker(&self, name: &str, now: Millis) -> Result<bool, StoreError> {
+        let sql =
+            "UPDATE sandbox_workers SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL";
+        let done = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query(sql)
+                .bind(now)
+                .bind(name)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(done == 1)
+    }
+
+    /// Every worker host, by name.
+    pub async fn sandbox_workers(&self) -> Result<Vec<SandboxWorker>, StoreError> {
+        let sql = "SELECT name, created_at, revoked_at, last_seen_at, jobs_done \
+                   FROM sandbox_workers ORDER BY name";
+        let rows: Vec<WorkerRow> = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
+            Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
+        };
+        Ok(rows
+            .into_iter()
+            .map(
+                |(name, created_at, revoked_at, last_seen_at, jobs_done)| SandboxWorker {
+                    name,
+                    created_at,
+                    revoked_at,
+                    last_seen_at,
+                    jobs_done,
+                },
+            )
+            .collect())
+    }
+}

@@ -1,0 +1,162 @@
+//! Sandbox jobs on both backends: one holder per job, oldest first, a dead worker's job comes
+//! back when its lease expires (a bounded number of times), a stale lease can neither renew
+//! nor finish, parallel claims (as from several hosts) never hand one job out twice, and
+//! worker tokens name their worker until revoked.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::HashSet;
+use store::sandbox_jobs::{SandboxJobStatus, MAX_SANDBOX_CLAIMS};
+
+async fn a_job_is_held_by_one_worker_and_returns_when_its_lease_expires(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    store
+        .enqueue_sandbox_job("j1", "fix", "{}", 1_000)
+        .await
+        .unwrap();
+    store
+        .enqueue_sandbox_job("j2", "fix", "{}", 1_001)
+        .await
+        .unwrap();
+    let a = store
+        .claim_sandbox_job("a", 10_000, 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let b = store
+        .claim_sandbox_job("b", 10_000, 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (a.id.as_str(), b.id.as_str()),
+        ("j1", "j2"),
+        "oldest first, one each"
+    );
+    assert!(store
+        .claim_sandbox_job("c", 10_000, 2_000)
+        .await
+        .unwrap()
+        .is_none());
+    // a renews; b dies and its job goes to c once the lease is over.
+    assert!(store
+        .renew_sandbox_job("j1", &a.lease_id, 30_000, 11_000)
+        .await
+        .unwrap());
+    let c = store
+        .claim_sandbox_job("c", 10_000, 12_001)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((c.id.as_str(), c.claims), ("j2", 2));
+    // The dead worker's lease no longer renews or finishes anything.
+    assert!(!store
+        .renew_sandbox_job("j2", &b.lease_id, 40_000, 12_002)
+        .await
+        .unwrap());
+    assert!(!store
+        .finish_sandbox_job("j2", &b.lease_id, "b", "late", 12_003)
+        .await
+        .unwrap());
+    assert!(store
+        .finish_sandbox_job("j2", &c.lease_id, "c", "ok", 12_004)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.sandbox_job_status("j2").await.unwrap(),
+        SandboxJobStatus::Finished {
+            worker: "c".into(),
+            outcome: "ok".into()
+        }
+    );
+    assert!(matches!(
+        store.sandbox_job_status("j1").await.unwrap(),
+        SandboxJobStatus::Waiting { claims: 1, .. }
+    ));
+    store.delete_sandbox_job("j2").await.unwrap();
+    assert_eq!(
+        store.sandbox_job_status("j2").await.unwrap(),
+        SandboxJobStatus::Missing
+    );
+}
+
+async fn a_job_is_claimed_a_bounded_number_of_times(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    store
+        .enqueue_sandbox_job("j", "fix", "{}", 0)
+        .await
+        .unwrap();
+    let mut now = 1;
+    for claim in 1..=MAX_SANDBOX_CLAIMS {
+        let job = store
+            .claim_sandbox_job("w", 10, now)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(job.claims, claim);
+        now += 20;
+    }
+    assert!(store
+        .claim_sandbox_job("w", 10, now)
+        .await
+        .unwrap()
+        .is_none());
+}
+
+async fn parallel_claims_never_hand_one_job_out_twice(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    for n in 0..40 {
+        store
+            .enqueue_sandbox_job(&format!("j{n:02}"), "fix", "{}", n)
+            .await
+            .unwrap();
+    }
+    let mut claimers = Vec::new();
+    for w in 0..8 {
+        let store = store.clone();
+        claimers.push(tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(job) = store
+                .claim_sandbox_job(&format!("w{w}"), 60_000, 100)
+                .await
+                .unwrap()
+            {
+                mine.push(job.id);
+            }
+            mine
+        }));
+    }
+    let mut all = Vec::new();
+    for claimer in claimers {
+        all.extend(claimer.await.unwrap());
+    }
+    let distinct: HashSet<_> = all.iter().collect();
+    assert_eq!((all.len(), distinct.len()), (40, 40));
+}
+
+async fn worker_tokens_name_their_worker_until_revoked(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    assert!(store.add_sandbox_worker("host-a", "h1", 5).await.unwrap());
+    assert!(!store.add_sandbox_worker("host-a", "h2", 6).await.unwrap());
+    assert_eq!(
+        store.sandbox_worker_of("h1").await.unwrap().as_deref(),
+        Some("host-a")
+    );
+    assert!(store.sandbox_worker_of("h2").await.unwrap().is_none());
+    assert!(store.revoke_sandbox_worker("host-a", 7).await.unwrap());
+    assert!(!store.revoke_sandbox_worker("host-a", 8).await.unwrap());
+    assert!(store.sandbox_worker_of("h1").await.unwrap().is_none());
+    assert_eq!(
+        store.sandbox_workers().await.unwrap()[0].revoked_at,
+        Some(7)
+    );
+}
+
+on_both!(
+    a_job_is_held_by_one_worker_and_returns_when_its_lease_expires,
+    a_job_is_claimed_a_bounded_number_of_times,
+    parallel_claims_never_hand_one_job_out_twice,
+    worker_tokens_name_their_worker_until_revoked,
+);
