@@ -6,7 +6,9 @@
 #   with 20 and with 15,000 open bugs filed first;
 #   desk: GET /desk latency and size with 1,000 and 15,000 bugs, and the server's CPU while
 #   twenty live pages are open and nothing changes;
-#   airlock: MB/s against a bare RegexSet pass over the shared corpus.
+#   airlock: MB/s against a bare RegexSet pass over the shared corpus;
+#   sandbox: ShopLite's reproduction bare, in bubblewrap and in Docker, and sandbox jobs/s
+#   through the desk's queue with one and with two worker processes.
 # Arguments are passed to the ledger benchmark.
 # Starts PostgreSQL like the test command and uses a fresh scratch database for each run.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -65,3 +67,12 @@ log "airlock benchmark"
 log "sandbox benchmark (bare host vs bubblewrap vs Docker)"
 eval "$(./scripts/sandbox-host.sh)"
 "$r2r" --env-file /dev/null bench sandbox
+
+# Sandbox jobs through the desk's queue (R2R_SANDBOX_RUNNER=workers) with one and with two
+# `r2r sandbox worker` processes, on PostgreSQL (bubblewrap sandboxes on this host).
+for workers in 1 2; do
+  scratch_db "workers_$workers"
+  log "sandbox worker benchmark on PostgreSQL, $workers worker(s)"
+  RUST_LOG=warn "$r2r" --env-file /dev/null bench workers --workers "$workers" --jobs 200 \
+    --backend bwrap --database-url "$scratch_url"
+done

@@ -312,6 +312,22 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=1000))]
         passes: u16,
     },
+    /// Sandbox jobs per second through the desk's queue with N `r2r sandbox worker`
+    /// processes (a desk in this process with R2R_SANDBOX_RUNNER=workers).
+    Workers {
+        /// Worker processes.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+        workers: u16,
+        /// Jobs to time.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        jobs: u32,
+        /// The workers' sandbox.
+        #[arg(long, default_value = "bwrap")]
+        backend: sandbox::Backend,
+        /// A scratch database (default: a temporary SQLite file).
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+    },
     /// ShopLite's reproduction (cargo test of the coupon regression) timed bare on the host
     /// and in each sandbox backend; prints the median and spread of each.
     Sandbox {
@@ -411,6 +427,39 @@ pub async fn command(env_file: &Path, command: BenchCommand) -> anyhow::Result<E
         BenchCommand::Airlock { data, passes } => {
             let figures = crate::cli::bench_reporter::airlock(&data.data, usize::from(passes))?;
             print!("{figures}");
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Workers {
+            workers,
+            jobs,
+            backend,
+            database_url,
+        } => {
+            let scratch = tempfile::tempdir()?;
+            let url = scratch_url(database_url, &scratch, "workers.db", "--database-url")?;
+            let figures = crate::cli::bench_workers::workers(
+                &url,
+                usize::from(workers),
+                jobs as usize,
+                backend,
+            )
+            .await?;
+            println!(
+                "sandbox jobs through the queue ({}, {} sandbox): {} worker(s), {} jobs in {:.2} s = {:.1} jobs/s; queue to outcome p50 {} ms; per worker: {}",
+                figures.storage,
+                backend,
+                figures.workers,
+                figures.jobs,
+                figures.elapsed.as_secs_f64(),
+                figures.jobs as f64 / figures.elapsed.as_secs_f64().max(1e-9),
+                figures.p50.as_millis(),
+                figures
+                    .per_worker
+                    .iter()
+                    .map(|(name, done)| format!("{name} {done}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Sandbox { runs, shoplite } => {

@@ -5,6 +5,7 @@ pub mod airlock_data;
 pub mod bench;
 pub mod bench_desk;
 pub mod bench_reporter;
+pub mod bench_workers;
 pub mod cluster;
 pub mod concierge;
 pub mod crew;
