@@ -1029,10 +1029,12 @@ async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_r
 }
 
 /// Fault injection (127.0.0.1 only, bounded): the server, with its in-process crew, is killed
-/// with SIGKILL while the crew reproduces a bug and again while it fixes it, and started again
-/// on the same database. Each time the accepted task's lease runs out (here 3 s), the
-/// restarted crew takes the task again, and the loop still reaches the reporter's question and
-/// then the draft pull request. Nothing is stranded in `reproducing` or `fixing`.
+/// with SIGKILL at each crew step of the loop and started again on the same database — right
+/// after the report is filed (before or during triage), while the crew reproduces, while the
+/// bug waits for its reporter, while the crew fixes, and as soon as the draft is in review
+/// (while the reviewer writes its note). Each time the accepted task's lease runs out (here
+/// 3 s), the restarted crew takes the task again, and the loop still reaches the reporter's
+/// question, the draft pull request and a completed review. Nothing is stranded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_restart() {
     if !common::docker_here().await {
@@ -1102,11 +1104,13 @@ async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_rest
         .unwrap()
         .trim_start_matches("/track#")
         .to_owned();
+    drop(server); // SIGKILL at once: before or while the manager triages
+    let server = common::start_server_with(&url, &pairs);
     let at = reach(
         server.base.clone(),
         bug.clone(),
         &["reproducing", "awaiting_reporter"],
-        "the crew to start reproducing",
+        "the crew to triage and start reproducing after the restart",
     )
     .await;
     drop(server); // SIGKILL, mid-step when it was still reproducing
@@ -1121,6 +1125,8 @@ async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_rest
         "the reporter's question after the restart",
     )
     .await;
+    drop(server); // SIGKILL while the bug waits for its reporter
+    let server = common::start_server_with(&url, &pairs);
     let tracking: Value = reqwest::Client::new()
         .get(format!("{}/api/v1/track", server.base))
         .header("x-r2r-capability", &capability)
@@ -1157,7 +1163,43 @@ async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_rest
         "the draft pull request after the restart",
     )
     .await;
-    // Both restarts, and nothing worse: at most one try of each step stayed open on the
+    drop(server); // SIGKILL as soon as the draft is in review: mid-review, or before it
+    let server = common::start_server_with(&url, &pairs);
+    let status = wait_for(
+        "a completed review after the restart",
+        Duration::from_secs(120),
+        {
+            let (base, manager, bug) = (server.base.clone(), manager.clone(), bug.clone());
+            move || {
+                let (base, manager, bug) = (base.clone(), manager.clone(), bug.clone());
+                Box::pin(async move {
+                    let step: Value = reqwest::Client::new()
+                        .get(format!("{base}/api/v1/bugs/{bug}/crew-step"))
+                        .bearer_auth(manager)
+                        .send()
+                        .await
+                        .ok()?
+                        .json()
+                        .await
+                        .ok()?;
+                    let reviewed = step["tasks"]
+                        .as_array()?
+                        .iter()
+                        .any(|t| t["kind"] == "review" && t["completed_at"].is_i64());
+                    reviewed.then_some(step)
+                })
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        state_of(server.base.clone(), bug.clone(), manager.clone())
+            .await
+            .as_deref(),
+        Some("in_review"),
+        "a review moves nothing: {status}"
+    );
+    // Every restart, and nothing worse: at most one try of each step stayed open on the
     // dead server, and each step ended with one completed task that moved the bug on.
     let desk = Desk {
         base: server.base.clone(),
