@@ -670,6 +670,10 @@ pub struct CrewDesk {
     /// The per-bug budget (µ$).
     #[serde(default)]
     pub per_bug: u64,
+    /// Where the desk's sandbox runs go, in words: this process's own sandbox, or the worker
+    /// hosts with each one's state and the jobs waiting or running.
+    #[serde(default)]
+    pub sandbox: Vec<String>,
 }
 
 /// A confirmation page for an owner's action.

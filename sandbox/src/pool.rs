@@ -15,6 +15,17 @@ pub struct Busy {
     pub concurrency: usize,
 }
 
+/// Where a pool's runs go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runner {
+    /// This process's own sandbox.
+    Local(Backend),
+    /// Worker hosts, through the desk's queue.
+    Workers,
+    /// No sandbox: nothing is measured.
+    Nowhere,
+}
+
 /// The sandbox a desk measures in.
 #[derive(Debug)]
 pub struct Pool {
@@ -26,6 +37,7 @@ pub struct Pool {
     green: Mutex<HashSet<String>>,
     slots: Arc<tokio::sync::Semaphore>,
     concurrency: usize,
+    remote: bool,
 }
 
 impl Pool {
@@ -46,6 +58,7 @@ impl Pool {
             green: Mutex::new(HashSet::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(concurrency)),
             concurrency,
+            remote: false,
         }
     }
 
@@ -55,6 +68,7 @@ impl Pool {
         let pool = Pool::new(None, "", profile, concurrency);
         Pool {
             connected: tokio::sync::Mutex::new(Some(remote)),
+            remote: true,
             ..pool
         }
     }
@@ -86,6 +100,15 @@ impl Pool {
             .into();
         *connected = Some(sandbox.clone());
         Ok(sandbox)
+    }
+
+    /// Where runs go, without connecting.
+    pub fn runner(&self) -> Runner {
+        match (self.remote, self.backend) {
+            (true, _) => Runner::Workers,
+            (false, Some(backend)) => Runner::Local(backend),
+            (false, None) => Runner::Nowhere,
+        }
     }
 
     /// Whether `commit`'s whole suite already ran green here.

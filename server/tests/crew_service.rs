@@ -1036,7 +1036,7 @@ async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_r
 /// 3 s), the restarted crew takes the task again, and the loop still reaches the reporter's
 /// question, the draft pull request and a completed review. Nothing is stranded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_while_the_crew_reproduces_or_fixes_resumes_after_a_restart() {
+async fn a_server_killed_at_each_crew_step_resumes_after_a_restart() {
     if !common::docker_here().await {
         return;
     }

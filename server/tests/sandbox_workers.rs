@@ -161,10 +161,15 @@ async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other(
         other => panic!("{other:?}"),
     };
     let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let owner_hash = server::auth::hash_password(common::PASSWORD).unwrap();
+    let session_key = "k".repeat(64);
     let server = common::start_server_with(
         &url,
         &[
             ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_OWNER_EMAIL", common::OWNER),
+            ("R2R_OWNER_PASSWORD_HASH", owner_hash.as_str()),
+            ("R2R_SESSION_KEY", session_key.as_str()),
             ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
             // The desk's host runs nothing itself.
             ("R2R_SANDBOX_BACKEND", "none"),
@@ -251,6 +256,26 @@ async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other(
     assert!(
         store.sandbox_queue().await.unwrap().is_empty(),
         "no job is left behind"
+    );
+
+    // The owners see where runs go and each worker's state on the crew page.
+    let (cookie, _) =
+        common::sign_in(&desk.client, &desk.base, common::OWNER, common::PASSWORD).await;
+    let page = desk
+        .client
+        .get(format!("{}/desk/crew", desk.base))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("Runs go to worker hosts (R2R_SANDBOX_RUNNER=workers): 2 active.")
+            && page.contains("Worker host-a: active")
+            && page.contains("Worker host-b: active"),
+        "{page}"
     );
 
     // Each token opens the worker routes and nothing else; the crew's do not open them.

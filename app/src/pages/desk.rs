@@ -385,6 +385,12 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
             </div>
         </section>
         <section class="panel">
+            <h2>"Sandbox"</h2>
+            <ul data-testid="sandbox">
+                {crew.sandbox.into_iter().map(|line| view! { <li>{line}</li> }).collect_view()}
+            </ul>
+        </section>
+        <section class="panel">
             <h2>"Recent tasks"</h2>
             {if crew.tasks.is_empty() {
                 view! { <p>"No hand-offs yet."</p> }.into_any_sync()

@@ -634,5 +634,63 @@ pub(crate) async fn crew_data(
                 .collect()
         },
         per_bug: state.spend.per_bug,
+        sandbox: sandbox_lines(state).await?,
     })
+}
+
+/// Where the desk's sandbox runs go, for the crew page: the worker hosts (each one's state,
+/// jobs done and last claim) and every job waiting or running, or this process's sandbox.
+async fn sandbox_lines(state: &AppState) -> Result<Vec<String>, Refused> {
+    let now = crate::clock::now_ms();
+    let ago = |at: i64| format!("{} s ago", (now - at).max(0) / 1000);
+    let workers = state
+        .store
+        .sandbox_workers()
+        .await
+        .map_err(Refused::storage)?;
+    let queue = state
+        .store
+        .sandbox_queue()
+        .await
+        .map_err(Refused::storage)?;
+    let mut lines = Vec::new();
+    lines.push(match state.sandbox.runner() {
+        sandbox::pool::Runner::Workers => format!(
+            "Runs go to worker hosts (R2R_SANDBOX_RUNNER=workers): {} active.",
+            workers.iter().filter(|w| w.revoked_at.is_none()).count()
+        ),
+        sandbox::pool::Runner::Local(backend) => {
+            format!("Runs go to this process's own {backend} sandbox (R2R_SANDBOX_RUNNER=local).")
+        }
+        sandbox::pool::Runner::Nowhere => {
+            "This desk has no sandbox (R2R_SANDBOX_BACKEND=none): nothing is measured.".to_owned()
+        }
+    });
+    for worker in &workers {
+        lines.push(format!(
+            "Worker {}: {}, {} job{} done, last claim {}.",
+            worker.name,
+            if worker.revoked_at.is_some() {
+                "revoked"
+            } else {
+                "active"
+            },
+            worker.jobs_done,
+            if worker.jobs_done == 1 { "" } else { "s" },
+            worker.last_seen_at.map_or("never".to_owned(), ago)
+        ));
+    }
+    for (purpose, worker, created) in queue {
+        lines.push(match worker {
+            Some(worker) => format!(
+                "A {purpose} job is running on {worker} (queued {}).",
+                ago(created)
+            ),
+            None => format!(
+                "A {purpose} job is waiting for a worker (queued {}).",
+                ago(created)
+            ),
+        });
+    }
+    Ok(lines)
 }
