@@ -10,7 +10,7 @@
 #![allow(clippy::too_many_arguments)]
 
 #[cfg(feature = "ssr")]
-use crate::dto::ActInput;
+use crate::dto::{ActInput, ProjectInput};
 #[cfg(feature = "ssr")]
 use crate::dto::{BugDesk, Confirm, CrewDesk, Dashboard, OwnersDesk};
 use crate::dto::{DeskError, DeskQuery};
@@ -133,6 +133,14 @@ pub trait DeskBackend: Send + Sync + 'static {
         action: String,
         person: Option<String>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Confirm, DeskError>> + Send>>;
+
+    /// Adds or changes the project `input` describes, for the owner these headers sign in
+    /// (its CSRF token checked); answers the desk address to go to next.
+    fn project(
+        &self,
+        headers: http::HeaderMap,
+        input: ProjectInput,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, DeskError>> + Send>>;
 
     /// Does the confirmed `input` for the owner these headers sign in (its CSRF token
     /// checked); answers the desk address to go to next.
@@ -273,6 +281,39 @@ pub async fn desk_question(
         .question(headers.clone(), bug, report, action, person)
         .await;
     answer(&headers, result).map(crate::pages::question_screen)
+}
+
+/// Adds (`mode` `add`) or changes (`edit`) a project this desk serves; then the desk goes to
+/// the crew page, where the projects are listed.
+#[server(prefix = "/desk/fn", output = TextJson, endpoint = "project")]
+pub async fn desk_project(
+    csrf: String,
+    mode: String,
+    id: String,
+    #[server(default)] name: String,
+    #[server(default)] components: String,
+    #[server(default)] forge: String,
+    #[server(default)] branch: String,
+    #[server(default)] profile: String,
+    #[server(default)] fix_paths: String,
+    #[server(default)] crew: String,
+) -> Result<(), DeskError> {
+    let (server, headers) = backend()?;
+    let input = ProjectInput {
+        csrf,
+        mode,
+        id,
+        name,
+        components,
+        forge,
+        branch,
+        profile,
+        fix_paths,
+        crew,
+    };
+    let next = answer(&headers, server.0.project(headers.clone(), input).await)?;
+    leptos_axum::redirect(&next);
+    Ok(())
 }
 
 /// Does an owner's confirmed action; then the desk goes to the page it concerns, saying what

@@ -674,6 +674,9 @@ pub struct CrewDesk {
     /// hosts with each one's state and the jobs waiting or running.
     #[serde(default)]
     pub sandbox: Vec<String>,
+    /// The session's CSRF token, for the project form.
+    #[serde(default)]
+    pub csrf: String,
 }
 
 /// A confirmation page for an owner's action.
@@ -701,6 +704,33 @@ pub struct Confirm {
     /// What the owner chooses from, for `duplicate`: (bug id, its title and state).
     #[serde(default)]
     pub choices: Vec<(String, String)>,
+}
+
+/// A project as the crew page's form sends it (`desk_project`): `mode` `add` or `edit`; on
+/// `edit` an empty field keeps the project's value, on `add` it takes the default (branch
+/// `main`, fixes in `src/`, crew on). Lists are comma-separated.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectInput {
+    /// The session's CSRF token.
+    pub csrf: String,
+    /// `add` or `edit`.
+    pub mode: String,
+    /// The project's id.
+    pub id: String,
+    /// Its display name.
+    pub name: String,
+    /// Its components.
+    pub components: String,
+    /// Its bare repository's absolute path on the desk's host.
+    pub forge: String,
+    /// The branch fixes go into.
+    pub branch: String,
+    /// How its tests run.
+    pub profile: String,
+    /// Folders a fix may change.
+    pub fix_paths: String,
+    /// `on`, `off`, or empty.
+    pub crew: String,
 }
 
 /// An owner's confirmed action, as `desk_act` receives it (the question's form).
@@ -870,6 +900,7 @@ impl DeskError {
             "missing_reason" => "A reopen needs a reason: the reporters see that it was reopened.",
             "missing_head" => "The exact head is missing: open the question again from the bug view.",
             "invalid_message" => "The message is empty or too long; nothing was sent.",
+            "invalid_project" => "The project was not saved: a field is wrong. Check each one against the form's hints (r2r project add names the field too).",
             code if code.starts_with("invalid_") => "The desk could not read that request.",
             _ => "That did not work; nothing was changed. Try again.",
         }

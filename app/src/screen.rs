@@ -84,6 +84,10 @@ pub struct CrewScreen {
     pub data: CrewDesk,
     /// The whole page.
     pub html: ServerHtml,
+    /// The session's CSRF token, for the project form (which lives outside the page's
+    /// refreshed HTML, so what an owner types survives a refresh).
+    #[serde(default)]
+    pub csrf: String,
 }
 
 /// `/desk/owners`.

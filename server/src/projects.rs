@@ -118,7 +118,120 @@ fn profiles() -> Vec<&'static str> {
     sandbox::Profile::ALL.iter().map(|p| p.as_str()).collect()
 }
 
+/// What an owner gives to add or change a project (the CLI's flags, the desk's form): each
+/// field given replaces the project's (or the new project's default), each absent one keeps it.
+/// Lists are comma-separated.
+#[derive(Clone, Debug, Default)]
+pub struct ProjectChange {
+    /// Display name.
+    pub name: Option<String>,
+    /// Components.
+    pub components: Option<String>,
+    /// The bare repository's absolute path.
+    pub forge: Option<String>,
+    /// The branch fixes go into.
+    pub branch: Option<String>,
+    /// How its tests run.
+    pub profile: Option<String>,
+    /// Folders a fix may change.
+    pub fix_paths: Option<String>,
+    /// Whether the crew works its bugs.
+    pub crew: Option<bool>,
+}
+
+fn list_of(text: &str) -> Vec<String> {
+    text.split(',').map(|p| p.trim().to_owned()).collect()
+}
+
+/// A new project's defaults: named by its id, branch `main`, fixes in `src/`, crew on.
+fn blank(id: &str) -> ProjectSpec {
+    ProjectSpec {
+        id: id.trim().to_owned(),
+        name: id.trim().to_owned(),
+        components: Vec::new(),
+        forge_path: String::new(),
+        branch: "main".to_owned(),
+        profile: String::new(),
+        fix_allowed_paths: vec!["src/".to_owned()],
+        crew: true,
+    }
+}
+
+impl ProjectChange {
+    /// `base` with every given field replaced.
+    pub fn over(self, base: ProjectSpec) -> ProjectSpec {
+        ProjectSpec {
+            name: self.name.unwrap_or(base.name),
+            components: self.components.as_deref().map_or(base.components, list_of),
+            forge_path: self.forge.unwrap_or(base.forge_path),
+            branch: self.branch.unwrap_or(base.branch),
+            profile: self.profile.unwrap_or(base.profile),
+            fix_allowed_paths: self
+                .fix_paths
+                .as_deref()
+                .map_or(base.fix_allowed_paths, list_of),
+            crew: self.crew.unwrap_or(base.crew),
+            ..base
+        }
+    }
+}
+
 impl Projects {
+    /// Adds project `id` with `change` over the defaults.
+    pub async fn add(
+        &self,
+        store: &store::Store,
+        id: &str,
+        change: ProjectChange,
+        by: &str,
+        now: Millis,
+    ) -> Result<ProjectSpec, DefineError> {
+        self.define(store, change.over(blank(id)), None, by, now)
+            .await
+    }
+
+    /// Changes project `id`: only the fields `change` gives. A stored project that is not
+    /// served (its definition no longer reads, or clashes) is replaced whole, from the
+    /// defaults. The environment's project is changed in its variables, never here.
+    pub async fn edit(
+        &self,
+        store: &store::Store,
+        id: &str,
+        change: ProjectChange,
+        by: &str,
+        now: Millis,
+    ) -> Result<ProjectSpec, DefineError> {
+        self.reload(store, true).await?;
+        let scope = self.scope();
+        let id = id.trim();
+        let (base, updated_at) = match scope.project(id) {
+            Some(target) => match (target.spec.clone(), target.updated.clone()) {
+                (Some(spec), Some((updated_at, _))) => (spec, updated_at),
+                _ => {
+                    return Err(ProjectError {
+                        field: "id",
+                        reason: "the environment's project is changed in its variables (R2R_LOCAL_FORGE, R2R_TARGET_PROFILE, …)".to_owned(),
+                    }
+                    .into())
+                }
+            },
+            None => match scope.unserved.iter().find(|(u, _, _)| u == id) {
+                Some((_, updated_at, _)) => (blank(id), *updated_at),
+                None => {
+                    return Err(ProjectError {
+                        field: "id",
+                        reason: format!(
+                            "no project {id:?} (the environment's project `default` is changed in its variables)"
+                        ),
+                    }
+                    .into())
+                }
+            },
+        };
+        self.define(store, change.over(base), Some(updated_at), by, now)
+            .await
+    }
+
     /// The environment's project from `config`, before any stored project is read.
     pub fn new(config: &crate::config::Config) -> Self {
         let environment = Arc::new(Target {

@@ -300,6 +300,7 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
 pub(crate) fn crew_screen(crew: CrewDesk) -> CrewScreen {
     CrewScreen {
         html: ServerHtml::render(view! { <CrewView crew=crew.clone()/> }),
+        csrf: crew.csrf.clone(),
         data: crew,
     }
 }
@@ -363,7 +364,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
         </section>
         <section class="panel">
             <h2>"Projects"</h2>
-            <p class="hint">"Each report's component names its project: its repository, how its tests run and the folders a fix may change. Add or change one with r2r project add or r2r project edit; the environment configures the default one."</p>
+            <p class="hint">"Each report's component names its project: its repository, how its tests run and the folders a fix may change. Add or change one with the form below the page, or with r2r project add and r2r project edit; the environment configures the default one."</p>
             <div class="table-wrap" tabindex="0" role="region" aria-label="Projects">
                 <table data-testid="projects">
                     <thead><tr><th scope="col">"Project"</th><th scope="col">"Components"</th><th scope="col">"Tests"</th><th scope="col">"Repository"</th><th scope="col">"Fixes in"</th><th scope="col">"Crew"</th><th scope="col">"Spent"</th><th scope="col">"Changed"</th></tr></thead>

@@ -3,9 +3,8 @@
 //! within a second.
 
 use super::load_config;
-use crate::projects::{DefineError, Projects};
+use crate::projects::{DefineError, ProjectChange, Projects};
 use clap::{Args, Subcommand};
-use domain::project::ProjectSpec;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -65,40 +64,29 @@ fn parse_switch(text: &str) -> Result<bool, String> {
     }
 }
 
-fn list_of(text: &str) -> Vec<String> {
-    text.split(',').map(|p| p.trim().to_owned()).collect()
-}
-
 impl Fields {
-    /// `base` with every given field replaced.
-    fn over(self, base: ProjectSpec) -> ProjectSpec {
-        ProjectSpec {
-            name: self.name.unwrap_or(base.name),
-            components: self.components.as_deref().map_or(base.components, list_of),
-            forge_path: self
-                .forge
-                .map(|path| {
-                    // A relative path is taken from here, as a person typing it means.
-                    let path = Path::new(path.trim());
-                    if path.is_relative() {
-                        std::env::current_dir()
-                            .map(|dir| dir.join(path))
-                            .unwrap_or_else(|_| path.to_path_buf())
-                            .display()
-                            .to_string()
-                    } else {
-                        path.display().to_string()
-                    }
-                })
-                .unwrap_or(base.forge_path),
-            branch: self.branch.unwrap_or(base.branch),
-            profile: self.profile.unwrap_or(base.profile),
-            fix_allowed_paths: self
-                .fix_paths
-                .as_deref()
-                .map_or(base.fix_allowed_paths, list_of),
-            crew: self.crew.unwrap_or(base.crew),
-            ..base
+    /// The change these flags make (a relative forge path is taken from here, as a person
+    /// typing it means).
+    fn change(self) -> ProjectChange {
+        ProjectChange {
+            name: self.name,
+            components: self.components,
+            forge: self.forge.map(|path| {
+                let path = Path::new(path.trim());
+                if path.is_relative() {
+                    std::env::current_dir()
+                        .map(|dir| dir.join(path))
+                        .unwrap_or_else(|_| path.to_path_buf())
+                        .display()
+                        .to_string()
+                } else {
+                    path.display().to_string()
+                }
+            }),
+            branch: self.branch,
+            profile: self.profile,
+            fix_paths: self.fix_paths,
+            crew: self.crew,
         }
     }
 }
@@ -130,18 +118,8 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
     let now = crate::clock::now_ms();
     match command {
         ProjectCommand::Add { id, fields } => {
-            let base = ProjectSpec {
-                id: id.clone(),
-                name: id.trim().to_owned(),
-                components: Vec::new(),
-                forge_path: String::new(),
-                branch: "main".to_owned(),
-                profile: String::new(),
-                fix_allowed_paths: vec!["src/".to_owned()],
-                crew: true,
-            };
             let spec = projects
-                .define(&store, fields.over(base), None, "cli", now)
+                .add(&store, &id, fields.change(), "cli", now)
                 .await
                 .map_err(refused)?;
             println!(
@@ -155,42 +133,8 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
             );
         }
         ProjectCommand::Edit { id, fields } => {
-            let scope = projects.scope();
-            let id = id.trim().to_owned();
-            let (spec, updated_at) = match scope.project(&id) {
-                Some(target) => {
-                    let (Some(spec), Some((updated_at, _))) =
-                        (target.spec.clone(), target.updated.clone())
-                    else {
-                        anyhow::bail!(
-                            "--id: the environment's project is edited in its variables (R2R_LOCAL_FORGE, R2R_TARGET_PROFILE, …)"
-                        );
-                    };
-                    (spec, updated_at)
-                }
-                // A stored project that is not served is replaced whole: every field is given.
-                None => {
-                    let Some((_, updated_at, _)) = scope.unserved.iter().find(|(u, _, _)| *u == id)
-                    else {
-                        anyhow::bail!(
-                            "--id: no project {id:?} (the environment's project `default` is edited in its variables)"
-                        );
-                    };
-                    let blank = ProjectSpec {
-                        id: id.clone(),
-                        name: id.clone(),
-                        components: Vec::new(),
-                        forge_path: String::new(),
-                        branch: "main".to_owned(),
-                        profile: String::new(),
-                        fix_allowed_paths: vec!["src/".to_owned()],
-                        crew: true,
-                    };
-                    (blank, *updated_at)
-                }
-            };
             let spec = projects
-                .define(&store, fields.over(spec), Some(updated_at), "cli", now)
+                .edit(&store, &id, fields.change(), "cli", now)
                 .await
                 .map_err(refused)?;
             println!("changed   {}", spec.id);

@@ -5,7 +5,9 @@
 use crate::auth::{credential_of, csrf_valid, Credential};
 use crate::web::{AppState, Refused};
 use app::desk_fns::{DeskBackend, DeskServer, WithCookie};
-use app::dto::{ActInput, BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery, OwnersDesk};
+use app::dto::{
+    ActInput, BugDesk, Confirm, CrewDesk, Dashboard, DeskError, DeskQuery, OwnersDesk, ProjectInput,
+};
 use axum::http::HeaderMap;
 use std::future::Future;
 use std::pin::Pin;
@@ -111,8 +113,10 @@ impl DeskBackend for Backend {
     ) -> Pin<Box<dyn Future<Output = Result<CrewDesk, DeskError>> + Send>> {
         let state = self.0.clone();
         Box::pin(async move {
-            let (account, _) = signed_in(&state, &headers).await?;
-            super::crew_data(&state, &account).await.map_err(refusal)
+            let (account, session) = signed_in(&state, &headers).await?;
+            super::crew_data(&state, &account, &session)
+                .await
+                .map_err(refusal)
         })
     }
 
@@ -192,6 +196,96 @@ impl DeskBackend for Backend {
             )
             .await
             .map_err(refusal)
+        })
+    }
+
+    fn project(
+        &self,
+        headers: HeaderMap,
+        input: ProjectInput,
+    ) -> Pin<Box<dyn Future<Output = Result<String, DeskError>> + Send>> {
+        let state = self.0.clone();
+        Box::pin(async move {
+            let (account, session) = signed_in(&state, &headers).await?;
+            same_session(&state, &session, &input.csrf)?;
+            let invalid = |reason: String| DeskError::new("invalid_project", reason);
+            let given = |text: &str| {
+                let text = text.trim();
+                (!text.is_empty()).then(|| text.to_owned())
+            };
+            for (field, text) in [
+                ("id", &input.id),
+                ("name", &input.name),
+                ("components", &input.components),
+                ("forge", &input.forge),
+                ("branch", &input.branch),
+                ("profile", &input.profile),
+                ("fix_paths", &input.fix_paths),
+            ] {
+                if text.len() > 1_000 || text.chars().any(char::is_control) {
+                    return Err(invalid(format!(
+                        "{field}: at most 1,000 characters, none of them control characters"
+                    )));
+                }
+            }
+            let forge = given(&input.forge);
+            if forge
+                .as_deref()
+                .is_some_and(|f| !std::path::Path::new(f).is_absolute())
+            {
+                return Err(invalid(
+                    "forge: the bare repository's absolute path on the desk's host".to_owned(),
+                ));
+            }
+            let crew = match input.crew.trim() {
+                "" => None,
+                "on" => Some(true),
+                "off" => Some(false),
+                other => return Err(invalid(format!("crew: on or off, not {other:?}"))),
+            };
+            let change = crate::projects::ProjectChange {
+                name: given(&input.name),
+                components: given(&input.components),
+                forge,
+                branch: given(&input.branch),
+                profile: given(&input.profile),
+                fix_paths: given(&input.fix_paths),
+                crew,
+            };
+            let now = crate::clock::now_ms();
+            let by = account.email.as_str();
+            let defined = match input.mode.trim() {
+                "add" => {
+                    state
+                        .projects
+                        .add(&state.store, &input.id, change, by, now)
+                        .await
+                }
+                "edit" => {
+                    state
+                        .projects
+                        .edit(&state.store, &input.id, change, by, now)
+                        .await
+                }
+                other => return Err(invalid(format!("mode: add or edit, not {other:?}"))),
+            };
+            match defined {
+                Ok(spec) => {
+                    tracing::info!(project = %spec.id, owner = %account.id, mode = %input.mode.trim(), "project defined from the desk");
+                    Ok("/desk/crew".to_owned())
+                }
+                Err(crate::projects::DefineError::Invalid(error)) => {
+                    Err(invalid(error.to_string()))
+                }
+                Err(crate::projects::DefineError::Conflict(reason)) => {
+                    let mut error = DeskError::new("conflict", reason);
+                    error.status = Some(409);
+                    Err(error)
+                }
+                Err(crate::projects::DefineError::Store(error)) => {
+                    Err(refusal(Refused::storage(error)))
+                }
+            }
         })
     }
 

@@ -533,6 +533,7 @@ pub async fn crew(
 pub(crate) async fn crew_data(
     state: &AppState,
     account: &OwnerAccount,
+    session: &str,
 ) -> Result<CrewDesk, Refused> {
     let status = crate::service::crew::status_json(state).await?;
     let u = |v: &Value| v.as_u64().unwrap_or_default();
@@ -635,6 +636,7 @@ pub(crate) async fn crew_data(
         },
         per_bug: state.spend.per_bug,
         sandbox: sandbox_lines(state).await?,
+        csrf: csrf_token(state.auth.session_key.expose().as_bytes(), session),
     })
 }
 

@@ -1,0 +1,196 @@
+//! Owners add and change projects on the desk (the crew page's form, posted to the desk's
+//! `project` server function) as they do with `r2r project add|edit`: the same checks, each
+//! refusal naming its field; only a signed-in owner with this session's CSRF token may; a
+//! crew token may not; hostile text is shown as text; a plain form post (no JavaScript)
+//! comes back to the crew page.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{sign_in, OWNER, PASSWORD};
+use domain::Role;
+use serde_json::Value;
+
+async fn post(
+    client: &reqwest::Client,
+    base: &str,
+    cookie: Option<&str>,
+    bearer: Option<&str>,
+    fields: &[(&str, &str)],
+) -> (u16, String) {
+    let mut request = client.post(format!("{base}/desk/fn/project")).form(fields);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
+    let desk = common::owner_desk(&[]);
+    let base = desk.server.base.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "ledgerly", |work| {
+        common::write(
+            work,
+            "ledgerly/__init__.py",
+            "def total(xs):\n    return sum(xs)\n",
+        );
+    })
+    .await;
+    let forge = bare.display().to_string();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (cookie, csrf) = sign_in(&client, &base, OWNER, PASSWORD).await;
+    let hostile_name = "<script>alert(1)</script> Ledgerly";
+    let add = [
+        ("csrf", csrf.as_str()),
+        ("mode", "add"),
+        ("id", "ledgerly"),
+        ("name", hostile_name),
+        ("components", "ledgerly"),
+        ("forge", forge.as_str()),
+        ("profile", "python"),
+        ("fix_paths", "ledgerly/"),
+    ];
+
+    // Not an owner, or not this session's form: refused, nothing written.
+    let reproducer = &desk.tokens[&Role::Reproducer];
+    let (status, _) = post(&client, &base, None, Some(reproducer), &add).await;
+    assert_eq!(status, 403, "a crew token is not an owner");
+    let (status, _) = post(&client, &base, None, None, &add).await;
+    assert_eq!(status, 401);
+    let mut forged = add;
+    forged[0] = ("csrf", "0000");
+    let (status, answer) = post(&client, &base, Some(&cookie), None, &forged).await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(answer.contains("invalid_csrf"), "{answer}");
+
+    // Each wrong field is refused with its name.
+    for (field, value, says) in [
+        ("forge", "relative/path.git", "forge"),
+        ("forge", "/nonexistent/repo.git", "forge_path"),
+        ("id", "Not An Id", "id"),
+        ("profile", "cobol", "profile"),
+        ("components", "default-component,\u{202e}evil", "components"),
+        ("fix_paths", "../outside/", "fix_allowed_paths"),
+        ("mode", "delete", "mode"),
+        ("crew", "maybe", "crew"),
+    ] {
+        let mut wrong = add.to_vec();
+        match wrong.iter_mut().find(|(k, _)| *k == field) {
+            Some(pair) => pair.1 = value,
+            None => wrong.push((field, value)),
+        }
+        let (status, answer) = post(&client, &base, Some(&cookie), None, &wrong).await;
+        assert_eq!(status, 400, "{field}={value:?}: {answer}");
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["code"], "invalid_project", "{answer}");
+        assert!(
+            answer["message"].as_str().unwrap().starts_with(says),
+            "{field}={value:?}: {answer}"
+        );
+    }
+
+    // Added, then listed on the crew page with the hostile name shown as text.
+    let (status, answer) = post(&client, &base, Some(&cookie), None, &add).await;
+    assert!(status < 400, "{status} {answer}");
+    let (status, answer) = post(&client, &base, Some(&cookie), None, &add).await;
+    assert_eq!(status, 409, "a second add is refused: {answer}");
+    let page = client
+        .get(format!("{base}/desk/crew"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("data-project=\"ledgerly\""), "{page}");
+    assert!(!page.contains("<script>alert(1)"), "the name is escaped");
+    assert!(page.contains("&lt;script&gt;alert(1)"), "and shown");
+    assert!(
+        page.contains(&format!("by {OWNER}")),
+        "who changed it is shown"
+    );
+    assert!(
+        page.contains("data-testid=\"save-project\""),
+        "the page carries the form"
+    );
+
+    // Changed: only the fields given; the environment's project is not changed here.
+    let (status, answer) = post(
+        &client,
+        &base,
+        Some(&cookie),
+        None,
+        &[
+            ("csrf", csrf.as_str()),
+            ("mode", "edit"),
+            ("id", "ledgerly"),
+            ("name", "Ledgerly"),
+            ("crew", "off"),
+        ],
+    )
+    .await;
+    assert!(status < 400, "{status} {answer}");
+    let listed = common::r2r_with_env_file(&desk.env_file)
+        .args(["project", "list"])
+        .env("DATABASE_URL", &desk.database_url)
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("ledgerly"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        row.contains("python") && row.contains(" off ") && row.contains("ledgerly/"),
+        "{row}"
+    );
+    let (status, answer) = post(
+        &client,
+        &base,
+        Some(&cookie),
+        None,
+        &[
+            ("csrf", csrf.as_str()),
+            ("mode", "edit"),
+            ("id", "default"),
+            ("name", "Mine now"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 400, "{answer}");
+    assert!(answer.contains("in its variables"), "{answer}");
+
+    // Without JavaScript the browser posts the form and is sent back to the crew page.
+    let (status, _) = {
+        let response = client
+            .post(format!("{base}/desk/fn/project"))
+            .header("cookie", &cookie)
+            .header("accept", "text/html")
+            .header("referer", format!("{base}/desk/crew"))
+            .form(&[
+                ("csrf", csrf.as_str()),
+                ("mode", "edit"),
+                ("id", "ledgerly"),
+                ("crew", "on"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        let location = response.headers()["location"].to_str().unwrap().to_owned();
+        assert!(location.ends_with("/desk/crew"), "{location}");
+        (response.status().as_u16(), location)
+    };
+    assert_eq!(status, 302);
+}
