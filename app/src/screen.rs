@@ -84,10 +84,11 @@ pub struct CrewScreen {
     pub data: CrewDesk,
     /// The whole page.
     pub html: ServerHtml,
-    /// The session's CSRF token, for the project form (which lives outside the page's
-    /// refreshed HTML, so what an owner types survives a refresh).
+    /// The session's CSRF token, for the project form (drawn by the page itself, not in
+    /// `html`). Not named `csrf`: the flattened data has a field of that name, and a key
+    /// twice in one answer is refused when the browser reads it.
     #[serde(default)]
-    pub csrf: String,
+    pub form_csrf: String,
 }
 
 /// `/desk/owners`.

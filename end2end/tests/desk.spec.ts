@@ -241,11 +241,11 @@ test('an owner adds and changes a project on the crew page; what they type survi
   const form = page.locator('form[data-project]');
   await expect(form).toBeVisible();
   await form.getByLabel('Id (lower-case letters, digits and dashes)').fill(id);
-  await form.getByLabel('Name').fill('<img src=x onerror=alert(1)> Ledger');
+  await form.getByLabel('Name', { exact: true }).fill('<img src=x onerror=alert(1)> Ledger');
   if (js) {
     // The page fetches itself again every 10 s; the form is not redrawn, so nothing typed is lost.
     await page.waitForTimeout(11_000);
-    await expect(form.getByLabel('Name')).toHaveValue('<img src=x onerror=alert(1)> Ledger');
+    await expect(form.getByLabel('Name', { exact: true })).toHaveValue('<img src=x onerror=alert(1)> Ledger');
   }
   await form.getByLabel('Components its reports name (comma-separated)').fill(id);
   await form.getByLabel("Its bare git repository (absolute path on the desk's host)").fill(forge);
@@ -258,7 +258,7 @@ test('an owner adds and changes a project on the crew page; what they type survi
   if (!js) {
     // Without JavaScript the post came back to the crew page with an empty form.
     await form.getByLabel('Id (lower-case letters, digits and dashes)').fill(id);
-    await form.getByLabel('Name').fill('<img src=x onerror=alert(1)> Ledger');
+    await form.getByLabel('Name', { exact: true }).fill('<img src=x onerror=alert(1)> Ledger');
     await form.getByLabel('Components its reports name (comma-separated)').fill(id);
     await form.getByLabel("Its bare git repository (absolute path on the desk's host)").fill(forge);
     await form.getByLabel('How its tests run').selectOption('python');

@@ -119,9 +119,20 @@ fn archive(dir: &Path, limit: usize) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Unpacks a base64 tar archive into `dir` (entries that would land outside it are refused
-/// by the tar reader).
-fn unarchive(encoded: &str, dir: &Path, limit: usize) -> Result<(), String> {
+/// What an archive may hold besides regular files and folders.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Links {
+    /// Symbolic links too (a repository's snapshot has them; they resolve inside the sandbox).
+    Allowed,
+    /// Nothing else: a build's output is files the desk copies, never a link to one of its own.
+    Refused,
+}
+
+/// Unpacks a base64 tar archive into `dir`: regular files and folders (and symbolic links
+/// when `links` allows) whose sizes add up to at most `limit`; anything else — a hard link, a
+/// sparse file (a few bytes that unpack to terabytes), a device, a path leaving `dir` — is
+/// refused with its name.
+fn unarchive(encoded: &str, dir: &Path, limit: usize, links: Links) -> Result<(), String> {
     if encoded.len() > limit / 3 * 4 + 4 {
         return Err(format!("the archive is larger than {limit} bytes"));
     }
@@ -131,9 +142,71 @@ fn unarchive(encoded: &str, dir: &Path, limit: usize) -> Result<(), String> {
     let mut archive = tar::Archive::new(bytes.as_slice());
     archive.set_preserve_permissions(false);
     archive.set_overwrite(false);
-    archive
-        .unpack(dir)
-        .map_err(|e| format!("cannot unpack the archive: {e}"))
+    let entries = archive
+        .entries()
+        .map_err(|e| format!("cannot read the archive: {e}"))?;
+    let mut total: u64 = 0;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| format!("cannot read the archive: {e}"))?;
+        let name = entry
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "?".to_owned());
+        let kind = entry.header().entry_type();
+        let allowed =
+            kind.is_file() || kind.is_dir() || (kind.is_symlink() && links == Links::Allowed);
+        if !allowed {
+            return Err(format!(
+                "the archive holds {name:?}, which is neither a file nor a folder{}",
+                if links == Links::Allowed {
+                    " nor a symbolic link"
+                } else {
+                    ""
+                }
+            ));
+        }
+        total = total.saturating_add(entry.header().size().unwrap_or(u64::MAX));
+        if total > limit as u64 {
+            return Err(format!("the archive unpacks to more than {limit} bytes"));
+        }
+        let inside = entry
+            .unpack_in(dir)
+            .map_err(|e| format!("cannot unpack {name:?}: {e}"))?;
+        if !inside {
+            return Err(format!("{name:?} would land outside the folder"));
+        }
+    }
+    Ok(())
+}
+
+/// The most a job may ask of a worker (a job asking more is refused, whoever sent it).
+const MOST: Limits = Limits {
+    memory_bytes: 16 * 1024 * 1024 * 1024,
+    cpu_millis: 8_000,
+    pids: 4_096,
+    work_bytes: 8 * 1024 * 1024 * 1024,
+    tmp_bytes: 4 * 1024 * 1024 * 1024,
+    output_bytes: 16 * 1024 * 1024,
+};
+
+/// Text a worker reported, made safe to log and to show: control characters escaped (no
+/// forged log lines, no terminal escapes), at most `most` characters.
+fn plain(text: &str, most: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(most)
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect();
+    if text.chars().count() > most {
+        out.push_str(" [cut]");
+    }
+    out
 }
 
 impl WireJob {
@@ -177,7 +250,28 @@ impl WireJob {
         let snapshot = scratch.join("snapshot");
         std::fs::create_dir(&snapshot)
             .map_err(|e| invalid(format!("cannot create {}: {e}", snapshot.display())))?;
-        unarchive(&self.snapshot, &snapshot, MAX_SNAPSHOT_BYTES).map_err(invalid)?;
+        let limits = &self.limits;
+        if limits.memory_bytes > MOST.memory_bytes
+            || limits.cpu_millis > MOST.cpu_millis
+            || limits.pids > MOST.pids
+            || limits.work_bytes > MOST.work_bytes
+            || limits.tmp_bytes > MOST.tmp_bytes
+            || limits.output_bytes > MOST.output_bytes
+            || limits.memory_bytes == 0
+            || limits.cpu_millis == 0
+            || limits.pids == 0
+        {
+            return Err(invalid(format!(
+                "the job's limits {limits:?} are outside what this worker runs (at most {MOST:?})"
+            )));
+        }
+        unarchive(
+            &self.snapshot,
+            &snapshot,
+            MAX_SNAPSHOT_BYTES,
+            Links::Allowed,
+        )
+        .map_err(invalid)?;
         crate::share_read_only(&snapshot)
             .map_err(|e| invalid(format!("cannot share the snapshot: {e}")))?;
         let mut mounts = Vec::new();
@@ -199,12 +293,13 @@ impl WireJob {
                 target: PathBuf::from(target),
             });
         }
+        // Nobody else may list the scratch folder; the sandbox's user writes only into an
+        // output folder whose name nobody can guess.
+        std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o711))
+            .map_err(|e| invalid(format!("cannot close {}: {e}", scratch.display())))?;
         let output = if self.wants_output {
-            let out = scratch.join("out");
+            let out = scratch.join(format!("out-{:016x}", rand::random::<u64>()));
             std::fs::create_dir(&out)
-                .and_then(|()| {
-                    std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o711))
-                })
                 .and_then(|()| {
                     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777))
                 })
@@ -233,6 +328,21 @@ impl WireJob {
         job.validate()?;
         Ok(job)
     }
+}
+
+/// At most `limit` bytes of `text` (cut at a character boundary, and said so).
+fn cap(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let mut at = limit;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let cut = text.len() - at;
+    text.truncate(at);
+    text.push_str(&format!("\n[r2r: {cut} more bytes cut]\n"));
+    text
 }
 
 impl WireOutcome {
@@ -285,12 +395,12 @@ impl WireOutcome {
         };
         let run = match (self.ran, self.error) {
             (Some(run), None) => run,
-            (_, Some(error)) => return Err(failed(error)),
+            (_, Some(error)) => return Err(failed(plain(&error, 2_000))),
             (None, None) => return Err(failed("the worker reported nothing".into())),
         };
         match (&job.output, &run.output) {
             (Some(dir), Some(encoded)) => {
-                unarchive(encoded, dir, MAX_OUTPUT_BYTES).map_err(failed)?
+                unarchive(encoded, dir, MAX_OUTPUT_BYTES, Links::Refused).map_err(failed)?
             }
             (Some(_), None) => {}
             (None, Some(_)) => {
@@ -309,8 +419,9 @@ impl WireOutcome {
             oom_killed: run.oom_killed,
             duration_ms: run.duration_ms,
             backend,
-            stdout: run.stdout,
-            stderr: run.stderr,
+            // No more than the job's own limit keeps, whatever the worker sent.
+            stdout: cap(run.stdout, job.limits.output_bytes),
+            stderr: cap(run.stderr, job.limits.output_bytes),
         })
     }
 }
@@ -400,6 +511,15 @@ mod tests {
         let mut env = good.clone();
         env.env.push(("LD_PRELOAD=x".into(), "y".into()));
         assert!(unpack(&env).is_err());
+        let mut greedy = good.clone();
+        greedy.limits.memory_bytes = u64::MAX;
+        assert!(
+            unpack(&greedy).is_err(),
+            "limits beyond the worker's are refused"
+        );
+        let mut disk = good.clone();
+        disk.limits.work_bytes = 1 << 40;
+        assert!(unpack(&disk).is_err());
         let mut garbage = good.clone();
         garbage.snapshot = "not base64 ✗".into();
         assert!(unpack(&garbage).is_err());
@@ -422,6 +542,73 @@ mod tests {
         let mut value = serde_json::to_value(&good).unwrap();
         value["privileged"] = serde_json::json!(true);
         assert!(serde_json::from_value::<WireJob>(value).is_err());
+    }
+
+    #[test]
+    fn a_builds_output_is_files_only() {
+        let snapshot = tempfile::tempdir().unwrap();
+        let desk_out = tempfile::tempdir().unwrap();
+        let mut job = SandboxJob::new(snapshot.path(), vec!["true".into()], Duration::from_secs(1));
+        job.output = Some(desk_out.path().to_path_buf());
+        let outcome_with = |archive: Vec<u8>| WireOutcome {
+            ran: Some(WireRun {
+                exit_code: Some(0),
+                timed_out: false,
+                oom_killed: false,
+                duration_ms: 1,
+                backend: "bwrap".into(),
+                stdout: "\u{1b}[2J".repeat(10),
+                stderr: String::new(),
+                output: Some(B64.encode(archive)),
+            }),
+            error: None,
+        };
+        // A link to one of the desk's own files, a sparse file of a terabyte, a hard link.
+        for kind in [
+            tar::EntryType::Symlink,
+            tar::EntryType::GNUSparse,
+            tar::EntryType::Link,
+        ] {
+            let mut builder = tar::Builder::new(Vec::new());
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(kind);
+            header.set_size(0);
+            header.set_mode(0o755);
+            header.set_path("app").unwrap();
+            if kind == tar::EntryType::GNUSparse {
+                if let Some(gnu) = header.as_gnu_mut() {
+                    gnu.set_real_size(1 << 40);
+                }
+            } else {
+                header.set_link_name("/etc/shadow").unwrap();
+            }
+            header.set_cksum();
+            builder.append(&header, &b""[..]).unwrap();
+            let refused = outcome_with(builder.into_inner().unwrap())
+                .into_outcome(&job)
+                .unwrap_err()
+                .to_string();
+            // (A sparse header without its real size does not even read.)
+            assert!(
+                refused.contains("neither a file nor a folder")
+                    || (kind == tar::EntryType::GNUSparse
+                        && refused.contains("cannot read the archive")),
+                "{kind:?}: {refused}"
+            );
+            assert!(!desk_out.path().join("app").exists());
+        }
+        // A worker's error text cannot forge log lines or carry terminal escapes.
+        let error = WireOutcome {
+            ran: None,
+            error: Some("boom\r\n2026-12-03 INFO owner signed in\u{1b}[31m".into()),
+        }
+        .into_outcome(&job)
+        .unwrap_err()
+        .to_string();
+        assert!(
+            !error.contains('\r') && !error.contains('\n') && !error.contains('\u{1b}'),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -380,7 +380,7 @@ pub fn authorize(
         return Err((
             StatusCode::UNAUTHORIZED,
             "unauthenticated",
-            "this needs a credential for this part of the desk (an owner session or a crew token)",
+            "this needs a credential for this part of the desk (an owner session or a crew token; for the sandbox job routes, a sandbox worker's token)",
         ));
     }
     let allowed = accepts.iter().any(|p| match (p, credential) {

@@ -20,6 +20,29 @@ const POLL: Duration = Duration::from_millis(100);
 /// Slack over a job's own deadline per claim (unpacking, reporting, a lease running out).
 const SLACK: Duration = Duration::from_secs(60);
 
+/// Removes a job whose waiter went away before it was over (the caller's request dropped).
+struct Abandoned {
+    store: Option<Store>,
+    id: String,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if let Some(store) = self.store.take() {
+            let id = std::mem::take(&mut self.id);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    if let Err(error) = store.delete_sandbox_job(&id).await {
+                        tracing::warn!(job = %id, %error, "cannot remove an abandoned sandbox job");
+                    } else {
+                        tracing::info!(job = %id, "sandbox job removed: nobody waits for it any more");
+                    }
+                });
+            }
+        }
+    }
+}
+
 /// Runs every job through the queue.
 #[derive(Debug)]
 pub struct QueuedSandbox {
@@ -78,12 +101,20 @@ impl Sandbox for QueuedSandbox {
         drop(spec);
         let started = Instant::now();
         let bound = self.claim_timeout + (job.deadline + SLACK) * MAX_SANDBOX_CLAIMS;
+        // If this wait is dropped (the caller went away), the job goes with it: nobody would
+        // read its outcome.
+        let mut abandoned = Abandoned {
+            store: Some(self.store.clone()),
+            id: id.clone(),
+        };
         let give_up = |reason: SandboxError| async {
             if let Err(error) = self.store.delete_sandbox_job(&id).await {
                 tracing::warn!(job = %id, %error, "cannot remove a given-up sandbox job");
             }
             Err(reason)
         };
+        // Since when no worker has held the job (queued, or its last lease ran out).
+        let mut unheld_since = Some(Instant::now());
         loop {
             tokio::time::sleep(POLL).await;
             let status = match self.store.sandbox_job_status(&id).await {
@@ -93,9 +124,31 @@ impl Sandbox for QueuedSandbox {
                     continue;
                 }
                 Err(error) => {
-                    return give_up(failed(format!("cannot read the job: {error}"))).await
+                    abandoned.store = None;
+                    return give_up(failed(format!("cannot read the job: {error}"))).await;
                 }
             };
+            let now = now_ms();
+            if let SandboxJobStatus::Waiting {
+                worker,
+                leased_until,
+                ..
+            } = &status
+            {
+                let held = worker.is_some() && leased_until.is_some_and(|until| until > now);
+                unheld_since = match (held, unheld_since) {
+                    (true, _) => None,
+                    (false, None) => Some(Instant::now()),
+                    (false, since) => since,
+                };
+            }
+            if matches!(
+                status,
+                SandboxJobStatus::Finished { .. } | SandboxJobStatus::Missing
+            ) || started.elapsed() >= bound
+            {
+                abandoned.store = None;
+            }
             match status {
                 SandboxJobStatus::Finished { worker, outcome } => {
                     if let Err(error) = self.store.delete_sandbox_job(&id).await {
@@ -115,13 +168,25 @@ impl Sandbox for QueuedSandbox {
                 SandboxJobStatus::Missing => {
                     return Err(failed("the job left the queue before it finished".into()))
                 }
-                SandboxJobStatus::Waiting { worker: None, .. }
-                    if started.elapsed() >= self.claim_timeout =>
+                SandboxJobStatus::Waiting { .. }
+                    if unheld_since.is_some_and(|since| since.elapsed() >= self.claim_timeout) =>
                 {
+                    // Workers busy with other jobs will come to this one: wait on (within the
+                    // bound) while any job is held; give up only when no worker is at work.
+                    let busy = self
+                        .store
+                        .sandbox_queue()
+                        .await
+                        .map(|queue| queue.iter().any(|(_, worker, _)| worker.is_some()))
+                        .unwrap_or(false);
+                    if busy && started.elapsed() < bound {
+                        continue;
+                    }
+                    abandoned.store = None;
                     return give_up(SandboxError::Unavailable {
                         backend: "worker",
                         reason: format!(
-                            "no sandbox worker claimed the job within {} s (R2R_SANDBOX_CLAIM_TIMEOUT): start `r2r sandbox worker` on a host with a sandbox",
+                            "no sandbox worker claimed the job within {} s (R2R_SANDBOX_CLAIM_TIMEOUT) and none is at work: start `r2r sandbox worker` on a host with a sandbox",
                             self.claim_timeout.as_secs()
                         ),
                     })
@@ -132,8 +197,9 @@ impl Sandbox for QueuedSandbox {
                     claims,
                     leased_until,
                 } if claims >= MAX_SANDBOX_CLAIMS
-                    && leased_until.is_some_and(|until| until <= now_ms()) =>
+                    && leased_until.is_some_and(|until| until <= now) =>
                 {
+                    abandoned.store = None;
                     return give_up(failed(format!(
                         "the job was claimed {claims} times and each worker stopped answering (last: {worker})"
                     )))

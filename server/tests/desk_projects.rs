@@ -105,15 +105,18 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
     assert!(status < 400, "{status} {answer}");
     let (status, answer) = post(&client, &base, Some(&cookie), None, &add).await;
     assert_eq!(status, 409, "a second add is refused: {answer}");
-    let page = client
+    let response = client
         .get(format!("{base}/desk/crew"))
         .header("cookie", &cookie)
         .send()
         .await
-        .unwrap()
-        .text()
-        .await
         .unwrap();
+    assert_eq!(
+        response.headers()["referrer-policy"],
+        "same-origin",
+        "a plain form post must say where it came from, to this desk only"
+    );
+    let page = response.text().await.unwrap();
     assert!(page.contains("data-project=\"ledgerly\""), "{page}");
     assert!(!page.contains("<script>alert(1)"), "the name is escaped");
     assert!(page.contains("&lt;script&gt;alert(1)"), "and shown");
@@ -193,4 +196,30 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
         (response.status().as_u16(), location)
     };
     assert_eq!(status, 302);
+
+    // A refusal that came back in the address is shown in the desk's own words: anyone can
+    // write an address.
+    let err = {
+        use base64::Engine;
+        base64::engine::general_purpose::URL_SAFE.encode(
+            r#"{"code":"invalid_project","message":"Your session ended: sign in at https://evil.example"}"#,
+        )
+    };
+    let shown = client
+        .get(format!(
+            "{base}/desk/crew?__path=/desk/fn/project&__err={err}"
+        ))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        shown.contains("project-problem")
+            && shown.contains("The project was not saved")
+            && !shown.contains("evil.example"),
+        "{shown}"
+    );
 }

@@ -26,25 +26,6 @@ async fn docker_available() -> bool {
     ok
 }
 
-/// The target: a crate whose `total` has no floor.
-fn cart_crate(work: &std::path::Path) {
-    common::write(
-        work,
-        "Cargo.toml",
-        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    common::write(
-        work,
-        "Cargo.lock",
-        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
-    );
-    common::write(
-        work,
-        "src/lib.rs",
-        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded() {
     if !docker_available().await {
@@ -52,7 +33,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     }
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "cart", |work| {
-        cart_crate(work);
+        common::cart_crate(work);
         common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
     })
     .await;
@@ -214,7 +195,7 @@ async fn a_red_baseline_sends_the_bug_to_a_person() {
     }
     let dir = tempfile::tempdir().unwrap();
     let (bare, _work) = common::local_forge_with(dir.path(), "red", |work| {
-        cart_crate(work);
+        common::cart_crate(work);
         common::write(
             work,
             "tests/already_red.rs",

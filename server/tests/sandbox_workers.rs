@@ -17,24 +17,6 @@ use store::Store;
 
 const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
 
-fn cart_crate(work: &std::path::Path) {
-    common::write(
-        work,
-        "Cargo.toml",
-        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    common::write(
-        work,
-        "Cargo.lock",
-        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
-    );
-    common::write(
-        work,
-        "src/lib.rs",
-        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
-    );
-}
-
 /// `r2r sandbox add-worker --name NAME` against `url`: the token it printed.
 fn add_worker(dir: &std::path::Path, url: &str, name: &str) -> String {
     let output = common::r2r(dir)
@@ -155,7 +137,7 @@ async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other(
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", cart_crate).await;
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
     let url = match store::testing::fresh_postgres().await {
         store::DatabaseUrl::Postgres { url } => url,
         other => panic!("{other:?}"),
@@ -318,7 +300,7 @@ async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_worker_the_desk_says_so_instead_of_waiting() {
     let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", cart_crate).await;
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(

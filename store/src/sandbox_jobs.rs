@@ -192,17 +192,19 @@ impl Store {
         ))
     }
 
-    /// Extends a held lease to `until`; false when the lease is no longer this one's (expired
-    /// and taken over, or the job finished or gone).
+    /// Extends `worker`'s held lease to `until`; false when the lease is not that worker's
+    /// (expired and taken over, another worker's, or the job finished or gone).
     pub async fn renew_sandbox_job(
         &self,
         id: &str,
         lease_id: &str,
+        worker: &str,
         until: Millis,
         now: Millis,
     ) -> Result<bool, StoreError> {
         let sql = "UPDATE sandbox_jobs SET leased_until = $1 \
-                   WHERE id = $2 AND lease_id = $3 AND finished_at IS NULL AND leased_until > $4";
+                   WHERE id = $2 AND lease_id = $3 AND worker = $5 AND finished_at IS NULL \
+                   AND leased_until > $4";
         let done = for_each_backend!(self, pool, begin => {
             let _ = begin;
             sqlx::query(sql)
@@ -210,6 +212,7 @@ impl Store {
                 .bind(id)
                 .bind(lease_id)
                 .bind(now)
+                .bind(worker)
                 .execute(pool)
                 .await?
                 .rows_affected()
@@ -297,15 +300,19 @@ impl Store {
         })
     }
 
-    /// Adds a worker host with its token's hash; false when the name is taken.
+    /// Adds a worker host with its token's hash (a revoked worker's name comes back with the
+    /// new token); false when an active worker has the name.
     pub async fn add_sandbox_worker(
         &self,
         name: &str,
         token_hash: &str,
         now: Millis,
     ) -> Result<bool, StoreError> {
+        // A revoked worker's name may be given again, with the new token.
         let sql = "INSERT INTO sandbox_workers (name, token_hash, created_at) VALUES ($1, $2, $3) \
-                   ON CONFLICT (name) DO NOTHING";
+                   ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, \
+                   created_at = excluded.created_at, revoked_at = NULL, last_seen_at = NULL \
+                   WHERE sandbox_workers.revoked_at IS NOT NULL";
         let added = for_each_backend!(self, pool, begin => {
             let _ = begin;
             sqlx::query(sql)

@@ -42,7 +42,7 @@ async fn a_job_is_held_by_one_worker_and_returns_when_its_lease_expires(backend:
         .is_none());
     // a renews; b dies and its job goes to c once the lease is over.
     assert!(store
-        .renew_sandbox_job("j1", &a.lease_id, 30_000, 11_000)
+        .renew_sandbox_job("j1", &a.lease_id, "a", 30_000, 11_000)
         .await
         .unwrap());
     let c = store
@@ -51,9 +51,14 @@ async fn a_job_is_held_by_one_worker_and_returns_when_its_lease_expires(backend:
         .unwrap()
         .unwrap();
     assert_eq!((c.id.as_str(), c.claims), ("j2", 2));
+    // Another worker cannot renew a lease it does not hold, even knowing its id.
+    assert!(!store
+        .renew_sandbox_job("j1", &a.lease_id, "c", 50_000, 12_001)
+        .await
+        .unwrap());
     // The dead worker's lease no longer renews or finishes anything.
     assert!(!store
-        .renew_sandbox_job("j2", &b.lease_id, 40_000, 12_002)
+        .renew_sandbox_job("j2", &b.lease_id, "b", 40_000, 12_002)
         .await
         .unwrap());
     assert!(!store
@@ -152,6 +157,13 @@ async fn worker_tokens_name_their_worker_until_revoked(backend: &str) {
         store.sandbox_workers().await.unwrap()[0].revoked_at,
         Some(7)
     );
+    // The revoked name comes back with a new token; the old one stays dead.
+    assert!(store.add_sandbox_worker("host-a", "h3", 9).await.unwrap());
+    assert_eq!(
+        store.sandbox_worker_of("h3").await.unwrap().as_deref(),
+        Some("host-a")
+    );
+    assert!(store.sandbox_worker_of("h1").await.unwrap().is_none());
 }
 
 on_both!(

@@ -1,6 +1,7 @@
 //! `/desk/crew`: the crew page as a hydrated page on the [`desk_crew`] server function,
 //! fetched again when the desk's events say something changed and every 10 s (heartbeats
-//! are its content, and they change without any bug changing).
+//! are its content, and they change without any bug changing) — except while the project
+//! form holds unsaved input.
 
 use super::desk::DeskRefusal;
 use crate::desk_fns::{desk_crew, DeskProject};
@@ -12,45 +13,54 @@ use leptos::prelude::*;
 #[component]
 pub fn CrewPage() -> impl IntoView {
     let crew = Resource::new(|| (), |_| desk_crew());
+    // While the owner has unsent input in the project form, the page does not fetch itself
+    // again (a refresh draws the form anew): nothing typed is lost.
+    let editing = RwSignal::new(false);
     let status = super::live::status_line(
         || "/desk/live".to_owned(),
         Some(std::time::Duration::from_secs(10)),
-        move || crew.refetch(),
+        move || {
+            if !editing.get_untracked() {
+                crew.refetch();
+            }
+        },
         move || matches!(crew.get(), Some(Ok(_))),
     );
-    // The project form lives outside the refreshed HTML: it is drawn once the first answer
-    // gives the session's CSRF token, and what an owner types survives every refresh.
-    let csrf = Memo::new(move |previous: Option<&Option<String>>| {
-        crew.get()
-            .and_then(Result::ok)
-            .map(|crew| crew.csrf)
-            .filter(|csrf| !csrf.is_empty())
-            .or_else(|| previous.cloned().flatten())
-    });
     view! {
         <PageTitle text="Crew · Desk · Reporter-to-Release"/>
         <p id="live-status" class="hint" role="status" aria-live="polite">{status}</p>
         <Transition fallback=|| view! { <p class="hint">"Loading the crew…"</p> }>
             {move || Suspend::new(async move {
                 match crew.await {
-                    Ok(crew) => view! { <div class="fragment" inner_html=crew.html.into_inner()></div> }.into_any_sync(),
+                    // One element, as every desk page's answer is: the drawn page, then the form.
+                    Ok(crew) => view! {
+                        <div>
+                            <div class="fragment" inner_html=crew.html.into_inner()></div>
+                            <ProjectForm csrf=crew.form_csrf editing/>
+                        </div>
+                    }.into_any_sync(),
                     Err(error) => view! { <DeskRefusal error back="/desk".to_owned()/> }.into_any_sync(),
                 }
             })}
-            // Inside the boundary, so the server draws it once the page's data is in; it is
-            // drawn again only if the token changes, never on a refresh.
-            {move || csrf.get().map(|csrf| view! { <ProjectForm csrf/> })}
         </Transition>
     }
 }
 
 /// Adds or changes a project: a form that posts to [`desk_project`](crate::desk_fns::desk_project)
 /// (sent in place once hydrated). The server checks the session, the CSRF token and the
-/// whole definition, as `r2r project add` and `edit` do.
+/// whole definition, as `r2r project add` and `edit` do. `editing` is set while it holds
+/// input not yet saved.
 #[component]
-fn ProjectForm(csrf: String) -> impl IntoView {
+fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
     use leptos::server_fn::ServerFn;
     let save = ServerAction::<DeskProject>::new();
+    // Saved: the page may fetch itself again (and shows the project); refused: the input
+    // stays for the owner to correct.
+    Effect::new(move |_| {
+        if matches!(save.value().get(), Some(Ok(()))) {
+            editing.set(false);
+        }
+    });
     let on_submit = move |event: leptos::ev::SubmitEvent| {
         #[cfg(feature = "hydrate")]
         if let Some(form) = super::confirm::form_marked(&event, "data-project") {
@@ -90,7 +100,7 @@ fn ProjectForm(csrf: String) -> impl IntoView {
             <h2 id="project-form">"Add or change a project"</h2>
             <p class="hint">"Adding: every field but the name, branch, folders and crew is needed. Changing: give the id, and only the fields that change (an empty field keeps its value)."</p>
             {problem}
-            <form method="post" action=DeskProject::url() class="cart-form" data-project="" on:submit=on_submit aria-labelledby="project-form">
+            <form method="post" action=DeskProject::url() class="cart-form" data-project="" on:submit=on_submit on:input=move |_| editing.set(true) on:change=move |_| editing.set(true) aria-labelledby="project-form">
                 <input type="hidden" name="csrf" value=csrf/>
                 <div class="field">
                     <label for="project-mode">"What to do"</label>
@@ -123,7 +133,15 @@ fn ProjectForm(csrf: String) -> impl IntoView {
                     <label for="project-profile">"How its tests run"</label>
                     <select id="project-profile" name="profile">
                         <option value="">"(keep, or choose when adding)"</option>
-                        {["rust", "node", "vitest", "python", "go", "junit"].into_iter().map(|p| view! { <option value=p>{p}</option> }).collect_view()}
+                        // Written out: a list drawn in a loop leaves a marker comment inside the
+                        // <select>, which the browser's parser does not keep (and hydration
+                        // then fails).
+                        <option value="rust">"rust"</option>
+                        <option value="node">"node"</option>
+                        <option value="vitest">"vitest"</option>
+                        <option value="python">"python"</option>
+                        <option value="go">"go"</option>
+                        <option value="junit">"junit"</option>
                     </select>
                 </div>
                 <div class="field">

@@ -300,7 +300,7 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
 pub(crate) fn crew_screen(crew: CrewDesk) -> CrewScreen {
     CrewScreen {
         html: ServerHtml::render(view! { <CrewView crew=crew.clone()/> }),
-        csrf: crew.csrf.clone(),
+        form_csrf: crew.csrf.clone(),
         data: crew,
     }
 }

@@ -73,11 +73,17 @@ pub async fn work(
                 continue;
             }
         }
-        backoff = Duration::from_millis(250);
         let claimed: ClaimedJob = match response.json().await {
-            Ok(claimed) => claimed,
+            Ok(claimed) => {
+                backoff = Duration::from_millis(250);
+                claimed
+            }
             Err(error) => {
-                tracing::warn!(%error, "the desk's job does not read; its lease will run out");
+                // A desk of another version, say: wait before the next claim, so that this
+                // worker does not use up every waiting job's claims in a moment.
+                tracing::warn!(%error, "the desk's job does not read (a desk of another version?); its lease will run out");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
@@ -196,7 +202,8 @@ async fn run_one(
                 let status = r.status();
                 let body = r.text().await.unwrap_or_default();
                 tracing::warn!(job = %id, %status, %body, attempt, "the desk refused the outcome");
-                if status.is_client_error() {
+                // 408 (the body was late) and 429 are worth another try; other refusals are not.
+                if status.is_client_error() && status != 408 && status != 429 {
                     break;
                 }
             }

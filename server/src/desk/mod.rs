@@ -525,7 +525,8 @@ pub async fn crew(
     if owner(&credential).is_none() {
         return to_sign_in("/desk/crew");
     }
-    crate::web::render_hydrated(&state, request, fns::desk_server(&state)).await
+    // Its project form posts to a server function and comes back here.
+    page_with_forms(&state, request).await
 }
 
 /// The crew page for `account`: each role's heartbeat, spend and recent hand-offs. The one

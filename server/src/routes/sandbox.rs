@@ -18,6 +18,8 @@ use store::sandbox_jobs::ClaimedSandboxJob;
 pub const LEASE_MS: i64 = 20_000;
 /// The largest outcome a worker may send (its output, and a build's artifact).
 pub const OUTCOME_BYTES: usize = 72 * 1024 * 1024;
+/// How long an outcome's body may take to arrive (72 MiB at about 250 KiB/s).
+pub const OUTCOME_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// A claimed job, as a worker receives it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -132,12 +134,12 @@ pub async fn renew(
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, "renewSandboxJob")?;
-        worker_name(&credential)?;
+        let worker = worker_name(&credential)?;
         let renewal: Renewal = json_body(&body)?;
         let now = now_ms();
         let renewed = state
             .store
-            .renew_sandbox_job(&id, &renewal.lease_id, now + LEASE_MS, now)
+            .renew_sandbox_job(&id, &renewal.lease_id, worker, now + LEASE_MS, now)
             .await
             .map_err(Refused::storage)?;
         if !renewed {
@@ -161,7 +163,11 @@ pub async fn finish(
     let result = async {
         guard(&state, &credential, &headers, "finishSandboxJob")?;
         let worker = worker_name(&credential)?;
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        // An outcome may carry a build's artifact: it gets longer than other bodies to arrive.
+        parts
+            .extensions
+            .insert(crate::web::extract::BodyTimeout(OUTCOME_TIMEOUT));
         let body = read_body(&parts, body, OUTCOME_BYTES).await?;
         let finished: Finished = json_body(&body)?;
         let outcome = serde_json::to_string(&finished.outcome).map_err(|e| {

@@ -49,6 +49,10 @@ pub async fn build(
         .to_path_buf();
     let scratch = folder.join("out");
     let prepare = || -> std::io::Result<()> {
+        // A failed build's leftovers go first: the new build starts from an empty folder.
+        if scratch.exists() {
+            std::fs::remove_dir_all(&scratch)?;
+        }
         std::fs::create_dir_all(&scratch)?;
         std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o711))?;
         std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o777))
@@ -72,7 +76,10 @@ pub async fn build(
     let sandbox = state.sandbox.get().await?;
     let outcome = sandbox.run(&job).await.map_err(|e| e.to_string())?;
     let built = scratch.join(&deploy.service);
-    if outcome.exit_code != Some(0) || outcome.timed_out || !built.is_file() {
+    // The artifact itself, never what a link points at (the build could leave a link to any
+    // file the desk may read).
+    let regular = std::fs::symlink_metadata(&built).is_ok_and(|m| m.file_type().is_file());
+    if outcome.exit_code != Some(0) || outcome.timed_out || !regular {
         let log = format!("{}{}", outcome.stdout, outcome.stderr);
         let start = log
             .char_indices()

@@ -226,8 +226,13 @@ fn recorded_live(deploy: &DeployConfig) -> Option<CommitSha> {
 /// that commit.
 async fn start(deploy: &DeployConfig, commit: &CommitSha) -> Result<Running, String> {
     let artifact = release::artifact_path(deploy, commit);
+    // The service gets none of the desk's environment (its database URL, its tokens): only
+    // what a program needs to run.
     let mut child = tokio::process::Command::new(&artifact)
         .args(["--addr", "127.0.0.1:0", "--exit-with-parent"])
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LANG", "C.UTF-8")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)

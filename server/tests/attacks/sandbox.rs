@@ -10,25 +10,6 @@ use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
 use store::{DatabaseUrl, Store};
 
-/// The target: a crate whose `total` has no floor.
-fn cart_crate(work: &std::path::Path) {
-    common::write(
-        work,
-        "Cargo.toml",
-        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    );
-    common::write(
-        work,
-        "Cargo.lock",
-        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
-    );
-    common::write(
-        work,
-        "src/lib.rs",
-        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
-    );
-}
-
 /// Files a report; returns (bug id, capability).
 async fn file(
     client: &reqwest::Client,
@@ -93,7 +74,7 @@ async fn a_proposed_test_under_a_symlinked_folder_of_the_target_is_refused_and_n
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().to_str().unwrap().to_owned();
     let (bare, _work) = common::local_forge_with(dir.path(), "cart", |work| {
-        cart_crate(work);
+        common::cart_crate(work);
         std::os::unix::fs::symlink(&target, work.join("tests")).unwrap();
     })
     .await;
@@ -392,7 +373,7 @@ async fn proposals_over_the_sandbox_bound_are_refused_with_retry_after_instead_o
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", cart_crate).await;
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     let server = common::start_server_with(

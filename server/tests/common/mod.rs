@@ -272,6 +272,26 @@ pub async fn docker_here() -> bool {
     false
 }
 
+/// A tiny target crate whose `total` has no floor (a discount larger than the subtotal makes
+/// it negative): what the sandbox tests reproduce, with no dependency to fetch.
+pub fn cart_crate(work: &std::path::Path) {
+    write(
+        work,
+        "Cargo.toml",
+        "[package]\nname = \"cart\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    );
+    write(
+        work,
+        "Cargo.lock",
+        "version = 4\n\n[[package]]\nname = \"cart\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        work,
+        "src/lib.rs",
+        "pub fn total(subtotal: i64, discount: i64) -> i64 { subtotal - discount }\n",
+    );
+}
+
 /// A local forge in `dir` holding ShopLite without its tests (the crew writes the test).
 pub async fn shoplite_forge(dir: &std::path::Path) -> std::path::PathBuf {
     let (bare, _work) = local_forge_with(dir, "shoplite", |work| {
