@@ -1028,15 +1028,18 @@ async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_r
     assert_eq!(anonymous.status(), 401);
 }
 
-/// Fault injection (127.0.0.1 only, bounded): the server, with its in-process crew, is killed
-/// with SIGKILL at each crew step of the loop and started again on the same database — right
-/// after the report is filed (before or during triage), while the crew reproduces, while the
-/// bug waits for its reporter, while the crew fixes, and as soon as the draft is in review
-/// (while the reviewer writes its note). Each time the accepted task's lease runs out (here
-/// 3 s), the restarted crew takes the task again, and the loop still reaches the reporter's
-/// question, the draft pull request and a completed review. Nothing is stranded.
+/// Fault injection (127.0.0.1 only, bounded): the server, with its in-process crew and its
+/// deployer, is killed with SIGKILL at each step of the loop and started again on the same
+/// database — right after the report is filed (before or during triage), while the crew
+/// reproduces, while the bug waits for its reporter, while the crew fixes, as soon as the
+/// draft is in review (while the reviewer writes its note), right after an owner merges it,
+/// while the deployer releases the merge, and right after the reporter confirms the live fix.
+/// Each time the accepted task's lease runs out (here 3 s), the restarted crew takes the task
+/// again; the restarted deployer builds the merge again or has the recorder record the
+/// release it restarted. The loop still reaches the reporter's question, the draft pull
+/// request, a completed review, the recorded release and `verified`, with the ledger intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_killed_at_each_crew_step_resumes_after_a_restart() {
+async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
     if !common::docker_here().await {
         return;
     }
@@ -1049,6 +1052,17 @@ async fn a_server_killed_at_each_crew_step_resumes_after_a_restart() {
         ("R2R_SANDBOX_BACKEND".to_owned(), "docker".to_owned()),
         ("R2R_MODEL_PROVIDER".to_owned(), "scripted".to_owned()),
         ("R2R_CREW_TASK_LEASE".to_owned(), "3".to_owned()),
+        ("R2R_DEPLOY".to_owned(), "on".to_owned()),
+        (
+            "R2R_DEPLOY_DIR".to_owned(),
+            dir.path().join("releases").display().to_string(),
+        ),
+        ("R2R_OWNER_EMAIL".to_owned(), OWNER.to_owned()),
+        (
+            "R2R_OWNER_PASSWORD_HASH".to_owned(),
+            server::auth::hash_password(PASSWORD).unwrap(),
+        ),
+        ("R2R_SESSION_KEY".to_owned(), "k".repeat(64)),
     ]);
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
@@ -1207,6 +1221,182 @@ async fn a_server_killed_at_each_crew_step_resumes_after_a_restart() {
     };
     let step = steps_all_completed(&desk, &bug).await;
     assert!(step["step"].is_null(), "people hold it now: {step}");
+
+    // An owner approves the draft's exact head and merges it; SIGKILL at once (merged, before
+    // or as the deployer sees the new head).
+    let (_, view) = desk
+        .call("GET", &format!("/api/v1/bugs/{bug}"), Role::Manager, None)
+        .await;
+    let head = view["bug"]["pull_request"]["head"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let owner = owner_session(&server.base).await;
+    let (status, approved, _) = owner
+        .post(
+            &format!("/api/v1/bugs/{bug}/approve"),
+            json!({"head": head}),
+        )
+        .await;
+    assert_eq!(status, 200, "{approved}");
+    let (status, merged, merge) = owner
+        .post(&format!("/api/v1/bugs/{bug}/merge"), json!({"head": head}))
+        .await;
+    assert_eq!(
+        (status, merged["state"].as_str()),
+        (200, Some("merged")),
+        "{merged}"
+    );
+    let merge = merge.unwrap();
+    drop(server); // SIGKILL right after the merge
+    let recorder = desk.token(Role::Recorder);
+    let release_step = |base: String| {
+        let (recorder, merge) = (recorder.clone(), merge.clone());
+        move || {
+            let (base, recorder, merge) = (base.clone(), recorder.clone(), merge.clone());
+            Box::pin(async move {
+                let crew: Value = reqwest::Client::new()
+                    .get(format!("{base}/api/v1/crew"))
+                    .bearer_auth(recorder)
+                    .send()
+                    .await
+                    .ok()?
+                    .json()
+                    .await
+                    .ok()?;
+                let release = crew["release"].clone();
+                (release["commit"] == merge.as_str()
+                    && ["building", "starting", "checking"]
+                        .contains(&release["step"].as_str().unwrap_or("")))
+                .then_some(release)
+            })
+                as std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send>>
+        }
+    };
+    let server = common::start_server_with(&url, &pairs);
+    let deploying = wait_for(
+        "the deployer to release the merge after the restart",
+        Duration::from_secs(120),
+        release_step(server.base.clone()),
+    )
+    .await;
+    drop(server); // SIGKILL while the merge is being released
+    eprintln!("killed while the release was {}", deploying["step"]);
+    let server = common::start_server_with(&url, &pairs);
+    reach(
+        server.base.clone(),
+        bug.clone(),
+        &["deployed"],
+        "the recorded release of the merge after the restart",
+    )
+    .await;
+    let health: Value = reqwest::Client::new()
+        .get(format!("{}/live/shoplite/api/health", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["commit"], merge.as_str(), "{health}");
+
+    // The reporter confirms the live fix; SIGKILL right after the answer: it stays verified.
+    let tracking: Value = reqwest::Client::new()
+        .get(format!("{}/api/v1/track", server.base))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        tracking["bug"]["release"]["commit"],
+        merge.as_str(),
+        "{tracking}"
+    );
+    let answered: Value = reqwest::Client::new()
+        .post(format!("{}/api/v1/track/answer", server.base))
+        .header("x-r2r-capability", &capability)
+        .json(
+            &json!({"request_id": tracking["question"]["request_id"], "kind": "fix", "yes": true}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answered["state"], "verified", "{answered}");
+    drop(server); // SIGKILL after the reporter's last word
+    let server = common::start_server_with(&url, &pairs);
+    assert_eq!(
+        state_of(server.base.clone(), bug.clone(), manager.clone())
+            .await
+            .as_deref(),
+        Some("verified")
+    );
+    drop(server);
+    let store = store::Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    assert!(store.verify_ledger().await.unwrap().is_ok());
+}
+
+const OWNER: &str = "owner@example.org";
+const PASSWORD: &str = "correct horse battery staple";
+
+/// An owner's signed-in session: its cookie and CSRF token.
+struct OwnerSession {
+    base: String,
+    cookie: String,
+    csrf: String,
+}
+
+async fn owner_session(base: &str) -> OwnerSession {
+    let signed_in = reqwest::Client::new()
+        .post(format!("{base}/api/v1/session"))
+        .json(&json!({"email": OWNER, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 201);
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let csrf = signed_in.json::<Value>().await.unwrap()["csrf_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    OwnerSession {
+        base: base.to_owned(),
+        cookie,
+        csrf,
+    }
+}
+
+impl OwnerSession {
+    /// Posts `body` as the owner: the status, the answer and the merge commit header.
+    async fn post(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .header("x-csrf-token", &self.csrf)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let merge = response
+            .headers()
+            .get("x-r2r-merge-commit")
+            .map(|v| v.to_str().unwrap().to_owned());
+        (status, response.json().await.unwrap_or(Value::Null), merge)
+    }
 }
 
 /// The Python demo target goes through the same loop as ShopLite: Tallybook in its local

@@ -48,11 +48,18 @@ pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<Recorde
             Ok(instance) => {
                 tracing::info!(commit = %commit.as_str(), "restarted the live release");
                 state.releases.set_live(instance.live.clone());
-                state.releases.report(
-                    commit.as_str(),
-                    ReleaseStep::Live,
+                // A desk killed after the release went live but before the recorder recorded
+                // it would leave its bugs `merged` for good: the recorder checks it again
+                // (recording a deployment twice moves nothing the first did not).
+                record(
+                    &state,
+                    &deploy,
+                    recorder.as_ref(),
+                    &instance.live,
+                    &commit,
                     "restarted after the desk restarted",
-                );
+                )
+                .await;
                 tried = Some(commit.as_str().to_owned());
                 running = Some(instance);
             }
@@ -140,20 +147,38 @@ async fn release(
         tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
     }
     let started_ms = started.elapsed().as_millis() - built_ms;
+    let timings = format!("built in {built_ms} ms, started in {started_ms} ms");
+    record(state, deploy, recorder, &instance.live, commit, &timings).await;
+    Some(instance)
+}
+
+/// Has the recorder check both addresses of the live `instance` twice and record it with the
+/// desk, and says how it went on the crew page (`how` says how it came to be live).
+async fn record(
+    state: &AppState,
+    deploy: &DeployConfig,
+    recorder: Option<&RecorderSeat>,
+    instance: &LiveInstance,
+    commit: &CommitSha,
+    how: &str,
+) {
+    let sha = commit.as_str();
+    let releases = &state.releases;
     let Some(recorder) = recorder else {
         releases.report(
             sha,
             ReleaseStep::Live,
-            "live; no recorder token here, so nothing recorded it (r2r recorder verify)",
+            format!("live ({how}); no recorder token here, so nothing recorded it (r2r recorder verify)"),
         );
-        return Some(instance);
+        return;
     };
     releases.report(
         sha,
         ReleaseStep::Checking,
         "the recorder checks both addresses",
     );
-    let immutable = format!("http://127.0.0.1:{}", instance.live.port);
+    let started = std::time::Instant::now();
+    let immutable = format!("http://127.0.0.1:{}", instance.port);
     let public = format!("{}/live/{}", recorder.desk, deploy.service);
     let deployment = format!("{}-{}", deploy.service, &sha[..12]);
     let expected = Expected {
@@ -167,13 +192,14 @@ async fn release(
     };
     match verify_and_record(&immutable, &public, &expected, publish).await {
         Ok(id) => {
-            let total_ms = started.elapsed().as_millis();
-            let checked_ms = total_ms - built_ms - started_ms;
-            tracing::info!(commit = sha, deployment = %id, built_ms, started_ms, checked_ms, total_ms, "released and recorded");
+            let checked_ms = started.elapsed().as_millis();
+            tracing::info!(commit = sha, deployment = %id, how, checked_ms, "released and recorded");
             releases.report(
                 sha,
                 ReleaseStep::Live,
-                format!("live and recorded as {id} (built in {built_ms} ms, started in {started_ms} ms, checked and recorded in {checked_ms} ms)"),
+                format!(
+                    "live and recorded as {id} ({how}, checked and recorded in {checked_ms} ms)"
+                ),
             );
         }
         Err(error) => {
@@ -185,7 +211,6 @@ async fn release(
             );
         }
     }
-    Some(instance)
 }
 
 /// The longest reason (the log's tail) an owners' notice carries.
