@@ -297,6 +297,7 @@ pub async fn desk_project(
     #[server(default)] profile: String,
     #[server(default)] fix_paths: String,
     #[server(default)] crew: String,
+    #[server(default)] github: String,
 ) -> Result<(), DeskError> {
     let (server, headers) = backend()?;
     let input = ProjectInput {
@@ -310,6 +311,7 @@ pub async fn desk_project(
         profile,
         fix_paths,
         crew,
+        github,
     };
     let next = answer(&headers, server.0.project(headers.clone(), input).await)?;
     leptos_axum::redirect(&next);

@@ -731,6 +731,9 @@ pub struct ProjectInput {
     pub fix_paths: String,
     /// `on`, `off`, or empty.
     pub crew: String,
+    /// The GitHub repository its fixes go to (`owner/name`); `none` takes it away.
+    #[serde(default)]
+    pub github: String,
 }
 
 /// An owner's confirmed action, as `desk_act` receives it (the question's form).

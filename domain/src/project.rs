@@ -38,6 +38,36 @@ pub struct ProjectSpec {
     pub fix_allowed_paths: Vec<String>,
     /// Whether the crew works its bugs (else they wait for people).
     pub crew: bool,
+    /// The GitHub repository (`owner/name`) its fixes go to, when they go to GitHub: the
+    /// desk pushes each measured fix there and opens its draft pull request, and only that
+    /// repository's webhook events move its bugs. `forge_path` is then the desk's bare clone
+    /// of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github: Option<String>,
+}
+
+/// Whether `text` is a GitHub repository's full name, `owner/name`: an owner of 1 to 39
+/// letters, digits and single dashes (not at either end), a name of 1 to 100 letters,
+/// digits, `.`, `_` and `-` that is not `.` or `..` and does not end in `.git`.
+pub fn valid_github_repository(text: &str) -> bool {
+    let Some((owner, name)) = text.split_once('/') else {
+        return false;
+    };
+    let owner_ok = (1..=39).contains(&owner.len())
+        && !owner.starts_with('-')
+        && !owner.ends_with('-')
+        && !owner.contains("--")
+        && owner
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let name_ok = (1..=100).contains(&name.len())
+        && name != "."
+        && name != ".."
+        && !name.to_ascii_lowercase().ends_with(".git")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    owner_ok && name_ok
 }
 
 /// Why a project definition is refused: the field and the reason.
@@ -108,6 +138,10 @@ impl ProjectSpec {
         self.branch = self.branch.trim().to_owned();
         self.profile = self.profile.trim().to_owned();
         self.forge_path = self.forge_path.trim().to_owned();
+        self.github = self
+            .github
+            .map(|g| g.trim().to_owned())
+            .filter(|g| !g.is_empty());
         self.components = self
             .components
             .iter()
@@ -226,6 +260,14 @@ impl ProjectSpec {
                 format!("{bad:?} is not a relative folder such as src/"),
             ));
         }
+        if let Some(github) = self.github.as_deref() {
+            if !valid_github_repository(github) {
+                return Err(refuse(
+                    "github",
+                    format!("expected a GitHub repository as owner/name, got {github:?}"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -244,6 +286,7 @@ mod tests {
             profile: "python".into(),
             fix_allowed_paths: vec!["tallybook/".into()],
             crew: true,
+            github: None,
         }
     }
 
@@ -259,6 +302,30 @@ mod tests {
     #[test]
     fn a_good_definition_passes_and_may_keep_its_own_components() {
         assert_eq!(spec().check(&taken(), PROFILES), Ok(()));
+    }
+
+    #[test]
+    fn a_github_repository_is_owner_and_name_and_blank_means_none() {
+        for good in ["octo-org/shop", "o/x.y_z-1", "A1/.github-pages"] {
+            let with = ProjectSpec {
+                github: Some(format!(" {good} ")),
+                ..spec()
+            }
+            .normalized();
+            assert_eq!(with.github.as_deref(), Some(good));
+            assert_eq!(with.check(&taken(), PROFILES), Ok(()), "{good}");
+        }
+        let blank = ProjectSpec {
+            github: Some("  ".into()),
+            ..spec()
+        }
+        .normalized();
+        assert_eq!(blank.github, None);
+        // A definition stored before projects could name GitHub still reads.
+        let old = r#"{"id":"t","name":"t","components":["t"],"forge_path":"/f.git","branch":"main","profile":"python","fix_allowed_paths":["t/"],"crew":true}"#;
+        let read: ProjectSpec = serde_json::from_str(old).unwrap();
+        assert_eq!(read.github, None);
+        assert!(!serde_json::to_string(&read).unwrap().contains("github"));
     }
 
     #[test]
@@ -431,6 +498,62 @@ mod tests {
                     ..spec()
                 },
                 "profile",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("octo-org".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("octo-org/shop.git".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("-octo/shop".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("octo/..".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("octo/sh op".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("octo/shop/extra".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("../../etc/passwd".into()),
+                    ..spec()
+                },
+                "github",
+            ),
+            (
+                ProjectSpec {
+                    github: Some("octo/shop?x=1".into()),
+                    ..spec()
+                },
+                "github",
             ),
             (
                 ProjectSpec {

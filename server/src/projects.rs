@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 pub const REFRESH_EVERY: Duration = Duration::from_secs(1);
 
 /// One project as the desk works it.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Target {
     /// Its id (`default` for the environment's).
     pub project: String,
@@ -34,6 +34,15 @@ pub struct Target {
     pub crew: bool,
     /// The branch fixes go into.
     pub branch: String,
+    /// The GitHub repository its fixes are pushed to and opened in as draft pull requests
+    /// (the environment's: `R2R_GITHUB_FIX_REPOSITORY`; a stored project's: its `github`).
+    pub github: Option<String>,
+    /// The GitHub repository whose webhook events move its bugs: its `github`, and for the
+    /// environment's project without one the first of `R2R_GITHUB_REPOSITORIES` that no
+    /// stored project names. An event
+    /// from any other repository moves none of its bugs, whatever pull request number or
+    /// commit it names.
+    pub follows: Option<String>,
     /// The stored definition (none for the environment's project).
     pub spec: Option<ProjectSpec>,
     /// When it last changed, and by whom (stored projects).
@@ -94,6 +103,7 @@ impl Scope {
 #[derive(Debug)]
 pub struct Projects {
     environment: Arc<Target>,
+    github: GitHubRules,
     base_policy: Policy,
     current: RwLock<Arc<Scope>>,
     stamp: tokio::sync::Mutex<Option<(i64, Millis)>>,
@@ -112,6 +122,32 @@ pub enum DefineError {
     /// The database failed.
     #[error(transparent)]
     Store(#[from] store::StoreError),
+}
+
+/// What a project's GitHub repository must satisfy on this desk.
+#[derive(Clone, Debug, Default)]
+struct GitHubRules {
+    /// `R2R_GITHUB_REPOSITORIES`: the only repositories whose webhooks are taken.
+    listed: Vec<String>,
+    /// Whether `R2R_GITHUB_TOKEN` is set (pushing needs it).
+    token: bool,
+}
+
+impl GitHubRules {
+    /// Why `repository` cannot be a project's on this desk, if it cannot.
+    fn refusal(&self, repository: &str) -> Option<String> {
+        if !self.listed.iter().any(|r| r == repository) {
+            return Some(format!(
+                "{repository} is not in R2R_GITHUB_REPOSITORIES, so its pull requests' events would be refused"
+            ));
+        }
+        if !self.token {
+            return Some(format!(
+                "pushing fixes to {repository} needs R2R_GITHUB_TOKEN, which is not set"
+            ));
+        }
+        None
+    }
 }
 
 fn profiles() -> Vec<&'static str> {
@@ -137,6 +173,8 @@ pub struct ProjectChange {
     pub fix_paths: Option<String>,
     /// Whether the crew works its bugs.
     pub crew: Option<bool>,
+    /// The GitHub repository (`owner/name`) its fixes go to; empty or `none`: none.
+    pub github: Option<String>,
 }
 
 fn list_of(text: &str) -> Vec<String> {
@@ -154,6 +192,7 @@ fn blank(id: &str) -> ProjectSpec {
         profile: String::new(),
         fix_allowed_paths: vec!["src/".to_owned()],
         crew: true,
+        github: None,
     }
 }
 
@@ -171,6 +210,11 @@ impl ProjectChange {
                 .as_deref()
                 .map_or(base.fix_allowed_paths, list_of),
             crew: self.crew.unwrap_or(base.crew),
+            github: match self.github {
+                Some(text) if text.trim().is_empty() || text.trim() == "none" => None,
+                Some(text) => Some(text),
+                None => base.github,
+            },
             ..base
         }
     }
@@ -246,12 +290,19 @@ impl Projects {
             fix_allowed_paths: config.fix_allowed_paths.clone(),
             crew: !config.policy.allowed_components.is_empty(),
             branch: config.local_forge_branch.clone(),
+            github: config.github.fix_repository.clone(),
+            follows: config.github.fix_repository.clone(),
             spec: None,
             updated: None,
         });
-        let scope = build(&environment, &config.policy, Vec::new());
+        let github = GitHubRules {
+            listed: config.github.repositories.clone(),
+            token: config.github.token.is_some(),
+        };
+        let scope = build(&environment, &config.policy, &github, Vec::new());
         Projects {
             environment,
+            github,
             base_policy: config.policy.clone(),
             current: RwLock::new(Arc::new(scope)),
             stamp: tokio::sync::Mutex::new(None),
@@ -312,7 +363,7 @@ impl Projects {
                 }
             }
         }
-        let mut scope = build(&self.environment, &self.base_policy, specs);
+        let mut scope = build(&self.environment, &self.base_policy, &self.github, specs);
         scope.unserved.extend(unreadable);
         match self.current.write() {
             Ok(mut current) => *current = Arc::new(scope),
@@ -345,6 +396,29 @@ impl Projects {
         }
         let scope = self.scope();
         spec.check(&scope.taken(), &profiles())?;
+        if let Some(github) = spec.github.as_deref() {
+            if let Some(reason) = self.github.refusal(github) {
+                return Err(ProjectError {
+                    field: "github",
+                    reason,
+                }
+                .into());
+            }
+            if let Some(other) = scope
+                .targets
+                .iter()
+                .find(|t| t.project != spec.id && t.github.as_deref() == Some(github))
+            {
+                return Err(ProjectError {
+                    field: "github",
+                    reason: format!(
+                        "{github} is already the repository of the project {:?} (its events would move both projects' bugs)",
+                        other.project
+                    ),
+                }
+                .into());
+            }
+        }
         // The repository, as git sees it: a bare repository (a work tree's `.git` would have
         // its checked-out branch moved under it), named by its real path, and no other
         // project's.
@@ -459,8 +533,33 @@ impl Projects {
 fn build(
     environment: &Arc<Target>,
     base: &Policy,
+    github: &GitHubRules,
     stored: Vec<(ProjectSpec, Millis, String)>,
 ) -> Scope {
+    // The environment's project without a fix repository follows the first listed repository
+    // no stored project names (so a desk whose only GitHub repository is a stored project's
+    // gives the environment's bugs none).
+    let environment = if environment.github.is_none() {
+        let named: Vec<&str> = stored
+            .iter()
+            .filter_map(|(spec, _, _)| spec.github.as_deref())
+            .collect();
+        let follows = github
+            .listed
+            .iter()
+            .find(|r| !named.contains(&r.as_str()))
+            .cloned();
+        if follows == environment.follows {
+            environment.clone()
+        } else {
+            Arc::new(Target {
+                follows,
+                ..(**environment).clone()
+            })
+        }
+    } else {
+        environment.clone()
+    };
     let mut targets = vec![environment.clone()];
     let mut unserved = Vec::new();
     let mut components = environment.components.clone();
@@ -484,6 +583,27 @@ fn build(
             ));
             continue;
         };
+        if let Some(repository) = spec.github.as_deref() {
+            let reason = github.refusal(repository).or_else(|| {
+                targets
+                    .iter()
+                    .find(|t| {
+                        t.github.as_deref() == Some(repository)
+                            || t.follows.as_deref() == Some(repository)
+                    })
+                    .map(|t| {
+                        format!(
+                            "its GitHub repository {repository} is the project {:?}'s",
+                            t.project
+                        )
+                    })
+            });
+            if let Some(reason) = reason {
+                tracing::warn!(project = %spec.id, %reason, "a stored project's GitHub repository cannot be its; it is not served");
+                unserved.push((spec.id.clone(), updated_at, reason));
+                continue;
+            }
+        }
         components.extend(spec.components.iter().cloned());
         if spec.crew {
             policy
@@ -502,6 +622,8 @@ fn build(
             fix_allowed_paths: spec.fix_allowed_paths.clone(),
             crew: spec.crew,
             branch: spec.branch.clone(),
+            github: spec.github.clone(),
+            follows: spec.github.clone(),
             spec: Some(spec),
             updated: Some((updated_at, updated_by)),
         }));
@@ -520,6 +642,8 @@ fn build(
             fix_allowed_paths: Vec::new(),
             crew: false,
             branch: String::new(),
+            github: None,
+            follows: None,
             spec: None,
             updated: None,
         }),

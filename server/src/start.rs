@@ -208,7 +208,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         tokio::spawn(crate::workers::github::run_worker(
             store.clone(),
             config.github.clone(),
-            config.policy.clone(),
+            state_for_workers.projects.clone(),
         )),
         tokio::spawn(crate::changes::run(
             store.clone(),

@@ -84,6 +84,9 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
         ("fix_paths", "../outside/", "fix_allowed_paths"),
         ("mode", "delete", "mode"),
         ("crew", "maybe", "crew"),
+        ("github", "octo-org/shop", "github"),
+        ("github", "../../etc", "github"),
+        ("github", "octo\u{0}/x", "github"),
     ] {
         let mut wrong = add.to_vec();
         match wrong.iter_mut().find(|(k, _)| *k == field) {

@@ -332,7 +332,14 @@ fn sha(c: char) -> String {
     c.to_string().repeat(40)
 }
 
-async fn step(store: &Store, bug: &str, command: Command, actor: Actor, rerun: Option<Rerun>) {
+async fn step_within(
+    store: &Store,
+    bug: &str,
+    command: Command,
+    actor: Actor,
+    rerun: Option<Rerun>,
+    policy: &Policy,
+) {
     let now = server::clock::now_ms();
     store
         .apply(bug, now, |b| {
@@ -340,7 +347,7 @@ async fn step(store: &Store, bug: &str, command: Command, actor: Actor, rerun: O
                 rerun,
                 ..Evidence::default()
             };
-            decide(b, &command, &actor, &evidence, &Policy::default(), now)
+            decide(b, &command, &actor, &evidence, policy, now)
         })
         .await
         .unwrap();
@@ -355,17 +362,35 @@ async fn bug_in_review(
     head: &str,
     paths: &[&str],
 ) -> (String, String) {
+    bug_of_in_review(base, store, "shoplite", title, number, head, paths).await
+}
+
+/// [`bug_in_review`] for a report naming `component`.
+async fn bug_of_in_review(
+    base: &str,
+    store: &Store,
+    component: &str,
+    title: &str,
+    number: u64,
+    head: &str,
+    paths: &[&str],
+) -> (String, String) {
+    let policy = Policy {
+        allowed_components: vec![component.to_owned()],
+        ..Policy::default()
+    };
     let client = reqwest::Client::new();
-    let (bug, capability) = common::file_report(base, json!({"component": "shoplite", "title": title, "what_happened": "x", "expected": "", "steps": ""})).await;
+    let (bug, capability) = common::file_report(base, json!({"component": component, "title": title, "what_happened": "x", "expected": "", "steps": ""})).await;
     let reproducer = Actor::Role {
         role: Role::Reproducer,
     };
-    step(
+    step_within(
         store,
         &bug,
         Command::StartReproduction,
         reproducer.clone(),
         None,
+        &policy,
     )
     .await;
     let reproduction = Reproduction {
@@ -375,12 +400,13 @@ async fn bug_in_review(
         assertion: "payable < 0".into(),
         summary: None,
     };
-    step(
+    step_within(
         store,
         &bug,
         Command::ProposeReproduction { reproduction },
         reproducer,
         Some(Rerun::Reproduced),
+        &policy,
     )
     .await;
     let tracking: Value = client
@@ -402,8 +428,8 @@ async fn bug_in_review(
         .unwrap();
     assert_eq!(answered.status(), 200);
     let fixer = Actor::Role { role: Role::Fixer };
-    step(store, &bug, Command::StartFix, fixer.clone(), None).await;
-    step(
+    step_within(store, &bug, Command::StartFix, fixer.clone(), None, &policy).await;
+    step_within(
         store,
         &bug,
         Command::SubmitFix {
@@ -413,6 +439,7 @@ async fn bug_in_review(
         },
         fixer,
         None,
+        &policy,
     )
     .await;
     (bug, capability)
@@ -1357,6 +1384,19 @@ fn git_out(dir: &std::path::Path, args: &[&str]) -> String {
 /// and opens the draft pull request through the REST API; merging is GitHub's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_measured_fix_is_pushed_to_github_and_opened_there_as_a_draft() {
+    fix_pushed_to_github(false).await;
+}
+
+/// The same for a project added with `r2r project add --github` beside an environment's
+/// project that has no GitHub repository: its bugs' fixes go to its own repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_projects_measured_fix_is_pushed_to_its_own_github_repository() {
+    fix_pushed_to_github(true).await;
+}
+
+/// `stored`: the GitHub project is defined with `r2r project add` (component `shop`), not by
+/// `R2R_GITHUB_FIX_REPOSITORY` and `R2R_LOCAL_FORGE`.
+async fn fix_pushed_to_github(stored: bool) {
     if !common::docker_here().await {
         return;
     }
@@ -1418,25 +1458,54 @@ async fn a_measured_fix_is_pushed_to_github_and_opened_there_as_a_draft() {
     let (git_url, seen) = start_git_http(root.clone(), TOKEN).await;
     let (api, double) = start_double().await;
     *double.remote.lock().unwrap() = Some(remote.clone());
-    let desk = common::owner_desk(&[
+    let github = [
         ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
         ("R2R_GITHUB_REPOSITORIES", REPO),
         ("R2R_GITHUB_API_URL", api.as_str()),
         ("R2R_GITHUB_TOKEN", TOKEN),
-        ("R2R_GITHUB_FIX_REPOSITORY", REPO),
         ("R2R_GITHUB_GIT_URL", git_url.as_str()),
-        ("R2R_LOCAL_FORGE", mirror.to_str().unwrap()),
+    ];
+    let mut env = github.to_vec();
+    env.extend([
         ("R2R_SANDBOX_BACKEND", "docker"),
         ("R2R_MODEL_PROVIDER", "scripted"),
     ]);
+    if !stored {
+        env.extend([
+            ("R2R_GITHUB_FIX_REPOSITORY", REPO),
+            ("R2R_LOCAL_FORGE", mirror.to_str().unwrap()),
+        ]);
+    }
+    let desk = common::owner_desk(&env);
     let server = &desk.server;
     let url = desk.database_url.clone();
     let base = server.base.clone();
+    let component = if stored {
+        let env_file = dir.path().join("project.env");
+        let mut text: String = github.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        text.push_str(&format!("DATABASE_URL={url}\n"));
+        std::fs::write(&env_file, text).unwrap();
+        let added = common::r2r_with_env_file(&env_file)
+            .args(["project", "add", "--id", "shop", "--components", "shop"])
+            .args(["--profile", "rust", "--github", REPO, "--forge"])
+            .arg(&mirror)
+            .output()
+            .unwrap();
+        assert!(
+            added.status.success(),
+            "{}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(1500)).await; // served within a second
+        "shop"
+    } else {
+        "shoplite"
+    };
     let client = reqwest::Client::new();
     let filed: Value = client
         .post(format!("{base}/api/v1/reports"))
         .json(&json!({
-            "component": "shoplite", "title": "SAVE300 makes the total negative",
+            "component": component, "title": "SAVE300 makes the total negative",
             "what_happened": "The total shows -₹100", "expected": "A total of ₹0",
             "steps": "Cart of ₹200, coupon SAVE300",
         }))
@@ -1597,4 +1666,188 @@ async fn a_measured_fix_is_pushed_to_github_and_opened_there_as_a_draft() {
         error.contains("401") || error.to_lowercase().contains("authentication"),
         "{error}"
     );
+}
+
+/// Pull request numbers and commits are not unique across repositories (a fork holds the
+/// original's very commits): an event moves only the bugs of the project that follows its
+/// repository. The environment's project follows the first listed repository; a project
+/// added with `--github` follows its own, which must be listed and nobody else's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_moves_only_the_bugs_of_the_project_that_follows_its_repository() {
+    const FORK: &str = "mallory/shop-fork";
+    let all = examples();
+    let (api, double) = start_double().await;
+    grant(&double, "alice", "write");
+    grant(&double, "mallory", "admin");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let listed = format!("{REPO},{FORK}");
+    let env = [
+        ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+        ("R2R_GITHUB_REPOSITORIES", listed.as_str()),
+        ("R2R_GITHUB_API_URL", api.as_str()),
+        ("R2R_GITHUB_TOKEN", "ghs_test_token"),
+        ("R2R_RATE_INTAKE", "100/60s"),
+    ];
+    let server = common::start_server_with(&url, &env);
+    let base = &server.base;
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+
+    // A second project whose fixes go to the fork; the command line checks the repository.
+    let forge = dir.path().join("fork.git");
+    forge::LocalForge::init(&forge, "main").await.unwrap();
+    let env_file = dir.path().join("project.env");
+    let mut text: String = env.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    text.push_str(&format!("DATABASE_URL={url}\n"));
+    std::fs::write(&env_file, text).unwrap();
+    let add = |id: &str, github: &str| {
+        let output = common::r2r_with_env_file(&env_file)
+            .args([
+                "project",
+                "add",
+                "--id",
+                id,
+                "--components",
+                id,
+                "--profile",
+                "rust",
+            ])
+            .arg("--forge")
+            .arg(&forge)
+            .args(["--github", github])
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr),
+        )
+    };
+    for (github, words) in [
+        (
+            "someone/else",
+            "--github: someone/else is not in R2R_GITHUB_REPOSITORIES",
+        ),
+        (
+            "mallory",
+            "--github: expected a GitHub repository as owner/name",
+        ),
+        (
+            "mallory/shop-fork.git",
+            "--github: expected a GitHub repository",
+        ),
+    ] {
+        let (code, said) = add("forkshop", github);
+        assert_eq!(code, Some(1), "{github}: {said}");
+        assert!(said.contains(words), "{github}: {said}");
+    }
+    let (code, said) = add("forkshop", FORK);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("fixes pushed to GitHub mallory/shop-fork"),
+        "{said}"
+    );
+    let (code, said) = add("forkshop-two", FORK);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains(
+            "--github: mallory/shop-fork is already the repository of the project \"forkshop\""
+        ),
+        "{said}"
+    );
+    let listing = common::r2r_with_env_file(&env_file)
+        .args(["project", "list"])
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&listing.stdout).into_owned();
+    assert!(listing.contains("octo-org/shop (events only)"), "{listing}");
+    assert!(listing.contains("mallory/shop-fork"), "{listing}");
+    tokio::time::sleep(Duration::from_millis(1500)).await; // the desk serves it within 1 s
+
+    // Two bugs in review, each with pull request 7 at the very same head.
+    let head = sha('7');
+    let (ours, _) = bug_in_review(
+        base,
+        &store,
+        "SAVE300 total negative",
+        7,
+        &head,
+        &["src/lib.rs"],
+    )
+    .await;
+    let (theirs, _) = bug_of_in_review(
+        base,
+        &store,
+        "forkshop",
+        "Checkout button does nothing",
+        7,
+        &head,
+        &["src/lib.rs"],
+    )
+    .await;
+    let approval_from = |repository: &str, login: &str| {
+        let mut event = approval(&all, 7, &head, login, "User");
+        *event.pointer_mut("/repository/full_name").unwrap() = json!(repository);
+        event
+    };
+
+    // The fork's admin approves "pull request 7": the fork's project's bug only.
+    let (status, _) = deliver(
+        base,
+        "pull_request_review",
+        "f-1",
+        &approval_from(FORK, "mallory"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202);
+    wait_for(&store, &theirs, BugState::Approved).await;
+    assert_eq!(settled(&store, &ours).await.state, BugState::InReview);
+    let outcome = store
+        .webhook_delivery("github", "f-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(outcome.applied_at.is_some());
+    assert!(
+        !outcome.outcome.unwrap().contains(&ours),
+        "the event never touched our bug"
+    );
+
+    // The original's writer approves: ours only.
+    let (status, _) = deliver(
+        base,
+        "pull_request_review",
+        "o-1",
+        &approval_from(REPO, "alice"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 202);
+    wait_for(&store, &ours, BugState::Approved).await;
+
+    // The fork "merges pull request 7": the fork's bug is merged, ours is not.
+    let mut merged = example(
+        &all,
+        "pull_request",
+        "closed",
+        &[
+            ("/pull_request/number", json!(7)),
+            ("/pull_request/merged", json!(true)),
+            ("/pull_request/head/sha", json!(head)),
+            ("/pull_request/merge_commit_sha", json!(sha('8'))),
+            (
+                "/pull_request/merged_by",
+                json!({"login": "mallory", "type": "User", "id": 9}),
+            ),
+        ],
+    );
+    *merged.pointer_mut("/repository/full_name").unwrap() = json!(FORK);
+    let (status, _) = deliver(base, "pull_request", "f-2", &merged, None).await;
+    assert_eq!(status, 202);
+    wait_for(&store, &theirs, BugState::Merged).await;
+    assert_eq!(settled(&store, &ours).await.state, BugState::Approved);
+    drop(server);
 }

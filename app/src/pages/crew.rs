@@ -80,6 +80,7 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                 profile: field("profile").unwrap_or_default(),
                 fix_paths: field("fix_paths").unwrap_or_default(),
                 crew: field("crew").unwrap_or_default(),
+                github: field("github").unwrap_or_default(),
             });
         }
         #[cfg(not(feature = "hydrate"))]
@@ -155,6 +156,10 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                         <option value="on">"on"</option>
                         <option value="off">"off"</option>
                     </select>
+                </div>
+                <div class="field">
+                    <label for="project-github">"GitHub repository its fixes go to (owner/name, optional; none takes it away)"</label>
+                    <input id="project-github" name="github" type="text" maxlength="140" autocomplete="off"/>
                 </div>
                 <div class="actions">
                     <button type="submit" class="button" data-testid="save-project">"Save the project"</button>

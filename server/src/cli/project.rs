@@ -54,6 +54,10 @@ pub struct Fields {
     /// Whether the crew works its bugs: on or off (default on).
     #[arg(long, value_parser = parse_switch)]
     crew: Option<bool>,
+    /// The GitHub repository its fixes go to, owner/name (one of R2R_GITHUB_REPOSITORIES;
+    /// --forge is then the desk's bare clone of it); none: fixes stay in --forge.
+    #[arg(long, value_name = "OWNER/NAME")]
+    github: Option<String>,
 }
 
 fn parse_switch(text: &str) -> Result<bool, String> {
@@ -87,6 +91,7 @@ impl Fields {
             profile: self.profile,
             fix_paths: self.fix_paths,
             crew: self.crew,
+            github: self.github,
         }
     }
 }
@@ -123,13 +128,16 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
                 .await
                 .map_err(refused)?;
             println!(
-                "added     {} ({}): components {}, {} tests, fixes in {}, crew {}",
+                "added     {} ({}): components {}, {} tests, fixes in {}, crew {}{}",
                 spec.id,
                 spec.name,
                 spec.components.join(","),
                 spec.profile,
                 spec.fix_allowed_paths.join(","),
-                if spec.crew { "on" } else { "off" }
+                if spec.crew { "on" } else { "off" },
+                spec.github
+                    .as_deref()
+                    .map_or(String::new(), |g| format!(", fixes pushed to GitHub {g}"))
             );
         }
         ProjectCommand::Edit { id, fields } => {
@@ -141,18 +149,23 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
         }
         ProjectCommand::List => {
             println!(
-                "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} forge",
-                "id", "components", "profile", "crew", "fix paths", "branch"
+                "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} forge",
+                "id", "components", "profile", "crew", "fix paths", "branch", "github"
             );
             for target in &projects.scope().targets {
                 println!(
-                    "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {}",
+                    "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} {}",
                     target.project,
                     target.components.join(","),
                     target.profile.as_str(),
                     if target.crew { "on" } else { "off" },
                     target.fix_allowed_paths.join(","),
                     target.branch,
+                    match (&target.github, &target.follows) {
+                        (Some(fixes), _) => fixes.clone(),
+                        (None, Some(events)) => format!("{events} (events only)"),
+                        (None, None) => "-".to_owned(),
+                    },
                     target
                         .forge
                         .as_ref()

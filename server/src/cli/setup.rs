@@ -320,6 +320,7 @@ async fn define_tallybook(env_file: &Path, bare: &Path) -> anyhow::Result<()> {
             profile: "python".into(),
             fix_allowed_paths: vec!["tallybook/".into()],
             crew: true,
+            github: None,
         };
         match projects
             .define(&store, spec, None, "setup", crate::clock::now_ms())

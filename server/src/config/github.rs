@@ -27,11 +27,15 @@ pub struct GitHubConfig {
 impl GitHubConfig {
     /// The fix repository's HTTPS remote with the token, when fixes go to GitHub.
     pub fn fix_remote(&self) -> Option<(String, forge::RemoteAuth)> {
-        let repository = self.fix_repository.as_ref()?;
+        self.remote_for(self.fix_repository.as_ref()?)
+    }
+
+    /// `repository`'s HTTPS remote with the token (none without a token).
+    pub fn remote_for(&self, repository: &str) -> Option<(String, forge::RemoteAuth)> {
         let token = self.token.as_ref()?;
         let url = format!("{}/{repository}.git", self.git_url);
         Some((
-            repository.clone(),
+            repository.to_owned(),
             forge::RemoteAuth::github(&url, token.expose()),
         ))
     }

@@ -221,6 +221,7 @@ impl DeskBackend for Backend {
                 ("branch", &input.branch),
                 ("profile", &input.profile),
                 ("fix_paths", &input.fix_paths),
+                ("github", &input.github),
             ] {
                 if text.len() > 1_000 || text.chars().any(char::is_control) {
                     return Err(invalid(format!(
@@ -251,6 +252,7 @@ impl DeskBackend for Backend {
                 profile: given(&input.profile),
                 fix_paths: given(&input.fix_paths),
                 crew,
+                github: given(&input.github),
             };
             let now = crate::clock::now_ms();
             let by = account.email.as_str();

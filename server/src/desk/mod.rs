@@ -614,9 +614,17 @@ pub(crate) async fn crew_data(
                         name: t.name.clone(),
                         components: t.components.join(", "),
                         profile: t.profile.as_str().to_owned(),
-                        forge: t.forge.as_ref().map_or_else(
-                            || "no local forge".to_owned(),
-                            |f| format!("{} ({})", f.repository().display(), t.branch),
+                        forge: format!(
+                            "{}{}",
+                            t.forge.as_ref().map_or_else(
+                                || "no local forge".to_owned(),
+                                |f| format!("{} ({})", f.repository().display(), t.branch),
+                            ),
+                            match (&t.github, &t.follows) {
+                                (Some(g), _) => format!("; fixes pushed to GitHub {g}"),
+                                (None, Some(g)) => format!("; follows GitHub events of {g}"),
+                                (None, None) => String::new(),
+                            }
                         ),
                         fix_paths: t.fix_allowed_paths.join(", "),
                         crew: t.crew,

@@ -28,15 +28,13 @@ pub fn forge_of(target: &crate::projects::Target) -> Result<&LocalForge, Refused
     })
 }
 
-/// The GitHub repository and its HTTPS remote when `target`'s fixes go to GitHub
-/// (`R2R_GITHUB_FIX_REPOSITORY`, the environment's project only).
+/// The GitHub repository and its HTTPS remote when `target`'s fixes go to GitHub (the
+/// environment's project: `R2R_GITHUB_FIX_REPOSITORY`; a stored project: its `github`).
 pub fn github_remote(
     state: &AppState,
     target: &crate::projects::Target,
 ) -> Option<(String, forge::RemoteAuth)> {
-    (target.project == domain::project::ENVIRONMENT_PROJECT)
-        .then(|| state.github.fix_remote())
-        .flatten()
+    state.github.remote_for(target.github.as_deref()?)
 }
 
 /// The head of `target`'s default branch now: for a project whose fixes go to GitHub, the

@@ -11,6 +11,7 @@
 
 use crate::clock::now_ms;
 use crate::config::GitHubConfig;
+use crate::projects::Scope;
 use crate::service::commands::{Fetched, KnownAncestry};
 use domain::codeowners::CodeOwners;
 use domain::workflow::{
@@ -72,7 +73,19 @@ fn github_user(user: &Value) -> Actor {
     }
 }
 
-async fn bugs_with_pull_request(store: &Store, number: u64) -> Result<Vec<Bug>, store::StoreError> {
+/// Whether an event from `repository` may move `bug`: only its project's repository's may
+/// (pull request numbers and commits are not unique across repositories, and a fork can
+/// hold the very commits of the original).
+fn follows(scope: &Scope, bug: &Bug, repository: &str) -> bool {
+    scope.target_of(&bug.component).follows.as_deref() == Some(repository)
+}
+
+async fn bugs_with_pull_request(
+    store: &Store,
+    scope: &Scope,
+    repository: &str,
+    number: u64,
+) -> Result<Vec<Bug>, store::StoreError> {
     let mut found = Vec::new();
     for id in store
         .bug_ids_in_states(&[BugState::InReview, BugState::Approved, BugState::Fixing])
@@ -84,6 +97,7 @@ async fn bugs_with_pull_request(store: &Store, number: u64) -> Result<Vec<Bug>, 
                 .pull_request
                 .as_ref()
                 .is_some_and(|pr| pr.number == number)
+                && follows(scope, &stored.bug, repository)
             {
                 found.push(stored.bug);
             }
@@ -171,16 +185,21 @@ pub async fn apply(
     Ok(())
 }
 
-/// Applies one queued GitHub event.
+/// Applies one queued GitHub event to the bugs of the project that follows its repository
+/// (`scope`: the desk's projects now).
 pub async fn apply_event(
     store: &Store,
     forge: &dyn Forge,
     config: &GitHubConfig,
-    policy: &Policy,
+    scope: &Scope,
     event: &str,
     payload: &Value,
 ) -> Result<EventOutcome, ForgeError> {
     let mut outcome = EventOutcome::default();
+    let policy = &scope.policy;
+    let repository = payload["repository"]["full_name"]
+        .as_str()
+        .unwrap_or_default();
     let store_error = |e: store::StoreError| ForgeError::Status {
         status: 503,
         what: e.to_string(),
@@ -193,7 +212,7 @@ pub async fn apply_event(
             let Some(head) = sha(&payload["pull_request"]["head"]["sha"]) else {
                 return Ok(outcome);
             };
-            for bug in bugs_with_pull_request(store, number)
+            for bug in bugs_with_pull_request(store, scope, repository, number)
                 .await
                 .map_err(store_error)?
             {
@@ -219,7 +238,7 @@ pub async fn apply_event(
                 return Ok(outcome);
             };
             let actor = github_user(&pr["merged_by"]);
-            for bug in bugs_with_pull_request(store, number)
+            for bug in bugs_with_pull_request(store, scope, repository, number)
                 .await
                 .map_err(store_error)?
             {
@@ -264,7 +283,7 @@ pub async fn apply_event(
                 return Ok(outcome);
             };
             let actor = github_user(&payload["review"]["user"]);
-            let bugs = bugs_with_pull_request(store, number)
+            let bugs = bugs_with_pull_request(store, scope, repository, number)
                 .await
                 .map_err(store_error)?;
             if bugs.is_empty() {
@@ -338,6 +357,9 @@ pub async fn apply_event(
                 let Some(stored) = store.load_bug(&bug_id).await.map_err(store_error)? else {
                     continue;
                 };
+                if !follows(scope, &stored.bug, repository) {
+                    continue;
+                }
                 let mut fetched = Fetched::default();
                 if let Some(merge) = &stored.bug.merge {
                     let relation = forge.relation(&merge.merge_commit, &commit).await?;

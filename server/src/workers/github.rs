@@ -4,14 +4,16 @@
 
 use crate::clock::now_ms;
 use crate::config::GitHubConfig;
+use crate::projects::Projects;
 use crate::service::github_events::*;
-use domain::workflow::{Consumer, Policy};
+use domain::workflow::Consumer;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 use store::Store;
 
 /// Claims queued GitHub events and applies them, until the process ends.
-pub async fn run_worker(store: Store, config: GitHubConfig, policy: Policy) {
+pub async fn run_worker(store: Store, config: GitHubConfig, projects: Arc<Projects>) {
     // Deliveries filed before the desk kept body hashes: record theirs, so a captured old
     // body is recognised too.
     match store
@@ -28,7 +30,7 @@ pub async fn run_worker(store: Store, config: GitHubConfig, policy: Policy) {
     let mut ticker = tokio::time::interval(Duration::from_millis(500));
     loop {
         ticker.tick().await;
-        if let Err(error) = work_once(&store, &config, &policy).await {
+        if let Err(error) = work_once(&store, &config, &projects).await {
             tracing::warn!(%error, "github worker: will retry");
         }
     }
@@ -38,11 +40,15 @@ pub async fn run_worker(store: Store, config: GitHubConfig, policy: Policy) {
 pub async fn work_once(
     store: &Store,
     config: &GitHubConfig,
-    policy: &Policy,
+    projects: &Projects,
 ) -> Result<usize, store::StoreError> {
     let jobs = store
         .claim_jobs(Consumer::Forge.as_str(), 10, now_ms())
         .await?;
+    if jobs.is_empty() {
+        return Ok(0);
+    }
+    let scope = projects.fresh(store).await;
     let mut done = 0;
     for job in jobs {
         let body = job.payload.get("body").map_or("", String::as_str);
@@ -53,7 +59,7 @@ pub async fn work_once(
             .unwrap_or_default();
         let forge = config.forge(repository);
         let event = job.payload.get("event").map_or("", String::as_str);
-        match apply_event(store, &forge, config, policy, event, &payload).await {
+        match apply_event(store, &forge, config, &scope, event, &payload).await {
             Ok(outcome) => {
                 tracing::info!(key = %job.key, changed = outcome.changed.len(), refused = outcome.refused.len(), "github event applied");
                 let recorded = json!({
