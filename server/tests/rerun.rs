@@ -132,13 +132,29 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         "nothing was recorded"
     );
 
-    // A genuine failure, measured by the desk.
-    let (status, answer) = post(
-        &reproducer,
-        "reproduction",
-        propose("tests/coupon.rs", FAILING),
-    )
-    .await;
+    // A genuine failure, measured by the desk; a second proposal sent while it is measured is
+    // refused at once (only one could be recorded) and runs nothing.
+    let ((status, answer), (second, refusal)) = tokio::join!(
+        post(
+            &reproducer,
+            "reproduction",
+            propose("tests/coupon.rs", FAILING),
+        ),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            post(
+                &reproducer,
+                "reproduction",
+                propose("tests/coupon_again.rs", FAILING),
+            )
+            .await
+        }
+    );
+    assert_eq!(
+        (second, refusal["error"].as_str()),
+        (409, Some("already_measuring")),
+        "{refusal}"
+    );
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["state"], "awaiting_reporter");
     assert_eq!(answer["desk_run"]["backend"], "docker");

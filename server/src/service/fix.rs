@@ -197,6 +197,7 @@ pub async fn candidate(
         &fixer(),
         &Fetched::default(),
     )?;
+    let _measuring = state.measure(id)?;
     let test = confirmed_test(state, &bug).await?;
     let target = state.target_of(&bug.component).await;
     let allowed: Vec<&str> = target

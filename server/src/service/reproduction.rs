@@ -280,6 +280,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
         ..Fetched::default()
     };
     crate::service::commands::dry_run(state, &bug, &probe, &reproducer, &measured)?;
+    let _measuring = state.measure(id)?;
 
     let target = state.target_of(&bug.component).await;
     let forge = super::forge::forge_of(&target)?;

@@ -42,6 +42,25 @@ pub struct AppState {
     pub merges: Arc<tokio::sync::Mutex<()>>,
     /// Moves when something a desk page shows changed (`/desk/live` waits on it).
     pub changes: crate::changes::Changes,
+    /// Bugs whose proposed reproduction or fix candidate this process is measuring now.
+    pub measuring: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+/// A bug's measurement in progress ([`AppState::measure`]); ends when dropped.
+#[derive(Debug)]
+pub struct Measuring {
+    bugs: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    bug: String,
+}
+
+impl Drop for Measuring {
+    fn drop(&mut self) {
+        let mut bugs = match self.bugs.lock() {
+            Ok(bugs) => bugs,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        bugs.remove(&self.bug);
+    }
 }
 
 /// When health last probed a write, and whether the database took it.
@@ -75,7 +94,31 @@ impl AppState {
             }),
             merges: Arc::default(),
             changes: crate::changes::Changes::default(),
+            measuring: Arc::default(),
         }
+    }
+
+    /// Marks `bug` as being measured (a proposed reproduction or a fix candidate) until the
+    /// answer, or 409 `already_measuring` at once when this process measures one for it
+    /// already: only one of two could be recorded, so the second would run for nothing.
+    pub fn measure(&self, bug: &str) -> Result<Measuring, crate::web::Refused> {
+        let mut bugs = match self.measuring.lock() {
+            Ok(bugs) => bugs,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if !bugs.insert(bug.to_owned()) {
+            return Err(crate::web::Refused::new(
+                axum::http::StatusCode::CONFLICT,
+                "already_measuring",
+                format!(
+                    "the desk is measuring another proposal for {bug} now; nothing of this one was run or recorded (wait for that answer)"
+                ),
+            ));
+        }
+        Ok(Measuring {
+            bugs: self.measuring.clone(),
+            bug: bug.to_owned(),
+        })
     }
 
     /// What the pages need from the configuration.
