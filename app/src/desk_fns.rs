@@ -298,6 +298,7 @@ pub async fn desk_project(
     #[server(default)] fix_paths: String,
     #[server(default)] crew: String,
     #[server(default)] github: String,
+    #[server(default)] deploy: String,
 ) -> Result<(), DeskError> {
     let (server, headers) = backend()?;
     let input = ProjectInput {
@@ -312,6 +313,7 @@ pub async fn desk_project(
         fix_paths,
         crew,
         github,
+        deploy,
     };
     let next = answer(&headers, server.0.project(headers.clone(), input).await)?;
     leptos_axum::redirect(&next);

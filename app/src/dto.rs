@@ -734,6 +734,9 @@ pub struct ProjectInput {
     /// The GitHub repository its fixes go to (`owner/name`); `none` takes it away.
     #[serde(default)]
     pub github: String,
+    /// The service the deployer releases (a Rust project); `none` stops it.
+    #[serde(default)]
+    pub deploy: String,
 }
 
 /// An owner's confirmed action, as `desk_act` receives it (the question's form).

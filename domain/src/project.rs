@@ -44,6 +44,22 @@ pub struct ProjectSpec {
     /// of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github: Option<String>,
+    /// The service the desk's deployer releases from its default branch, when it deploys
+    /// it (a Rust project): its binary's name, its health's service, its public path
+    /// `/live/<service>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy: Option<String>,
+}
+
+/// Whether `text` may name a deployed service: 1 to 64 lower-case letters, digits and
+/// dashes, not starting with a dash.
+pub fn valid_service(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && !text.starts_with('-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// Whether `text` is a GitHub repository's full name, `owner/name`: an owner of 1 to 39
@@ -142,6 +158,10 @@ impl ProjectSpec {
             .github
             .map(|g| g.trim().to_owned())
             .filter(|g| !g.is_empty());
+        self.deploy = self
+            .deploy
+            .map(|d| d.trim().to_owned())
+            .filter(|d| !d.is_empty());
         self.components = self
             .components
             .iter()
@@ -268,6 +288,25 @@ impl ProjectSpec {
                 ));
             }
         }
+        if let Some(service) = self.deploy.as_deref() {
+            if !valid_service(service) {
+                return Err(refuse(
+                    "deploy",
+                    format!(
+                        "expected a service name of lower-case letters, digits and dashes, got {service:?}"
+                    ),
+                ));
+            }
+            if self.profile != "rust" {
+                return Err(refuse(
+                    "deploy",
+                    format!(
+                        "the deployer builds Rust projects only (cargo build --release); this one's profile is {}",
+                        self.profile
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -287,6 +326,7 @@ mod tests {
             fix_allowed_paths: vec!["tallybook/".into()],
             crew: true,
             github: None,
+            deploy: None,
         }
     }
 
@@ -302,6 +342,18 @@ mod tests {
     #[test]
     fn a_good_definition_passes_and_may_keep_its_own_components() {
         assert_eq!(spec().check(&taken(), PROFILES), Ok(()));
+    }
+
+    #[test]
+    fn a_rust_project_may_name_the_service_it_deploys() {
+        let deploying = ProjectSpec {
+            profile: "rust".into(),
+            deploy: Some(" tally-web ".into()),
+            ..spec()
+        }
+        .normalized();
+        assert_eq!(deploying.deploy.as_deref(), Some("tally-web"));
+        assert_eq!(deploying.check(&taken(), PROFILES), Ok(()));
     }
 
     #[test]
@@ -498,6 +550,29 @@ mod tests {
                     ..spec()
                 },
                 "profile",
+            ),
+            (
+                ProjectSpec {
+                    deploy: Some("shop".into()),
+                    ..spec()
+                },
+                "deploy",
+            ),
+            (
+                ProjectSpec {
+                    profile: "rust".into(),
+                    deploy: Some("Shop Lite".into()),
+                    ..spec()
+                },
+                "deploy",
+            ),
+            (
+                ProjectSpec {
+                    profile: "rust".into(),
+                    deploy: Some("../x".into()),
+                    ..spec()
+                },
+                "deploy",
             ),
             (
                 ProjectSpec {

@@ -43,6 +43,9 @@ pub struct Target {
     /// from any other repository moves none of its bugs, whatever pull request number or
     /// commit it names.
     pub follows: Option<String>,
+    /// The service the desk's deployer releases from its default branch (the environment's:
+    /// `R2R_DEPLOY_SERVICE` with `R2R_DEPLOY=on`; a stored project's: its `deploy`).
+    pub deploy: Option<String>,
     /// The stored definition (none for the environment's project).
     pub spec: Option<ProjectSpec>,
     /// When it last changed, and by whom (stored projects).
@@ -175,6 +178,8 @@ pub struct ProjectChange {
     pub crew: Option<bool>,
     /// The GitHub repository (`owner/name`) its fixes go to; empty or `none`: none.
     pub github: Option<String>,
+    /// The service its deployer releases; empty or `none`: not deployed.
+    pub deploy: Option<String>,
 }
 
 fn list_of(text: &str) -> Vec<String> {
@@ -193,6 +198,7 @@ fn blank(id: &str) -> ProjectSpec {
         fix_allowed_paths: vec!["src/".to_owned()],
         crew: true,
         github: None,
+        deploy: None,
     }
 }
 
@@ -214,6 +220,11 @@ impl ProjectChange {
                 Some(text) if text.trim().is_empty() || text.trim() == "none" => None,
                 Some(text) => Some(text),
                 None => base.github,
+            },
+            deploy: match self.deploy {
+                Some(text) if text.trim().is_empty() || text.trim() == "none" => None,
+                Some(text) => Some(text),
+                None => base.deploy,
             },
             ..base
         }
@@ -292,6 +303,7 @@ impl Projects {
             branch: config.local_forge_branch.clone(),
             github: config.github.fix_repository.clone(),
             follows: config.github.fix_repository.clone(),
+            deploy: config.deploy.as_ref().map(|d| d.service.clone()),
             spec: None,
             updated: None,
         });
@@ -440,6 +452,22 @@ impl Projects {
                 reason: format!("{} is not a bare git repository", forge.display()),
             }
             .into());
+        }
+        if let Some(service) = spec.deploy.as_deref() {
+            if let Some(other) = scope
+                .targets
+                .iter()
+                .find(|t| t.project != spec.id && t.deploy.as_deref() == Some(service))
+            {
+                return Err(ProjectError {
+                    field: "deploy",
+                    reason: format!(
+                        "/live/{service} is already the project {:?}'s service",
+                        other.project
+                    ),
+                }
+                .into());
+            }
         }
         let spec = ProjectSpec {
             forge_path: forge.display().to_string(),
@@ -604,6 +632,20 @@ fn build(
                 continue;
             }
         }
+        if let Some(service) = spec.deploy.as_deref() {
+            if let Some(other) = targets
+                .iter()
+                .find(|t| t.deploy.as_deref() == Some(service))
+            {
+                let reason = format!(
+                    "its service /live/{service} is the project {:?}'s",
+                    other.project
+                );
+                tracing::warn!(project = %spec.id, %reason, "a stored project's service is another's; it is not served");
+                unserved.push((spec.id.clone(), updated_at, reason));
+                continue;
+            }
+        }
         components.extend(spec.components.iter().cloned());
         if spec.crew {
             policy
@@ -624,6 +666,7 @@ fn build(
             branch: spec.branch.clone(),
             github: spec.github.clone(),
             follows: spec.github.clone(),
+            deploy: spec.deploy.clone(),
             spec: Some(spec),
             updated: Some((updated_at, updated_by)),
         }));
@@ -644,6 +687,7 @@ fn build(
             branch: String::new(),
             github: None,
             follows: None,
+            deploy: None,
             spec: None,
             updated: None,
         }),

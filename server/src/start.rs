@@ -226,23 +226,29 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         }),
     ];
     workers.extend(start_concierge(config, bound));
+    let recorder = config
+        .auth
+        .role_tokens
+        .iter()
+        .find(|(role, _)| *role == domain::Role::Recorder)
+        .map(|(_, token)| crate::workers::deployer::RecorderSeat {
+            desk: format!("http://{}", loopback(bound)),
+            token: token.expose().to_owned(),
+        });
     if let Some(deploy) = &config.deploy {
-        let recorder = config
-            .auth
-            .role_tokens
-            .iter()
-            .find(|(role, _)| *role == domain::Role::Recorder)
-            .map(|(_, token)| crate::workers::deployer::RecorderSeat {
-                desk: format!("http://{}", loopback(bound)),
-                token: token.expose().to_owned(),
-            });
         tracing::info!(service = %deploy.service, "the deployer releases what lands on the default branch");
         workers.push(tokio::spawn(crate::workers::deployer::run(
             state_for_workers.clone(),
             deploy.clone(),
-            recorder,
+            recorder.clone(),
         )));
     }
+    // Stored projects that name a service are released by deployers of their own.
+    workers.push(tokio::spawn(crate::workers::deployer::supervise(
+        state_for_workers.clone(),
+        config.deploy_dir.clone(),
+        recorder,
+    )));
     let crew = start_crew(config, bound);
     Ok(Desk {
         bound,

@@ -463,3 +463,297 @@ async fn a_desk_killed_while_it_deploys_releases_the_head_after_a_restart() {
     assert_eq!(health["commit"], shipped.as_str());
     drop(server);
 }
+
+/// A project added with `r2r project add --deploy SERVICE` gets a deployer of its own beside
+/// the environment's (which deploys nothing here): its branch's head is built, served at
+/// `/live/<service>` and recorded as that project's; a bug of the project that an owner merges
+/// is released and recorded, and the bug moves to `deployed`. The command line refuses a
+/// service for a project that is not Rust and a service another project already has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_that_names_a_service_is_released_and_its_merged_bug_goes_live() {
+    use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
+    use domain::Role;
+    use serde_json::{json, Value};
+    if !docker_available().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("shop.git");
+    server::cli::demo_run::seed_forge(&common::repo_root().join("shoplite"), &bare)
+        .await
+        .unwrap();
+    let shipped = common::git(&bare, &["rev-parse", "refs/heads/main"]);
+    let releases = dir.path().join("releases");
+    let desk = common::owner_desk(&[
+        ("R2R_DEPLOY_DIR", releases.to_str().unwrap()),
+        ("R2R_SANDBOX_BACKEND", "docker"),
+    ]);
+    let base = desk.server.base.clone();
+    let token = |role: Role| desk.tokens[&role].clone();
+    let client = reqwest::Client::new();
+
+    let env_file = dir.path().join("project.env");
+    std::fs::write(&env_file, format!("DATABASE_URL={}\n", desk.database_url)).unwrap();
+    let project = |args: &[&str]| {
+        let output = common::r2r_with_env_file(&env_file)
+            .arg("project")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned()
+                + &String::from_utf8_lossy(&output.stderr),
+        )
+    };
+    let (code, said) = project(&[
+        "add",
+        "--id",
+        "shop",
+        "--components",
+        "shop",
+        "--profile",
+        "rust",
+        "--deploy",
+        "shoplite",
+        "--forge",
+        bare.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("released at /live/shoplite"), "{said}");
+    let other = dir.path().join("other.git");
+    forge::LocalForge::init(&other, "main").await.unwrap();
+    for (args, words) in [
+        (
+            vec!["--profile", "python", "--deploy", "tally"],
+            "--deploy: the deployer builds Rust projects only",
+        ),
+        (
+            vec!["--profile", "rust", "--deploy", "shoplite"],
+            "--deploy: /live/shoplite is already the project \"shop\"'s service",
+        ),
+        (
+            vec!["--profile", "rust", "--deploy", "Shop Lite"],
+            "--deploy: expected a service name",
+        ),
+    ] {
+        let mut all = vec![
+            "add",
+            "--id",
+            "other",
+            "--components",
+            "other",
+            "--forge",
+            other.to_str().unwrap(),
+        ];
+        all.extend(args);
+        let (code, said) = project(&all);
+        assert_eq!(code, Some(1), "{said}");
+        assert!(said.contains(words), "{words}: {said}");
+    }
+
+    // The project's head: built, served, recorded as the project's.
+    let health = || {
+        let request = client.get(format!("{base}/live/shoplite/api/health"));
+        async move { request.send().await.ok()?.json::<Value>().await.ok() }
+    };
+    let board = || {
+        let request = client
+            .get(format!("{base}/api/v1/crew"))
+            .bearer_auth(token(Role::Recorder));
+        async move {
+            let answer: Value = request.send().await.ok()?.json().await.ok()?;
+            answer["releases"]
+                .as_array()?
+                .iter()
+                .find(|r| r["project"] == "shop")
+                .cloned()
+        }
+    };
+    eventually(240, "the project's first release", || async {
+        health().await.filter(|h| h["commit"] == shipped.as_str())
+    })
+    .await;
+    let recorded = eventually(60, "the recorder's record of it", || async {
+        board()
+            .await
+            .filter(|r| r["step"] == "live" && r["commit"] == shipped.as_str())
+    })
+    .await;
+    assert!(
+        recorded["detail"]
+            .as_str()
+            .unwrap()
+            .contains("recorded as shoplite-"),
+        "{recorded}"
+    );
+    assert_eq!(recorded["service"], "shoplite");
+
+    // A bug of the project, reproduced (the engine's evidence as the desk's re-run gives it),
+    // confirmed by its reporter, fixed on a branch, approved and merged by an owner.
+    let (bug, capability) = common::file_report(
+        &base,
+        json!({"component": "shop", "title": "The cart page has no heading", "what_happened": "no heading", "expected": "a heading", "steps": "open the cart"}),
+    )
+    .await;
+    let post = |path: String, bearer: String, body: Value| {
+        let request = client
+            .post(format!("{base}{path}"))
+            .bearer_auth(bearer)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, answer) = post(
+        format!("/api/v1/bugs/{bug}/reproduction/start"),
+        token(Role::Manager),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    let store = store::Store::connect(&store::DatabaseUrl::parse(&desk.database_url).unwrap())
+        .await
+        .unwrap();
+    let now = server::clock::now_ms();
+    store
+        .apply(&bug, now, |b| {
+            let evidence = Evidence {
+                rerun: Some(Rerun::Reproduced),
+                ..Evidence::default()
+            };
+            let reproduction = Reproduction {
+                id: "run-1".into(),
+                test_path: "tests/heading.rs".into(),
+                test_sha256: "6".repeat(64),
+                assertion: "no <h1> on the cart page".into(),
+                summary: None,
+            };
+            let policy = Policy {
+                allowed_components: vec!["shop".into()],
+                ..Policy::default()
+            };
+            decide(
+                b,
+                &Command::ProposeReproduction { reproduction },
+                &Actor::Role {
+                    role: Role::Reproducer,
+                },
+                &evidence,
+                &policy,
+                now,
+            )
+        })
+        .await
+        .unwrap();
+    let tracking: Value = client
+        .get(format!("{base}/api/v1/track"))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let answered = client
+        .post(format!("{base}/api/v1/track/answer"))
+        .header("x-r2r-capability", &capability)
+        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200);
+    let (status, answer) = post(
+        format!("/api/v1/bugs/{bug}/fix/start"),
+        token(Role::Fixer),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    common::git(
+        dir.path(),
+        &["clone", "--quiet", bare.to_str().unwrap(), "work"],
+    );
+    let work = dir.path().join("work");
+    common::git(&work, &["checkout", "--quiet", "-b", "fix/heading"]);
+    let lib = std::fs::read_to_string(work.join("src/lib.rs")).unwrap();
+    std::fs::write(
+        work.join("src/lib.rs"),
+        format!("{lib}\n// The cart page names itself.\n"),
+    )
+    .unwrap();
+    common::git(&work, &["commit", "--quiet", "-am", "Name the cart page"]);
+    common::git(&work, &["push", "--quiet", "origin", "fix/heading"]);
+    let head = common::git(&work, &["rev-parse", "HEAD"]);
+    let (status, answer) = post(
+        format!("/api/v1/bugs/{bug}/fix"),
+        token(Role::Fixer),
+        json!({"branch": "fix/heading"}),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["state"].as_str()),
+        (200, Some("in_review")),
+        "{answer}"
+    );
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let owner_post = |path: String| {
+        let request = client
+            .post(format!("{base}{path}"))
+            .header("cookie", &cookie)
+            .header("x-csrf-token", &csrf)
+            .json(&json!({"head": head}));
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let merge = response
+                .headers()
+                .get("x-r2r-merge-commit")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+                merge,
+            )
+        }
+    };
+    let (status, answer, _) = owner_post(format!("/api/v1/bugs/{bug}/approve")).await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, answer, merge) = owner_post(format!("/api/v1/bugs/{bug}/merge")).await;
+    assert_eq!(
+        (status, answer["state"].as_str()),
+        (200, Some("merged")),
+        "{answer}"
+    );
+    let merge = merge.unwrap();
+
+    // The project's deployer releases the merge; its recorder records it as the project's.
+    let view = eventually(240, "the merged bug to be deployed", || {
+        let request = client
+            .get(format!("{base}/api/v1/bugs/{bug}"))
+            .bearer_auth(token(Role::Manager));
+        async move {
+            let view: Value = request.send().await.ok()?.json().await.ok()?;
+            (view["bug"]["state"] == "deployed").then_some(view)
+        }
+    })
+    .await;
+    assert_eq!(health().await.unwrap()["commit"], merge.as_str(), "{view}");
+    // A deployment is one project's: an unknown one is refused by name.
+    let (status, answer) = post(
+        "/api/v1/deployments".into(),
+        token(Role::Recorder),
+        json!({"deployment": "x-1", "commit": merge, "project": "nope"}),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["error"].as_str()),
+        (404, Some("unknown_project")),
+        "{answer}"
+    );
+}

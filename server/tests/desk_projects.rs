@@ -87,6 +87,8 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
         ("github", "octo-org/shop", "github"),
         ("github", "../../etc", "github"),
         ("github", "octo\u{0}/x", "github"),
+        ("deploy", "Shop Lite", "deploy"),
+        ("deploy", "ledgerly", "deploy"),
     ] {
         let mut wrong = add.to_vec();
         match wrong.iter_mut().find(|(k, _)| *k == field) {

@@ -357,6 +357,7 @@ async fn an_instance_killed_before_the_second_check_is_not_recorded() {
     let publish = Publish::Desk {
         url: &desk,
         token: "recorder-token",
+        project: None,
         deployment: "shoplite-aaaa",
     };
     let refused = verify_and_record(&killed, &killed, &expected, publish).await;
@@ -380,6 +381,7 @@ async fn an_instance_killed_before_the_second_check_is_not_recorded() {
     let publish = Publish::Desk {
         url: &desk,
         token: "recorder-token",
+        project: None,
         deployment: "shoplite-aaaa",
     };
     let recorded = verify_and_record(&alive, &alive, &expected, publish).await;
@@ -425,6 +427,7 @@ async fn an_address_that_redirects_to_the_other_is_not_a_deployment() {
         let publish = Publish::Desk {
             url: &desk,
             token: "t",
+            project: None,
             deployment: "shoplite-bbbb",
         };
         let refused = verify_and_record(immutable, public, &expected, publish).await;

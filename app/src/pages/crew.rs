@@ -81,6 +81,7 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                 fix_paths: field("fix_paths").unwrap_or_default(),
                 crew: field("crew").unwrap_or_default(),
                 github: field("github").unwrap_or_default(),
+                deploy: field("deploy").unwrap_or_default(),
             });
         }
         #[cfg(not(feature = "hydrate"))]
@@ -160,6 +161,10 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                 <div class="field">
                     <label for="project-github">"GitHub repository its fixes go to (owner/name, optional; none takes it away)"</label>
                     <input id="project-github" name="github" type="text" maxlength="140" autocomplete="off"/>
+                </div>
+                <div class="field">
+                    <label for="project-deploy">"Service the desk releases from its branch (a Rust project's binary, served at /live/<service>; optional; none stops it)"</label>
+                    <input id="project-deploy" name="deploy" type="text" maxlength="64" autocomplete="off"/>
                 </div>
                 <div class="actions">
                     <button type="submit" class="button" data-testid="save-project">"Save the project"</button>

@@ -58,6 +58,10 @@ pub struct Fields {
     /// --forge is then the desk's bare clone of it); none: fixes stay in --forge.
     #[arg(long, value_name = "OWNER/NAME")]
     github: Option<String>,
+    /// The service the desk's deployer releases from its branch (a Rust project: its
+    /// binary's name, served at /live/<service>); none: not deployed.
+    #[arg(long, value_name = "SERVICE")]
+    deploy: Option<String>,
 }
 
 fn parse_switch(text: &str) -> Result<bool, String> {
@@ -92,6 +96,7 @@ impl Fields {
             fix_paths: self.fix_paths,
             crew: self.crew,
             github: self.github,
+            deploy: self.deploy,
         }
     }
 }
@@ -138,6 +143,10 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
                 spec.github
                     .as_deref()
                     .map_or(String::new(), |g| format!(", fixes pushed to GitHub {g}"))
+                    + &spec
+                        .deploy
+                        .as_deref()
+                        .map_or(String::new(), |d| format!(", released at /live/{d}"))
             );
         }
         ProjectCommand::Edit { id, fields } => {
@@ -149,12 +158,12 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
         }
         ProjectCommand::List => {
             println!(
-                "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} forge",
-                "id", "components", "profile", "crew", "fix paths", "branch", "github"
+                "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} {:<16} forge",
+                "id", "components", "profile", "crew", "fix paths", "branch", "github", "deploys"
             );
             for target in &projects.scope().targets {
                 println!(
-                    "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} {}",
+                    "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} {:<16} {}",
                     target.project,
                     target.components.join(","),
                     target.profile.as_str(),
@@ -166,6 +175,10 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
                         (None, Some(events)) => format!("{events} (events only)"),
                         (None, None) => "-".to_owned(),
                     },
+                    target
+                        .deploy
+                        .as_deref()
+                        .map_or("-".to_owned(), |d| format!("/live/{d}")),
                     target
                         .forge
                         .as_ref()

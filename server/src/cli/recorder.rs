@@ -120,6 +120,7 @@ async fn watch_once(
         url: desk,
         token,
         deployment: &deployment,
+        project: None,
     };
     verify_and_record(url, public_url, &expected, publish).await?;
     Ok(Some(serving.commit))
@@ -281,6 +282,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
                     url: &desk,
                     token: &token,
                     deployment: &deployment,
+                    project: None,
                 }
             };
             match verify_and_record(&url, &public_url, &expected, publish).await {

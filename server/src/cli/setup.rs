@@ -321,6 +321,7 @@ async fn define_tallybook(env_file: &Path, bare: &Path) -> anyhow::Result<()> {
             fix_allowed_paths: vec!["tallybook/".into()],
             crew: true,
             github: None,
+            deploy: None,
         };
         match projects
             .define(&store, spec, None, "setup", crate::clock::now_ms())

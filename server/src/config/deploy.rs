@@ -17,6 +17,11 @@ pub struct DeployConfig {
     pub service: String,
 }
 
+/// Where releases live (`R2R_DEPLOY_DIR`, default `data/releases`).
+pub fn directory(env: &Environment) -> PathBuf {
+    PathBuf::from(env.get("R2R_DEPLOY_DIR").unwrap_or("data/releases").trim())
+}
+
 impl DeployConfig {
     /// `Some` when `R2R_DEPLOY=on` (which needs a local forge and a Rust target); `None`
     /// when unset or `off`.
@@ -67,7 +72,7 @@ impl DeployConfig {
             ));
         }
         Ok(Some(DeployConfig {
-            dir: PathBuf::from(env.get("R2R_DEPLOY_DIR").unwrap_or("data/releases").trim()),
+            dir: directory(env),
             service,
         }))
     }

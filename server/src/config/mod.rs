@@ -83,6 +83,9 @@ pub struct Config {
     pub local_forge: Option<std::path::PathBuf>,
     /// The deployer, when on (`R2R_DEPLOY`).
     pub deploy: Option<DeployConfig>,
+    /// Where releases live (`R2R_DEPLOY_DIR`, default `data/releases`): the environment's
+    /// project's directly, a stored project's under `projects/<id>/`.
+    pub deploy_dir: std::path::PathBuf,
     /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
     pub local_forge_branch: String,
     /// The sandbox the desk re-runs proposed tests in (`R2R_SANDBOX_BACKEND`: docker, bwrap
@@ -448,6 +451,7 @@ impl Config {
                 env.get("R2R_LOCAL_FORGE").is_some(),
                 env.target_profile()?,
             )?,
+            deploy_dir: deploy::directory(env),
             local_forge_branch: {
                 let branch = env.get("R2R_LOCAL_FORGE_BRANCH").unwrap_or("main").trim();
                 if branch.is_empty()

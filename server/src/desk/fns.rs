@@ -222,6 +222,7 @@ impl DeskBackend for Backend {
                 ("profile", &input.profile),
                 ("fix_paths", &input.fix_paths),
                 ("github", &input.github),
+                ("deploy", &input.deploy),
             ] {
                 if text.len() > 1_000 || text.chars().any(char::is_control) {
                     return Err(invalid(format!(
@@ -253,6 +254,7 @@ impl DeskBackend for Backend {
                 fix_paths: given(&input.fix_paths),
                 crew,
                 github: given(&input.github),
+                deploy: given(&input.deploy),
             };
             let now = crate::clock::now_ms();
             let by = account.email.as_str();

@@ -335,7 +335,10 @@ async fn row(state: &AppState, listed: store::ListedBug) -> Result<BugRow, Refus
         tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
         reports: bug.reports.len(),
         opened_at: first.map_or(listed.opened_at, |r| r.created_at),
-        waiting_for: waiting_for(&bug, &state.releases),
+        waiting_for: waiting_for(
+            &bug,
+            &state.releases_of(&state.projects.scope().target_of(&bug.component).project),
+        ),
     })
 }
 
@@ -624,7 +627,10 @@ pub(crate) async fn crew_data(
                                 (Some(g), _) => format!("; fixes pushed to GitHub {g}"),
                                 (None, Some(g)) => format!("; follows GitHub events of {g}"),
                                 (None, None) => String::new(),
-                            }
+                            } + &t
+                                .deploy
+                                .as_deref()
+                                .map_or(String::new(), |d| format!("; released at /live/{d}"))
                         ),
                         fix_paths: t.fix_allowed_paths.join(", "),
                         crew: t.crew,

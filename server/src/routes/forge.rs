@@ -31,6 +31,9 @@ pub async fn diff(
 struct DeploymentBody {
     deployment: String,
     commit: String,
+    /// The project it is a release of (default: the environment's, `default`).
+    #[serde(default)]
+    project: Option<String>,
 }
 
 /// `POST /api/v1/deployments`: the recorder (after `r2r recorder verify`) records that a
@@ -46,9 +49,17 @@ pub async fn record_deployment(
         let deployment: DeploymentBody = json_body(&body)?;
         let commit = parse_sha(&deployment.commit)?;
         let actor = credential.actor();
-        let bugs =
-            forge_service::record_deployment(&state, &deployment.deployment, &commit, &actor)
-                .await?;
+        let bugs = forge_service::record_deployment(
+            &state,
+            &deployment.deployment,
+            &commit,
+            &actor,
+            deployment
+                .project
+                .as_deref()
+                .unwrap_or(domain::project::ENVIRONMENT_PROJECT),
+        )
+        .await?;
         let bugs: Vec<_> = bugs
             .into_iter()
             .map(|(bug, ok)| json!({"bug": bug, "ok": ok}))

@@ -47,11 +47,11 @@ async fn forward(
         )
             .into_response()
     };
-    if state.releases.service.as_deref() != Some(service.as_str()) {
+    let Some(releases) = state.releases_serving(&service) else {
         return (StatusCode::NOT_FOUND, "no such live service\n").into_response();
-    }
-    let Some(live) = state.releases.live() else {
-        let doing = state.releases.progress().map_or_else(
+    };
+    let Some(live) = releases.live() else {
+        let doing = releases.progress().map_or_else(
             || "the deployer has not released anything yet".to_owned(),
             |p| format!("{} {}: {}", p.step.as_str(), p.commit, p.detail),
         );

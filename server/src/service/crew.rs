@@ -60,6 +60,22 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
             "live": state.releases.live().map(|l| l.commit),
         })
     });
+    // Every deploying project's release (the environment's is also `release`, as before).
+    let releases: Vec<Value> = state
+        .all_releases()
+        .into_iter()
+        .map(|(project, board)| {
+            let progress = board.progress();
+            json!({
+                "project": project,
+                "service": board.service,
+                "commit": progress.as_ref().map(|p| p.commit.clone()),
+                "step": progress.as_ref().map(|p| p.step.as_str()),
+                "detail": progress.as_ref().map(|p| p.detail.clone()),
+                "live": board.live().map(|l| l.commit),
+            })
+        })
+        .collect();
     let recorder = rules::connection(&pairs, Role::Recorder, now);
     let recorder_doing = beats
         .iter()
@@ -90,6 +106,7 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
         .collect();
     Ok(json!({
         "release": release,
+        "releases": releases,
         "recorder": {
             "role": recorder.role, "last_seen": recorder.last_seen, "age_ms": recorder.age_ms,
             "fresh": recorder.fresh, "doing": recorder_doing,

@@ -335,9 +335,21 @@ pub async fn record_deployment(
     deployment: &str,
     commit: &CommitSha,
     actor: &Actor,
+    project: &str,
 ) -> Result<Vec<(String, bool)>, Refused> {
-    // Deployments are the environment's project's (its deployer and recorder).
-    let target = state.projects.scope().environment();
+    // A deployment is one project's: only its bugs may move, with ancestry from its forge.
+    let target = state
+        .projects
+        .fresh(&state.store)
+        .await
+        .project(project.trim())
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_project",
+                format!("this desk serves no project {:?}", project.trim()),
+            )
+        })?;
     let forge = forge_of(&target)?;
     let id = deployment.trim().to_owned();
     if id.is_empty() || id.len() > 200 {

@@ -258,6 +258,8 @@ pub enum Publish<'a> {
         token: &'a str,
         /// The deployment id to record.
         deployment: &'a str,
+        /// The desk's project it is a release of (`None`: the environment's, `default`).
+        project: Option<&'a str>,
     },
     /// On a forge (GitHub): a deployment with the recorder's task and a success status,
     /// whose signed `deployment_status` webhook then moves the ledger.
@@ -287,13 +289,17 @@ pub async fn verify_and_record(
             url,
             token,
             deployment,
+            project,
         } => {
+            let mut body =
+                serde_json::json!({"deployment": deployment, "commit": expected.sha.as_str()});
+            if let Some(project) = project {
+                body["project"] = serde_json::json!(project);
+            }
             let response = client
                 .post(format!("{}/api/v1/deployments", url.trim_end_matches('/')))
                 .bearer_auth(token)
-                .json(
-                    &serde_json::json!({"deployment": deployment, "commit": expected.sha.as_str()}),
-                )
+                .json(&body)
                 .send()
                 .await
                 .map_err(|e| VerifyError::Record(e.to_string()))?;

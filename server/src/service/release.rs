@@ -22,10 +22,11 @@ pub fn artifact_path(deploy: &DeployConfig, commit: &CommitSha) -> PathBuf {
     deploy.dir.join(commit.as_str()).join(&deploy.service)
 }
 
-/// Builds `commit` and returns its artifact (already built: the one on disk). A failure is
-/// said in words with the build's last lines.
+/// Builds `commit` of `project` and returns its artifact (already built: the one on disk). A
+/// failure is said in words with the build's last lines.
 pub async fn build(
     state: &AppState,
+    project: &str,
     deploy: &DeployConfig,
     commit: &CommitSha,
 ) -> Result<PathBuf, String> {
@@ -33,7 +34,11 @@ pub async fn build(
     if artifact.is_file() {
         return Ok(artifact);
     }
-    let target = state.projects.scope().environment();
+    let target = state
+        .projects
+        .scope()
+        .project(project)
+        .ok_or_else(|| format!("this desk no longer serves the project {project:?}"))?;
     let forge = super::forge::forge_of(&target).map_err(|r| r.error.message)?;
     let snapshot = Snapshot::new().map_err(|r| r.error.message)?;
     snapshot
@@ -59,9 +64,8 @@ pub async fn build(
     };
     prepare().map_err(|e| format!("cannot prepare {}: {e}", folder.display()))?;
     let toolchains = sandbox::Toolchains::detect();
-    let job = state
-        .sandbox
-        .profile
+    // Only Rust projects deploy (the configuration and the project's definition say so).
+    let job = sandbox::Profile::Rust
         .release_job(
             snapshot.root(),
             &deploy.service,

@@ -306,7 +306,7 @@ fn release_step(state: &AppState, bug: &domain::workflow::Bug) -> Option<String>
         .as_ref()
         .filter(|_| bug.state == BugState::Merged)?;
     let progress = state
-        .releases
+        .releases_of(&state.projects.scope().target_of(&bug.component).project)
         .progress()
         .filter(|p| p.commit == merge.merge_commit.as_str())?;
     let short: String = progress.commit.chars().take(12).collect();
@@ -486,13 +486,16 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
                 at: d.at,
                 // The desk's own deployer serves this component: the reporter tries the real
                 // thing, at the address the recorder checked.
-                try_at: state
-                    .releases
-                    .service
-                    .as_deref()
-                    .filter(|service| *service == report.component)
-                    .filter(|_| state.releases.live().is_some())
-                    .map(|service| format!("/live/{service}")),
+                try_at: {
+                    let releases = state
+                        .releases_of(&state.projects.scope().target_of(&bug.component).project);
+                    releases
+                        .service
+                        .as_deref()
+                        .filter(|service| *service == report.component)
+                        .filter(|_| releases.live().is_some())
+                        .map(|service| format!("/live/{service}"))
+                },
             });
         bug_view = Some(BugView {
             id: bug.id.clone(),

@@ -42,6 +42,9 @@ pub struct AppState {
     pub merges: Arc<tokio::sync::Mutex<()>>,
     /// Moves when something a desk page shows changed (`/desk/live` waits on it).
     pub changes: crate::changes::Changes,
+    /// The stored projects' deployers' boards, by project id (the environment's is
+    /// `releases`).
+    pub project_releases: Arc<std::sync::RwLock<std::collections::HashMap<String, Arc<Releases>>>>,
     /// Bugs whose proposed reproduction or fix candidate this process is measuring now.
     pub measuring: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
@@ -94,8 +97,50 @@ impl AppState {
             }),
             merges: Arc::default(),
             changes: crate::changes::Changes::default(),
+            project_releases: Arc::default(),
             measuring: Arc::default(),
         }
+    }
+
+    /// The deployer's board of `project` (the environment's for `default`, empty when it
+    /// deploys nothing).
+    pub fn releases_of(&self, project: &str) -> Arc<Releases> {
+        if project == domain::project::ENVIRONMENT_PROJECT {
+            return self.releases.clone();
+        }
+        self.project_releases
+            .read()
+            .ok()
+            .and_then(|boards| boards.get(project).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Every deploying project's board, the environment's first: (project, board).
+    pub fn all_releases(&self) -> Vec<(String, Arc<Releases>)> {
+        let mut all = Vec::new();
+        if self.releases.service.is_some() {
+            all.push((
+                domain::project::ENVIRONMENT_PROJECT.to_owned(),
+                self.releases.clone(),
+            ));
+        }
+        if let Ok(boards) = self.project_releases.read() {
+            let mut stored: Vec<_> = boards
+                .iter()
+                .map(|(id, board)| (id.clone(), board.clone()))
+                .collect();
+            stored.sort_by(|a, b| a.0.cmp(&b.0));
+            all.extend(stored);
+        }
+        all
+    }
+
+    /// The board of the project served at `/live/<service>`.
+    pub fn releases_serving(&self, service: &str) -> Option<Arc<Releases>> {
+        self.all_releases()
+            .into_iter()
+            .map(|(_, board)| board)
+            .find(|board| board.service.as_deref() == Some(service))
     }
 
     /// Marks `bug` as being measured (a proposed reproduction or a fix candidate) until the
@@ -255,6 +300,14 @@ impl ReleaseStep {
 }
 
 impl Releases {
+    /// An empty board for `service`.
+    pub fn serving(service: &str) -> Releases {
+        Releases {
+            service: Some(service.to_owned()),
+            ..Releases::default()
+        }
+    }
+
     /// The live instance.
     pub fn live(&self) -> Option<LiveInstance> {
         self.live.read().ok().and_then(|live| live.clone())

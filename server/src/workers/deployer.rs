@@ -11,8 +11,12 @@
 use crate::config::DeployConfig;
 use crate::service::recorder::{verify_and_record, Expected, Publish};
 use crate::service::release;
-use crate::web::{AppState, LiveInstance, ReleaseStep};
+use crate::web::{AppState, LiveInstance, ReleaseStep, Releases};
+use domain::project::ENVIRONMENT_PROJECT;
 use domain::workflow::CommitSha;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 
@@ -36,25 +40,113 @@ pub struct RecorderSeat {
     pub token: String,
 }
 
-/// Runs until aborted.
+/// The environment's project's deployer (`R2R_DEPLOY=on`), with the in-process recorder's
+/// heartbeat; runs until aborted.
 pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<RecorderSeat>) {
     if let Some(seat) = recorder.clone() {
-        tokio::spawn(beat(state.clone(), deploy.service.clone(), seat));
+        tokio::spawn(beat(state.clone(), seat));
     }
+    let board = state.releases.clone();
+    serve(
+        state,
+        ENVIRONMENT_PROJECT.to_owned(),
+        board,
+        deploy,
+        recorder,
+    )
+    .await;
+}
+
+/// The stored projects' deployers: one per project whose definition names a service,
+/// started when it does, stopped (its instance with it) when it no longer does or names
+/// another; each releases under `<root>/projects/<id>/`. Runs until aborted.
+pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<RecorderSeat>) {
+    // The environment's deployer beats for every project; without it, the first project
+    // that deploys starts the heartbeat (a desk that deploys nothing has no recorder here).
+    let mut beating = state.releases.service.is_some();
+    let mut lanes: HashMap<String, (String, tokio::task::JoinHandle<()>)> = HashMap::new();
+    loop {
+        let scope = state.projects.scope();
+        let wanted: Vec<(String, String)> = scope
+            .targets
+            .iter()
+            .filter(|t| t.project != ENVIRONMENT_PROJECT)
+            .filter_map(|t| t.deploy.clone().map(|service| (t.project.clone(), service)))
+            .collect();
+        lanes.retain(|project, (service, lane)| {
+            let keep = wanted.iter().any(|(p, s)| p == project && s == service);
+            if !keep {
+                tracing::info!(project, service = %service, "the project no longer deploys this service; its deployer stops");
+                lane.abort();
+                if let Ok(mut boards) = state.project_releases.write() {
+                    boards.remove(project);
+                }
+            }
+            keep
+        });
+        for (project, service) in wanted {
+            if lanes.contains_key(&project) {
+                continue;
+            }
+            if !beating {
+                if let Some(seat) = recorder.clone() {
+                    tokio::spawn(beat(state.clone(), seat));
+                }
+                beating = true;
+            }
+            let board = Arc::new(Releases::serving(&service));
+            if let Ok(mut boards) = state.project_releases.write() {
+                boards.insert(project.clone(), board.clone());
+            }
+            let deploy = DeployConfig {
+                dir: root.join("projects").join(&project),
+                service: service.clone(),
+            };
+            tracing::info!(project, service = %service, "the deployer releases what lands on the project's branch");
+            let lane = tokio::spawn(serve(
+                state.clone(),
+                project.clone(),
+                board,
+                deploy,
+                recorder.clone(),
+            ));
+            lanes.insert(project, (service, lane));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Releases every new head of `project`'s default branch onto `board`, until aborted (its
+/// live instance stops with it).
+async fn serve(
+    state: AppState,
+    project: String,
+    board: Arc<Releases>,
+    deploy: DeployConfig,
+    recorder: Option<RecorderSeat>,
+) {
+    if let Err(error) = std::fs::create_dir_all(&deploy.dir) {
+        tracing::warn!(%error, dir = %deploy.dir.display(), "cannot create the release folder");
+    }
+    let lane = Lane {
+        state: &state,
+        project: &project,
+        board: &board,
+        deploy: &deploy,
+        recorder: recorder.as_ref(),
+    };
     let mut running: Option<Running> = None;
     let mut tried: Option<String> = None;
     if let Some(commit) = recorded_live(&deploy) {
         match start(&deploy, &commit).await {
             Ok(instance) => {
-                tracing::info!(commit = %commit.as_str(), "restarted the live release");
-                state.releases.set_live(instance.live.clone());
+                tracing::info!(project, commit = %commit.as_str(), "restarted the live release");
+                board.set_live(instance.live.clone());
                 // A desk killed after the release went live but before the recorder recorded
                 // it would leave its bugs `merged` for good: the recorder checks it again
                 // (recording a deployment twice moves nothing the first did not).
                 record(
-                    &state,
-                    &deploy,
-                    recorder.as_ref(),
+                    &lane,
                     &instance.live,
                     &commit,
                     "restarted after the desk restarted",
@@ -63,14 +155,16 @@ pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<Recorde
                 tried = Some(commit.as_str().to_owned());
                 running = Some(instance);
             }
-            Err(error) => tracing::warn!(%error, "the recorded live release did not start again"),
+            Err(error) => {
+                tracing::warn!(project, %error, "the recorded live release did not start again")
+            }
         }
     }
     loop {
-        if let Some(head) = default_head(&state).await {
+        if let Some(head) = default_head(&state, &project).await {
             if tried.as_deref() != Some(head.as_str()) {
                 tried = Some(head.as_str().to_owned());
-                if let Some(next) = release(&state, &deploy, recorder.as_ref(), &head).await {
+                if let Some(next) = release(&lane, &head).await {
                     if let Some(mut previous) = running.replace(next) {
                         let _ = previous.child.kill().await;
                     }
@@ -81,19 +175,41 @@ pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<Recorde
     }
 }
 
-/// The in-process recorder's heartbeat, so the crew page shows it beside the crew.
-async fn beat(state: AppState, service: String, seat: RecorderSeat) {
+/// One project's deployer: the project, its board, where its releases live, its recorder.
+struct Lane<'a> {
+    state: &'a AppState,
+    project: &'a str,
+    board: &'a Releases,
+    deploy: &'a DeployConfig,
+    recorder: Option<&'a RecorderSeat>,
+}
+
+/// The in-process recorder's heartbeat, so the crew page shows it beside the crew: what
+/// every deploying project's deployer is doing.
+async fn beat(state: AppState, seat: RecorderSeat) {
     let client = reqwest::Client::new();
     loop {
-        let detail = match (state.releases.progress(), state.releases.live()) {
-            (Some(p), _) => format!(
-                "{service}: {} {} — {}",
-                p.step.as_str(),
-                p.commit.chars().take(12).collect::<String>(),
-                p.detail
-            ),
-            (None, Some(live)) => format!("{service}: {} live", live.commit),
-            (None, None) => format!("{service}: waiting for the first release"),
+        let lines: Vec<String> = state
+            .all_releases()
+            .into_iter()
+            .map(|(_, board)| {
+                let service = board.service.clone().unwrap_or_default();
+                match (board.progress(), board.live()) {
+                    (Some(p), _) => format!(
+                        "{service}: {} {} — {}",
+                        p.step.as_str(),
+                        p.commit.chars().take(12).collect::<String>(),
+                        p.detail
+                    ),
+                    (None, Some(live)) => format!("{service}: {} live", live.commit),
+                    (None, None) => format!("{service}: waiting for the first release"),
+                }
+            })
+            .collect();
+        let detail = if lines.is_empty() {
+            "no project deploys yet".to_owned()
+        } else {
+            lines.join("; ")
         };
         if let Err(error) =
             crate::service::recorder::heartbeat(&client, &seat.desk, &seat.token, &detail).await
@@ -104,8 +220,8 @@ async fn beat(state: AppState, service: String, seat: RecorderSeat) {
     }
 }
 
-async fn default_head(state: &AppState) -> Option<CommitSha> {
-    let target = state.projects.scope().environment();
+async fn default_head(state: &AppState, project: &str) -> Option<CommitSha> {
+    let target = state.projects.scope().project(project)?;
     let forge = target.forge.as_deref()?;
     forge
         .branch_head(forge.default_branch())
@@ -115,18 +231,14 @@ async fn default_head(state: &AppState) -> Option<CommitSha> {
 }
 
 /// Builds, starts and switches to `commit`; the new instance, or `None` (the old one stays).
-async fn release(
-    state: &AppState,
-    deploy: &DeployConfig,
-    recorder: Option<&RecorderSeat>,
-    commit: &CommitSha,
-) -> Option<Running> {
+async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Option<Running> {
+    let (state, deploy) = (lane.state, lane.deploy);
     let sha = commit.as_str();
-    let releases = &state.releases;
+    let releases = lane.board;
     releases.report(sha, ReleaseStep::Building, "building in the sandbox");
     let started = std::time::Instant::now();
-    if let Err(error) = release::build(state, deploy, commit).await {
-        tracing::warn!(commit = sha, %error, "release build failed; the previous instance stays live");
+    if let Err(error) = release::build(state, lane.project, deploy, commit).await {
+        tracing::warn!(project = lane.project, commit = sha, %error, "release build failed; the previous instance stays live");
         tell_owners(state, deploy, sha, &error).await;
         releases.report(sha, ReleaseStep::Failed, error);
         return None;
@@ -136,7 +248,7 @@ async fn release(
     let instance = match start(deploy, commit).await {
         Ok(instance) => instance,
         Err(error) => {
-            tracing::warn!(commit = sha, %error, "the new instance is not healthy; the previous one stays live");
+            tracing::warn!(project = lane.project, commit = sha, %error, "the new instance is not healthy; the previous one stays live");
             tell_owners(state, deploy, sha, &error).await;
             releases.report(sha, ReleaseStep::Failed, error);
             return None;
@@ -148,23 +260,17 @@ async fn release(
     }
     let started_ms = started.elapsed().as_millis() - built_ms;
     let timings = format!("built in {built_ms} ms, started in {started_ms} ms");
-    record(state, deploy, recorder, &instance.live, commit, &timings).await;
+    record(lane, &instance.live, commit, &timings).await;
     Some(instance)
 }
 
 /// Has the recorder check both addresses of the live `instance` twice and record it with the
 /// desk, and says how it went on the crew page (`how` says how it came to be live).
-async fn record(
-    state: &AppState,
-    deploy: &DeployConfig,
-    recorder: Option<&RecorderSeat>,
-    instance: &LiveInstance,
-    commit: &CommitSha,
-    how: &str,
-) {
+async fn record(lane: &Lane<'_>, instance: &LiveInstance, commit: &CommitSha, how: &str) {
+    let deploy = lane.deploy;
     let sha = commit.as_str();
-    let releases = &state.releases;
-    let Some(recorder) = recorder else {
+    let releases = lane.board;
+    let Some(recorder) = lane.recorder else {
         releases.report(
             sha,
             ReleaseStep::Live,
@@ -189,6 +295,7 @@ async fn record(
         url: &recorder.desk,
         token: &recorder.token,
         deployment: &deployment,
+        project: (lane.project != ENVIRONMENT_PROJECT).then_some(lane.project),
     };
     match verify_and_record(&immutable, &public, &expected, publish).await {
         Ok(id) => {
