@@ -272,3 +272,78 @@ async fn a_red_baseline_sends_the_bug_to_a_person() {
         .unwrap()
         .contains("already_red"));
 }
+
+/// A client that goes away does not end its measurement: the desk runs it to the end and
+/// records it, and until then the bug's place is held — another proposal is refused at once
+/// instead of starting a second container beside the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposal_whose_client_went_away_is_measured_to_the_end_and_holds_its_place() {
+    if !docker_available().await {
+        return;
+    }
+    const SLOW: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    std::thread::sleep(std::time::Duration::from_secs(6));\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_SANDBOX_CONCURRENCY", "1"),
+        ],
+    );
+    let base = server.base.clone();
+    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
+    let propose = |path: &str, source: &str, timeout: std::time::Duration| {
+        let request = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .unwrap()
+            .post(format!("{base}/api/v1/bugs/{bug}/reproduction"))
+            .bearer_auth(&reproducer)
+            .json(&json!({
+                "test_path": path, "test_name": "coupon_never_makes_the_total_negative",
+                "test_source": source, "provider": "scripted",
+            }));
+        async move { request.send().await }
+    };
+    let started = reqwest::Client::new()
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
+        .bearer_auth(&reproducer)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    let gone = propose("tests/slow.rs", SLOW, std::time::Duration::from_secs(2)).await;
+    assert!(gone.is_err(), "the client gave up: {gone:?}");
+    let second = propose(
+        "tests/coupon.rs",
+        FAILING,
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.status(), 409);
+    let refusal: Value = second.json().await.unwrap();
+    assert_eq!(refusal["error"], "already_measuring", "{refusal}");
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
+        if stored.state == domain::BugState::AwaitingReporter {
+            assert_eq!(stored.reproduction.unwrap().test_path, "tests/slow.rs");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "the slow proposal was never recorded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}

@@ -125,7 +125,12 @@ pub async fn bug_operation(
             }
             "proposeReproduction" => {
                 let proposed: Proposed = json_body(&body)?;
-                return Ok(match reproduction::propose(&state, &id, proposed).await? {
+                let (state, id) = (state.clone(), id.clone());
+                let proposal = reproduction::to_the_end(async move {
+                    reproduction::propose(&state, &id, proposed).await
+                })
+                .await?;
+                return Ok(match proposal {
                     reproduction::Proposal::Recorded(answer) => Json(answer).into_response(),
                     reproduction::Proposal::NotReproduced(answer) => {
                         (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response()

@@ -56,7 +56,12 @@ pub async fn post_candidate(
     let result = async {
         guard(&state, &credential, &headers, "submitFixCandidate")?;
         let candidate: Candidate = json_body(&body)?;
-        Ok(match fix::candidate(&state, &id, candidate).await? {
+        let (state, id) = (state.clone(), id.clone());
+        let measured = crate::service::reproduction::to_the_end(async move {
+            fix::candidate(&state, &id, candidate).await
+        })
+        .await?;
+        Ok(match measured {
             Measured::Accepted(answer) => (StatusCode::OK, Json(answer)).into_response(),
             Measured::Failed(answer) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, Json(answer)).into_response()

@@ -54,6 +54,22 @@ pub(crate) async fn sandbox_slot(
     })
 }
 
+/// Runs a measurement to its end in a task of its own, even when its caller goes away: it
+/// keeps its bug's guard and its sandbox slot until its run ended and was recorded, so a
+/// client that disconnects frees neither early (before, the container ran on unbounded while
+/// new measurements took the freed slot).
+pub async fn to_the_end<T: Send + 'static>(
+    work: impl std::future::Future<Output = Result<T, Refused>> + Send + 'static,
+) -> Result<T, Refused> {
+    tokio::spawn(work).await.map_err(|error| {
+        Refused::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "measurement_failed",
+            format!("the measurement stopped before its answer: {error}"),
+        )
+    })?
+}
+
 /// A proposed reproduction: a new test file and what the crew says of it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
