@@ -199,15 +199,17 @@ impl ProjectSpec {
         }
         if self.name.is_empty()
             || self.name.chars().count() > MAX_NAME
-            || self
-                .name
-                .chars()
-                .any(|c| c.is_control() || crate::airlock::unicode::is_default_ignorable(c))
+            || !self.name.chars().any(char::is_alphanumeric)
+            || self.name.chars().any(|c| {
+                c.is_control()
+                    || matches!(c, '\u{2028}' | '\u{2029}')
+                    || crate::airlock::unicode::is_default_ignorable(c)
+            })
         {
             return Err(refuse(
                 "name",
                 format!(
-                    "expected 1 to {MAX_NAME} printable characters (no control or invisible formatting characters)"
+                    "expected 1 to {MAX_NAME} printable characters with at least one letter or digit (no control, line-separator or invisible formatting characters)"
                 ),
             ));
         }
@@ -241,7 +243,10 @@ impl ProjectSpec {
             }
         }
         if !self.forge_path.starts_with('/')
-            || self.forge_path.contains('\0')
+            || self
+                .forge_path
+                .chars()
+                .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
             || self.forge_path.split('/').any(|part| part == "..")
         {
             return Err(refuse(
@@ -483,6 +488,27 @@ mod tests {
             ),
             (
                 ProjectSpec {
+                    name: "\u{301}\u{301}\u{301}".into(),
+                    ..spec()
+                },
+                "name",
+            ),
+            (
+                ProjectSpec {
+                    name: "Tally\u{2028}book".into(),
+                    ..spec()
+                },
+                "name",
+            ),
+            (
+                ProjectSpec {
+                    forge_path: "/srv/\u{1b}[31mred.git".into(),
+                    ..spec()
+                },
+                "forge_path",
+            ),
+            (
+                ProjectSpec {
                     components: vec![],
                     ..spec()
                 },
@@ -679,7 +705,7 @@ mod tests {
         let text = serde_json::to_string(&spec()).unwrap();
         assert_eq!(serde_json::from_str::<ProjectSpec>(&text).unwrap(), spec());
         let mut extra: serde_json::Value = serde_json::from_str(&text).unwrap();
-        extra["deploy"] = serde_json::json!(true);
+        extra["a_later_field"] = serde_json::json!(true);
         assert_eq!(
             serde_json::from_value::<ProjectSpec>(extra).unwrap(),
             spec()

@@ -139,7 +139,11 @@ struct GitHubRules {
 impl GitHubRules {
     /// Why `repository` cannot be a project's on this desk, if it cannot.
     fn refusal(&self, repository: &str) -> Option<String> {
-        if !self.listed.iter().any(|r| r == repository) {
+        if !self
+            .listed
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(repository))
+        {
             return Some(format!(
                 "{repository} is not in R2R_GITHUB_REPOSITORIES, so its pull requests' events would be refused"
             ));
@@ -271,7 +275,18 @@ impl Projects {
                 }
             },
             None => match scope.unserved.iter().find(|(u, _, _)| u == id) {
-                Some((_, updated_at, _)) => (blank(id), *updated_at),
+                // Not served here, but readable (its repository is not listed in this
+                // process's settings, say): changed from what is stored, so a field not given
+                // is kept, never silently reset; an unreadable one starts from the defaults.
+                Some((_, updated_at, _)) => {
+                    let stored = store
+                        .projects()
+                        .await?
+                        .into_iter()
+                        .find(|row| row.id == id)
+                        .and_then(|row| serde_json::from_str::<ProjectSpec>(&row.spec).ok());
+                    (stored.unwrap_or_else(|| blank(id)), *updated_at)
+                }
                 None => {
                     return Err(ProjectError {
                         field: "id",
@@ -416,19 +431,34 @@ impl Projects {
                 }
                 .into());
             }
-            if let Some(other) = scope
-                .targets
-                .iter()
-                .find(|t| t.project != spec.id && t.github.as_deref() == Some(github))
-            {
-                return Err(ProjectError {
-                    field: "github",
-                    reason: format!(
-                        "{github} is already the repository of the project {:?} (its events would move both projects' bugs)",
-                        other.project
-                    ),
+            let same = |r: Option<&str>| r.is_some_and(|r| r.eq_ignore_ascii_case(github));
+            for other in scope.targets.iter().filter(|t| t.project != spec.id) {
+                if same(other.github.as_deref()) {
+                    return Err(ProjectError {
+                        field: "github",
+                        reason: format!(
+                            "{github} is already the repository of the project {:?} (its events would move both projects' bugs)",
+                            other.project
+                        ),
+                    }
+                    .into());
                 }
-                .into());
+                // The environment's project follows it without naming it: taken only while
+                // that project has no bugs, whose pull requests would change hands.
+                if same(other.follows.as_deref()) {
+                    for component in &other.components {
+                        if store.bugs_naming(component).await? > 0 {
+                            return Err(ProjectError {
+                                field: "github",
+                                reason: format!(
+                                    "the project {:?} follows {github}'s events and has bugs (component {component:?}); it stays theirs",
+                                    other.project
+                                ),
+                            }
+                            .into());
+                        }
+                    }
+                }
             }
         }
         // The repository, as git sees it: a bare repository (a work tree's `.git` would have
@@ -493,6 +523,24 @@ impl Projects {
         // A component its bugs name stays, and so does the repository of a project with bugs:
         // they would silently move to another project's code.
         if let Some(before) = scope.project(&spec.id).and_then(|t| t.spec.clone()) {
+            let moved = match (&before.github, &spec.github) {
+                (Some(a), Some(b)) => !a.eq_ignore_ascii_case(b),
+                (a, b) => a.is_some() != b.is_some(),
+            };
+            if moved {
+                for component in &before.components {
+                    if store.bugs_naming(component).await? > 0 {
+                        return Err(ProjectError {
+                            field: "github",
+                            reason: format!(
+                                "the project's bugs (component {component:?}) follow pull requests in {}; it stays",
+                                before.github.as_deref().unwrap_or("its own repository")
+                            ),
+                        }
+                        .into());
+                    }
+                }
+            }
             if before.forge_path != spec.forge_path {
                 for component in &before.components {
                     if store.bugs_naming(component).await? > 0 {
@@ -529,14 +577,24 @@ impl Projects {
             DefineError::Conflict(format!("the definition does not serialize: {e}"))
         })?;
         match store
-            .write_project(&spec.id, &text, &spec.components, expected, now, by)
+            .write_project(&spec.id, &text, &store::projects::claims(&text), expected, now, by)
             .await?
         {
             store::projects::ProjectWrite::Written => {}
             store::projects::ProjectWrite::ComponentTaken { component, project } => {
-                return Err(ProjectError {
-                    field: "components",
-                    reason: format!("{component:?} already belongs to the project {project:?}"),
+                return Err(match component.split_once(':') {
+                    Some(("github", repository)) => ProjectError {
+                        field: "github",
+                        reason: format!("{repository} is already the repository of the project {project:?}"),
+                    },
+                    Some(("deploy", service)) => ProjectError {
+                        field: "deploy",
+                        reason: format!("/live/{service} is already the project {project:?}'s service"),
+                    },
+                    _ => ProjectError {
+                        field: "components",
+                        reason: format!("{component:?} already belongs to the project {project:?}"),
+                    },
                 }
                 .into())
             }
@@ -564,19 +622,18 @@ fn build(
     github: &GitHubRules,
     stored: Vec<(ProjectSpec, Millis, String)>,
 ) -> Scope {
-    // The environment's project without a fix repository follows the first listed repository
-    // no stored project names (so a desk whose only GitHub repository is a stored project's
-    // gives the environment's bugs none).
+    // The environment's project without a fix repository follows the first listed
+    // repository, unless a stored project names it (then none): never another one, so its
+    // bugs' pull requests cannot change hands when projects change.
     let environment = if environment.github.is_none() {
-        let named: Vec<&str> = stored
-            .iter()
-            .filter_map(|(spec, _, _)| spec.github.as_deref())
-            .collect();
-        let follows = github
-            .listed
-            .iter()
-            .find(|r| !named.contains(&r.as_str()))
-            .cloned();
+        let named = |r: &str| {
+            stored.iter().any(|(spec, _, _)| {
+                spec.github
+                    .as_deref()
+                    .is_some_and(|g| g.eq_ignore_ascii_case(r))
+            })
+        };
+        let follows = github.listed.first().filter(|r| !named(r)).cloned();
         if follows == environment.follows {
             environment.clone()
         } else {
@@ -616,8 +673,10 @@ fn build(
                 targets
                     .iter()
                     .find(|t| {
-                        t.github.as_deref() == Some(repository)
-                            || t.follows.as_deref() == Some(repository)
+                        [t.github.as_deref(), t.follows.as_deref()]
+                            .into_iter()
+                            .flatten()
+                            .any(|r| r.eq_ignore_ascii_case(repository))
                     })
                     .map(|t| {
                         format!(

@@ -1681,7 +1681,7 @@ async fn an_event_moves_only_the_bugs_of_the_project_that_follows_its_repository
     grant(&double, "mallory", "admin");
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let listed = format!("{REPO},{FORK}");
+    let listed = format!("{REPO},{FORK},octo-org/third");
     let env = [
         ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
         ("R2R_GITHUB_REPOSITORIES", listed.as_str()),
@@ -1817,16 +1817,62 @@ async fn an_event_moves_only_the_bugs_of_the_project_that_follows_its_repository
     );
 
     // The original's writer approves: ours only.
+    // (in another letter case: GitHub's names are case-blind, and so is the desk).
     let (status, _) = deliver(
         base,
         "pull_request_review",
         "o-1",
-        &approval_from(REPO, "alice"),
+        &approval_from(&REPO.to_uppercase(), "alice"),
         None,
     )
     .await;
     assert_eq!(status, 202);
     wait_for(&store, &ours, BugState::Approved).await;
+
+    // With bugs in review, neither project's repository changes hands: not the fork's
+    // project's own, and not the one the environment's project follows without naming it.
+    let edit = common::r2r_with_env_file(&env_file)
+        .args([
+            "project",
+            "edit",
+            "--id",
+            "forkshop",
+            "--github",
+            "octo-org/third",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&edit.stderr).into_owned();
+    assert!(
+        !edit.status.success() && said.contains("--github: the project's bugs (component \"forkshop\") follow pull requests in mallory/shop-fork; it stays"),
+        "{said}"
+    );
+    let third = dir.path().join("third.git");
+    forge::LocalForge::init(&third, "main").await.unwrap();
+    let add = common::r2r_with_env_file(&env_file)
+        .args([
+            "project",
+            "add",
+            "--id",
+            "third",
+            "--components",
+            "third",
+            "--profile",
+            "rust",
+        ])
+        .arg("--forge")
+        .arg(&third)
+        .args(["--github", "Octo-Org/Shop"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&add.stderr).into_owned();
+    assert!(
+        !add.status.success()
+            && said.contains(
+                "--github: the project \"default\" follows Octo-Org/Shop's events and has bugs"
+            ),
+        "{said}"
+    );
 
     // The fork "merges pull request 7": the fork's bug is merged, ours is not.
     let mut merged = example(

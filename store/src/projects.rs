@@ -37,6 +37,23 @@ pub enum ProjectWrite {
     },
 }
 
+/// What a stored definition (`domain::project::ProjectSpec` as JSON) claims for itself alone:
+/// its components, `github:<owner/name>` (lower-cased) and `deploy:<service>`.
+pub fn claims(spec: &str) -> Vec<String> {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(spec) else {
+        return Vec::new();
+    };
+    let mut claims: Vec<String> =
+        serde_json::from_value(value["components"].clone()).unwrap_or_default();
+    if let Some(github) = value["github"].as_str() {
+        claims.push(format!("github:{}", github.to_ascii_lowercase()));
+    }
+    if let Some(service) = value["deploy"].as_str() {
+        claims.push(format!("deploy:{service}"));
+    }
+    claims
+}
+
 impl Store {
     /// Every stored project, by id.
     pub async fn projects(&self) -> Result<Vec<StoredProject>, StoreError> {
@@ -71,9 +88,10 @@ impl Store {
     }
 
     /// Adds (`expected` none) or replaces (at the `updated_at` the editor read) the project
-    /// `id` naming `components`, in one transaction that also checks no other stored project
-    /// names one of them — two servers or two `r2r project add` at once cannot both claim a
-    /// component. The stamp always moves forward.
+    /// `id` with `components` (its [`claims`]), in one transaction that also checks no other
+    /// stored project claims one of them — two servers or two `r2r project add` at once cannot
+    /// both claim a component, a GitHub repository or a service. The stamp always moves
+    /// forward.
     pub async fn write_project(
         &self,
         id: &str,
@@ -96,10 +114,7 @@ impl Store {
                     .fetch_all(&mut *tx)
                     .await?;
             for (other, text) in others {
-                let theirs: Vec<String> = serde_json::from_str::<serde_json::Value>(&text)
-                    .ok()
-                    .and_then(|v| serde_json::from_value(v["components"].clone()).ok())
-                    .unwrap_or_default();
+                let theirs = claims(&text);
                 if let Some(clash) = components.iter().find(|c| theirs.contains(c)) {
                     return Ok(ProjectWrite::ComponentTaken {
                         component: clash.clone(),

@@ -94,6 +94,57 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         }
     );
     assert_eq!(store.projects_stamp().await.unwrap(), (1, 100));
+    // A GitHub repository (in any letter case) and a service are claimed like components.
+    let hub = serde_json::json!({"components": ["hub"], "github": "Octo/Shop", "deploy": "web"})
+        .to_string();
+    assert_eq!(
+        store::projects::claims(&hub),
+        ["hub", "github:octo/shop", "deploy:web"]
+    );
+    assert_eq!(
+        store
+            .write_project(
+                "hub",
+                &hub,
+                &store::projects::claims(&hub),
+                None,
+                100,
+                "cli"
+            )
+            .await
+            .unwrap(),
+        ProjectWrite::Written
+    );
+    for (theirs, clash) in [
+        (
+            serde_json::json!({"components": ["hub2"], "github": "octo/shop"}),
+            "github:octo/shop",
+        ),
+        (
+            serde_json::json!({"components": ["hub2"], "deploy": "web"}),
+            "deploy:web",
+        ),
+    ] {
+        let text = theirs.to_string();
+        assert_eq!(
+            store
+                .write_project(
+                    "hub2",
+                    &text,
+                    &store::projects::claims(&text),
+                    None,
+                    101,
+                    "cli"
+                )
+                .await
+                .unwrap(),
+            ProjectWrite::ComponentTaken {
+                component: clash.into(),
+                project: "hub".into()
+            }
+        );
+    }
+    assert_eq!(store.projects_stamp().await.unwrap(), (2, 200));
     assert_eq!(
         store
             .write_project(
@@ -131,17 +182,18 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         ProjectWrite::Stale
     );
     let projects = store.projects().await.unwrap();
-    assert_eq!(projects.len(), 1);
+    assert_eq!(projects.len(), 2);
+    assert_eq!(projects[0].id, "hub");
     assert_eq!(
         (
-            projects[0].spec.as_str(),
-            projects[0].created_at,
-            projects[0].updated_at,
-            projects[0].updated_by.as_str()
+            projects[1].spec.as_str(),
+            projects[1].created_at,
+            projects[1].updated_at,
+            projects[1].updated_by.as_str()
         ),
         (spec(3, &["tally"]).as_str(), 100, 101, "a@desk.test")
     );
-    assert_eq!(store.projects_stamp().await.unwrap(), (1, 101));
+    assert_eq!(store.projects_stamp().await.unwrap(), (2, 201));
     assert_eq!(store.bugs_naming("tally").await.unwrap(), 0);
 
     // What was written survives a new pool (it was committed, not cached).
@@ -160,7 +212,7 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         .await
         .unwrap()
         .is_some());
-    assert_eq!(reopened.projects().await.unwrap().len(), 1);
+    assert_eq!(reopened.projects().await.unwrap().len(), 2);
 }
 
 #[tokio::test]

@@ -77,7 +77,12 @@ fn github_user(user: &Value) -> Actor {
 /// (pull request numbers and commits are not unique across repositories, and a fork can
 /// hold the very commits of the original).
 fn follows(scope: &Scope, bug: &Bug, repository: &str) -> bool {
-    scope.target_of(&bug.component).follows.as_deref() == Some(repository)
+    // GitHub's names are case-blind, as the allowlist compares them.
+    scope
+        .target_of(&bug.component)
+        .follows
+        .as_deref()
+        .is_some_and(|r| r.eq_ignore_ascii_case(repository))
 }
 
 async fn bugs_with_pull_request(

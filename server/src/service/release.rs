@@ -101,9 +101,13 @@ pub async fn build(
         ));
     }
     // The artifact becomes the desk's own file: nothing the sandbox can still write.
+    // Copied under another name and renamed whole: a desk killed mid-copy leaves no partial
+    // artifact that a later start would take for the built one.
     let finish = || -> std::io::Result<()> {
-        std::fs::copy(&built, &artifact)?;
-        std::fs::set_permissions(&artifact, std::fs::Permissions::from_mode(0o755))?;
+        let partial = folder.join(format!(".{}.partial", deploy.service));
+        std::fs::copy(&built, &partial)?;
+        std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::rename(&partial, &artifact)?;
         std::fs::remove_dir_all(&scratch)
     };
     finish().map_err(|e| format!("cannot keep the artifact {}: {e}", artifact.display()))?;
