@@ -223,6 +223,30 @@ async fn only_the_exact_live_commit_is_recorded() {
         1,
         "a failed round records nothing"
     );
+    // A release of a project the desk does not serve is refused by the desk, by name.
+    for (project, words) in [
+        ("nope", "unknown_project"),
+        ("Not An Id", "--desk-project is invalid"),
+    ] {
+        let other = common::r2r_with_env_file(&env_file)
+            .args([
+                "recorder",
+                "run",
+                "--once",
+                "--url",
+                &base,
+                "--public-url",
+                &base,
+            ])
+            .args(["--desk", &base, "--project", "reporter-to-release"])
+            .args(["--desk-project", project])
+            .output()
+            .unwrap();
+        assert_eq!(other.status.code(), Some(1), "{project}");
+        let said = String::from_utf8_lossy(&other.stderr);
+        assert!(said.contains(words), "{project}: {said}");
+    }
+    assert_eq!(deployments().await.len(), 1, "nothing recorded for them");
     let watched = run(&base);
     assert!(
         watched.status.success(),

@@ -23,6 +23,10 @@ pub struct Addresses {
     /// The desk that records it.
     #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:3000")]
     desk: String,
+    /// The desk's project it is a release of (default: `default`, the one the desk's
+    /// environment configures); only that project's bugs move.
+    #[arg(long, value_name = "ID")]
+    desk_project: Option<String>,
 }
 
 impl Addresses {
@@ -38,11 +42,19 @@ impl Addresses {
                 self.project
             );
         }
+        if let Some(id) = self.desk_project.as_deref() {
+            if !domain::project::valid_id(id) {
+                anyhow::bail!(
+                    "--desk-project is invalid: a project id (lower-case letters, digits and dashes), got {id:?}"
+                );
+            }
+        }
         Ok(Addresses {
             url: check("--url", &self.url)?,
             public_url: check("--public-url", &self.public_url)?,
             desk: check("--desk", &self.desk)?,
             project: self.project,
+            desk_project: self.desk_project,
         })
     }
 }
@@ -94,13 +106,11 @@ pub enum RecorderCommand {
 /// recorded, `Ok(None)` when it was already, `Err` with why it was not.
 async fn watch_once(
     client: &reqwest::Client,
-    url: &str,
-    public_url: &str,
-    project: &str,
-    desk: &str,
+    at: &Addresses,
     token: &str,
     recorded: Option<&str>,
 ) -> Result<Option<String>, crate::service::recorder::VerifyError> {
+    let (url, public_url, project) = (&at.url, &at.public_url, &at.project);
     let serving = crate::service::recorder::health(client, url).await?;
     if recorded == Some(serving.commit.as_str()) {
         return Ok(None);
@@ -117,10 +127,10 @@ async fn watch_once(
     };
     let deployment = format!("{project}-{}", &expected.sha.as_str()[..12]);
     let publish = Publish::Desk {
-        url: desk,
+        url: &at.desk,
         token,
         deployment: &deployment,
-        project: None,
+        project: at.desk_project.as_deref(),
     };
     verify_and_record(url, public_url, &expected, publish).await?;
     Ok(Some(serving.commit))
@@ -130,12 +140,8 @@ async fn watch_once(
 pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Result<ExitCode> {
     match command {
         RecorderCommand::Run { at, poll_ms, once } => {
-            let Addresses {
-                url,
-                public_url,
-                project,
-                desk,
-            } = at.checked()?;
+            let at = at.checked()?;
+            let (url, public_url, project, desk) = (&at.url, &at.public_url, &at.project, &at.desk);
             let env = Environment::load(env_file)?;
             let Some(token) = env.get("R2R_RECORDER_TOKEN").map(str::to_owned) else {
                 anyhow::bail!("R2R_RECORDER_TOKEN is not set (r2r setup writes it to .env.local)");
@@ -162,16 +168,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
             let mut recorded: Option<String> = None;
             let mut last_beat: Option<std::time::Instant> = None;
             loop {
-                let round = watch_once(
-                    &client,
-                    &url,
-                    &public_url,
-                    &project,
-                    &desk,
-                    &token,
-                    recorded.as_deref(),
-                )
-                .await;
+                let round = watch_once(&client, &at, &token, recorded.as_deref()).await;
                 let doing = match &round {
                     Ok(Some(commit)) => {
                         println!(
@@ -193,7 +190,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
                     .is_none_or(|at| at.elapsed() >= crate::service::recorder::HEARTBEAT_EVERY)
                 {
                     if let Err(error) =
-                        crate::service::recorder::heartbeat(&client, &desk, &token, &doing).await
+                        crate::service::recorder::heartbeat(&client, desk, &token, &doing).await
                     {
                         eprintln!("heartbeat: {error}");
                     }
@@ -224,6 +221,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
                 public_url,
                 project,
                 desk,
+                desk_project,
             } = at.checked()?;
             let env = Environment::load(env_file)?;
             let expected = Expected {
@@ -282,7 +280,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
                     url: &desk,
                     token: &token,
                     deployment: &deployment,
-                    project: None,
+                    project: desk_project.as_deref(),
                 }
             };
             match verify_and_record(&url, &public_url, &expected, publish).await {
