@@ -238,7 +238,8 @@ pub struct MapEntry {
 pub struct RankedFile {
     /// Its path.
     pub path: String,
-    /// Its whole text.
+    /// Its whole text, or for a file too large to show whole the run of lines richest in the
+    /// reports' words, after a comment line that says which lines of how many.
     pub content: String,
     /// Its rank score (0 for the example test when it shares no word).
     pub score: f64,

@@ -19,6 +19,11 @@ pub const MAX_FILES_READ: usize = 2_000;
 pub const MAX_SHOWN_FILE_CHARS: usize = 16_000;
 /// Files shown at most.
 pub const MAX_SHOWN_FILES: usize = 8;
+/// Characters of a source file too large to show whole that are shown of it at most: the
+/// run of lines richest in the reports' words.
+pub const EXCERPT_CHARS: usize = 6_000;
+/// The least room an excerpt is worth taking.
+pub const MIN_EXCERPT_CHARS: usize = 1_500;
 
 /// The languages a file is read as, by extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,13 +453,61 @@ pub fn rank(files: &[SourceFile], query: &str) -> Vec<Ranked> {
     ranked
 }
 
+/// How much of a file is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Portion {
+    /// All of it.
+    Whole,
+    /// Lines `first` to `last` (1-based, inclusive) of a source file too large to show whole
+    /// or for the room left.
+    Lines {
+        /// The first line shown.
+        first: usize,
+        /// The last line shown.
+        last: usize,
+    },
+}
+
+/// The run of whole lines of `text`, at most `cap` characters, holding the most occurrences
+/// of `words` (a line's words as [`terms`] reads them); `None` when no line holds one.
+pub fn richest_lines(text: &str, words: &BTreeSet<String>, cap: usize) -> Option<(usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let hits: Vec<usize> = lines
+        .iter()
+        .map(|line| terms(line).iter().filter(|t| words.contains(*t)).count())
+        .collect();
+    let sizes: Vec<usize> = lines.iter().map(|l| l.chars().count() + 1).collect();
+    let (mut start, mut chars, mut score) = (0, 0, 0);
+    let mut best: Option<(usize, usize, usize)> = None;
+    for end in 0..lines.len() {
+        chars += sizes[end];
+        score += hits[end];
+        while chars > cap && start <= end {
+            chars -= sizes[start];
+            score -= hits[start];
+            start += 1;
+        }
+        if start <= end && score > 0 && best.is_none_or(|(_, _, s)| score > s) {
+            best = Some((start, end, score));
+        }
+    }
+    best.map(|(first, last, _)| (first + 1, last + 1))
+}
+
 /// The files to show, in rank order, within `budget` characters and [`MAX_SHOWN_FILES`]: the
 /// best-ranked source files, and the best-ranked existing test (or, when no test shares a
-/// word, the smallest) so the model sees how this project writes and imports its tests.
-pub fn select(files: &[SourceFile], ranked: &[Ranked], budget: usize) -> Vec<usize> {
+/// word, the smallest) so the model sees how this project writes and imports its tests. A
+/// source file too large to show whole (or for the room left) is shown as its
+/// [`richest_lines`] for the reports' `words`, when at least [`MIN_EXCERPT_CHARS`] are left.
+pub fn select(
+    files: &[SourceFile],
+    ranked: &[Ranked],
+    budget: usize,
+    words: &BTreeSet<String>,
+) -> Vec<(usize, Portion)> {
     let size = |i: usize| files[i].text.chars().count();
     let fits = |i: usize| size(i) <= MAX_SHOWN_FILE_CHARS;
-    let mut chosen: Vec<usize> = Vec::new();
+    let mut chosen: Vec<(usize, Portion)> = Vec::new();
     let mut used = 0;
     let example_test = ranked
         .iter()
@@ -466,14 +519,28 @@ pub fn select(files: &[SourceFile], ranked: &[Ranked], budget: usize) -> Vec<usi
                 .filter(|&i| fits(i))
                 .min_by_key(|&i| size(i))
         });
-    let mut take = |i: usize, chosen: &mut Vec<usize>| {
-        if chosen.len() < MAX_SHOWN_FILES
-            && !chosen.contains(&i)
-            && fits(i)
-            && used + size(i) <= budget
-        {
+    let mut take = |i: usize, chosen: &mut Vec<(usize, Portion)>| {
+        if chosen.len() >= MAX_SHOWN_FILES || chosen.iter().any(|(c, _)| *c == i) {
+            return;
+        }
+        if fits(i) && used + size(i) <= budget {
             used += size(i);
-            chosen.push(i);
+            chosen.push((i, Portion::Whole));
+            return;
+        }
+        let room = budget.saturating_sub(used).min(EXCERPT_CHARS);
+        if is_test(&files[i].path) || room < MIN_EXCERPT_CHARS {
+            return;
+        }
+        if let Some((first, last)) = richest_lines(&files[i].text, words, room) {
+            used += files[i]
+                .text
+                .lines()
+                .skip(first - 1)
+                .take(last + 1 - first)
+                .map(|l| l.chars().count() + 1)
+                .sum::<usize>();
+            chosen.push((i, Portion::Lines { first, last }));
         }
     };
     // The best source file first, then the example test, then the rest by rank.
@@ -621,13 +688,33 @@ pub fn assemble(files: Vec<SourceFile>, query: &str, profile: &str) -> Assembled
         .filter(|f| language(&f.path).is_some() && !ignored(&f.path))
         .collect();
     let ranked = rank(&sources, query);
-    let shown = select(&sources, &ranked, BUDGET_CHARS)
+    let words: BTreeSet<String> = terms(query).into_iter().collect();
+    let shown = select(&sources, &ranked, BUDGET_CHARS, &words)
         .into_iter()
-        .map(|index| {
+        .map(|(index, portion)| {
             let rank = ranked.iter().find(|r| r.index == index);
+            let file = &sources[index];
+            let content = match portion {
+                Portion::Whole => file.text.clone(),
+                Portion::Lines { first, last } => {
+                    let total = file.text.lines().count();
+                    let comment = match language(&file.path) {
+                        Some(Language::Python) => "#",
+                        _ => "//",
+                    };
+                    let mut shown = format!(
+                        "{comment} r2r: lines {first} to {last} of {total} of this file, the part richest in the reports' words; the rest is left out\n"
+                    );
+                    for line in file.text.lines().skip(first - 1).take(last + 1 - first) {
+                        shown.push_str(line);
+                        shown.push('\n');
+                    }
+                    shown
+                }
+            };
             api_types::RankedFile {
-                path: sources[index].path.clone(),
-                content: sources[index].text.clone(),
+                path: file.path.clone(),
+                content,
                 score: rank.map_or(0.0, |r| (r.score * 1000.0).round() / 1000.0),
                 matched: rank.map(|r| r.matched.clone()).unwrap_or_default(),
             }
@@ -735,8 +822,9 @@ mod tests {
             .matched
             .iter()
             .any(|m| m == "coupon" || m == "save300" || m == "total"));
-        let shown = select(&files, &ranked, BUDGET_CHARS);
-        let shown: Vec<&str> = shown.iter().map(|&i| files[i].path.as_str()).collect();
+        let words = terms("SAVE300 coupon makes the cart total negative");
+        let shown = select(&files, &ranked, BUDGET_CHARS, &words.into_iter().collect());
+        let shown: Vec<&str> = shown.iter().map(|(i, _)| files[*i].path.as_str()).collect();
         assert!(shown.contains(&"src/coupon.rs"), "{shown:?}");
         // An existing test is shown as the example of how this project imports its code.
         assert!(shown.contains(&"tests/catalog_prices.rs"), "{shown:?}");
@@ -759,13 +847,70 @@ mod tests {
             ),
         ));
         let ranked = rank(&files, "coupon total cart");
-        let shown = select(&files, &ranked, 400);
-        let used: usize = shown.iter().map(|&i| files[i].text.chars().count()).sum();
+        let words: BTreeSet<String> = terms("coupon total cart").into_iter().collect();
+        let shown = select(&files, &ranked, 400, &words);
+        let used: usize = shown
+            .iter()
+            .map(|(i, _)| files[*i].text.chars().count())
+            .sum();
         assert!(used <= 400, "{used}");
-        assert!(!shown.iter().any(|&i| files[i].path == "src/huge.rs"));
-        let shown = select(&files, &ranked, usize::MAX);
+        assert!(!shown.iter().any(|(i, _)| files[*i].path == "src/huge.rs"));
+        // With room, the huge file is shown as an excerpt within its cap, never whole.
+        let shown = select(&files, &ranked, usize::MAX, &words);
         assert!(shown.len() <= MAX_SHOWN_FILES);
+        let (_, portion) = shown
+            .iter()
+            .find(|(i, _)| files[*i].path == "src/huge.rs")
+            .expect("an excerpt of the huge file");
+        let Portion::Lines { first, last } = *portion else {
+            panic!("{portion:?}");
+        };
+        assert!((last + 1 - first) * "// coupon total\n".len() <= EXCERPT_CHARS);
         assert!(rank(&files, "the and of").is_empty());
+    }
+
+    #[test]
+    fn an_excerpt_is_the_run_of_lines_richest_in_the_reports_words() {
+        let mut text = String::new();
+        for n in 0..400 {
+            text.push_str(&format!("fn filler_{n}() {{ let unrelated = {n}; }}\n"));
+        }
+        for n in 0..5 {
+            text.push_str(&format!(
+                "fn refresh_pending_click_{n}() {{ /* click refresh */ }}\n"
+            ));
+        }
+        for n in 0..400 {
+            text.push_str(&format!("fn more_{n}() {{}}\n"));
+        }
+        let words: BTreeSet<String> = terms("the click was lost while the page refreshed")
+            .into_iter()
+            .collect();
+        let (first, last) = richest_lines(&text, &words, 600).unwrap();
+        assert!(first <= 401 && last >= 405, "{first}..{last}");
+        let shown: usize = text
+            .lines()
+            .skip(first - 1)
+            .take(last + 1 - first)
+            .map(|l| l.len() + 1)
+            .sum();
+        assert!(shown <= 600, "{shown}");
+        assert_eq!(richest_lines("fn nothing() {}\n", &words, 600), None);
+        // Through assemble: the header says which lines of how many.
+        let files = vec![file("src/big.rs", &text.repeat(3))];
+        let assembled = assemble(files, "the click was lost while the page refreshed", "rust");
+        let big = &assembled.files[0];
+        assert!(
+            big.content.starts_with("// r2r: lines "),
+            "{}",
+            &big.content[..80]
+        );
+        assert!(
+            big.content.contains(" of 2415 of this file"),
+            "{}",
+            &big.content[..80]
+        );
+        assert!(big.content.chars().count() <= EXCERPT_CHARS + 200);
     }
 
     #[test]

@@ -204,6 +204,10 @@ pub fn builtin(root: &Path) -> Vec<(PathBuf, PathBuf)> {
             root.join("tallybook"),
         ),
         (root.join("crew/eval/desk_cases.json"), root.to_path_buf()),
+        (
+            root.join("crew/eval/desk_heldout_cases.json"),
+            root.to_path_buf(),
+        ),
     ]
 }
 
