@@ -16,6 +16,8 @@ pub const MAX_COMPONENTS: usize = 32;
 pub const MAX_FIX_PATHS: usize = 16;
 /// The id of the project configured by the environment (`R2R_LOCAL_FORGE`, …).
 pub const ENVIRONMENT_PROJECT: &str = "default";
+/// The id the bugs of a component no project serves are shown under: no project may take it.
+pub const NO_PROJECT: &str = "none";
 
 /// One project as owners define it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -193,6 +195,15 @@ impl ProjectSpec {
                 "id",
                 format!(
                     "expected 1 to {MAX_ID} lower-case letters, digits and dashes, got {:?}",
+                    self.id
+                ),
+            ));
+        }
+        if self.id == NO_PROJECT || self.id == ENVIRONMENT_PROJECT {
+            return Err(refuse(
+                "id",
+                format!(
+                    "{:?} is reserved: `default` is the environment's project, `none` stands for the bugs no project serves",
                     self.id
                 ),
             ));
@@ -461,6 +472,13 @@ mod tests {
             (
                 ProjectSpec {
                     id: "-x".into(),
+                    ..spec()
+                },
+                "id",
+            ),
+            (
+                ProjectSpec {
+                    id: "none".into(),
                     ..spec()
                 },
                 "id",

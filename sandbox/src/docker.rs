@@ -313,6 +313,36 @@ impl DockerSandbox {
     }
 }
 
+/// Removes (force: kills first) the container of a run dropped before its end.
+struct Orphan {
+    docker: Option<Docker>,
+    name: String,
+}
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        let Some(docker) = self.docker.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let name = std::mem::take(&mut self.name);
+        runtime.spawn(async move {
+            let removed = docker
+                .remove_container(
+                    &name,
+                    Some(RemoveContainerOptionsBuilder::default().force(true).build()),
+                )
+                .await;
+            match removed {
+                Ok(()) => tracing::info!(container = %name, "removed the container of a run whose caller went away"),
+                Err(error) => tracing::warn!(container = %name, %error, "the container of an abandoned run was not removed"),
+            }
+        });
+    }
+}
+
 #[async_trait]
 impl Sandbox for DockerSandbox {
     fn backend(&self) -> &'static str {
@@ -330,7 +360,14 @@ impl Sandbox for DockerSandbox {
             )
             .await
             .map_err(|e| failed(format!("create: {e}")))?;
+        // A run whose caller went away (its future dropped mid-run) still has its container
+        // killed and removed: it would otherwise run on past the desk's bound.
+        let mut orphan = Orphan {
+            docker: Some(self.docker.clone()),
+            name: name.clone(),
+        };
         let outcome = self.run_created(&name, job, started).await;
+        orphan.docker = None;
         // Removed whatever happened (force also kills a container still running).
         let removed = self
             .docker

@@ -69,7 +69,7 @@ pub struct Scope {
 }
 
 /// The id a component no project serves is shown under.
-pub const NO_PROJECT: &str = "none";
+pub use domain::project::NO_PROJECT;
 
 impl Scope {
     /// The target serving `component`; for a component no project serves (its project's
@@ -522,7 +522,18 @@ impl Projects {
         }
         // A component its bugs name stays, and so does the repository of a project with bugs:
         // they would silently move to another project's code.
-        if let Some(before) = scope.project(&spec.id).and_then(|t| t.spec.clone()) {
+        // What is stored now, served here or not: a shell whose settings cannot serve the
+        // project (its repository unlisted there, say) still meets every guard below.
+        let stored_before = match scope.project(&spec.id).and_then(|t| t.spec.clone()) {
+            Some(before) => Some(before),
+            None => store
+                .projects()
+                .await?
+                .into_iter()
+                .find(|row| row.id == spec.id)
+                .and_then(|row| serde_json::from_str::<ProjectSpec>(&row.spec).ok()),
+        };
+        if let Some(before) = stored_before {
             let moved = match (&before.github, &spec.github) {
                 (Some(a), Some(b)) => !a.eq_ignore_ascii_case(b),
                 (a, b) => a.is_some() != b.is_some(),
@@ -591,6 +602,10 @@ impl Projects {
                         field: "deploy",
                         reason: format!("/live/{service} is already the project {project:?}'s service"),
                     },
+                    Some(("forge", path)) => ProjectError {
+                        field: "forge_path",
+                        reason: format!("{path} is already the repository of the project {project:?}"),
+                    },
                     _ => ProjectError {
                         field: "components",
                         reason: format!("{component:?} already belongs to the project {project:?}"),
@@ -622,10 +637,12 @@ fn build(
     github: &GitHubRules,
     stored: Vec<(ProjectSpec, Millis, String)>,
 ) -> Scope {
-    // The environment's project without a fix repository follows the first listed
+    // The environment's project without a fix repository and without a local forge (its pull
+    // requests opened outside the desk, known by number) follows the first listed
     // repository, unless a stored project names it (then none): never another one, so its
-    // bugs' pull requests cannot change hands when projects change.
-    let environment = if environment.github.is_none() {
+    // bugs' pull requests cannot change hands when projects change. With a local forge its
+    // pull requests are the forge's, and no GitHub event is about them.
+    let environment = if environment.github.is_none() && environment.forge.is_none() {
         let named = |r: &str| {
             stored.iter().any(|(spec, _, _)| {
                 spec.github
@@ -650,6 +667,14 @@ fn build(
     let mut components = environment.components.clone();
     let mut policy = base.clone();
     for (spec, updated_at, updated_by) in stored {
+        if spec.id == NO_PROJECT || spec.id == ENVIRONMENT_PROJECT {
+            unserved.push((
+                spec.id.clone(),
+                updated_at,
+                format!("{:?} is a reserved id", spec.id),
+            ));
+            continue;
+        }
         if let Some(clash) = spec.components.iter().find(|c| components.contains(c)) {
             tracing::warn!(project = %spec.id, "a stored project names a component another serves; it is not served");
             unserved.push((

@@ -757,3 +757,101 @@ async fn a_project_that_names_a_service_is_released_and_its_merged_bug_goes_live
         "{answer}"
     );
 }
+
+/// A head that lands while the crew's measurement holds the only sandbox slot is released
+/// once the slot is free (a release waits its turn; it was refused after 2 s and never tried
+/// again, so the merge was never released).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_that_lands_while_the_sandbox_is_busy_is_released_when_it_is_free() {
+    use domain::Role;
+    use serde_json::{json, Value};
+    if !docker_available().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("shoplite.git");
+    server::cli::demo_run::seed_forge(&common::repo_root().join("shoplite"), &bare)
+        .await
+        .unwrap();
+    let shipped = common::git(&bare, &["rev-parse", "refs/heads/main"]);
+    let recorder = server::cli::setup::new_role_token(Role::Recorder);
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let releases = dir.path().join("releases");
+    let server = common::start_server_with(
+        &format!("sqlite://{}/desk.db", dir.path().display()),
+        &[
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_DEPLOY", "on"),
+            ("R2R_DEPLOY_DIR", releases.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_SANDBOX_CONCURRENCY", "1"),
+            ("R2R_RECORDER_TOKEN", recorder.as_str()),
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let live_commit = || {
+        let request = client.get(format!("{base}/live/shoplite/api/health"));
+        async move {
+            let health: Value = request.send().await.ok()?.json().await.ok()?;
+            health["commit"].as_str().map(str::to_owned)
+        }
+    };
+    eventually(240, "the first release", || async {
+        live_commit()
+            .await
+            .filter(|c| *c == shipped)
+            .map(Value::String)
+    })
+    .await;
+
+    // A measurement that holds the only slot for about 20 s.
+    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "The shop is slow to total a cart", "what_happened": "slow", "expected": "fast", "steps": "add a line"})).await;
+    let started = client
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
+        .bearer_auth(&reproducer)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    let slow = "#[test]\nfn totals_in_time() {\n    std::thread::sleep(std::time::Duration::from_secs(20));\n    assert_eq!(1, 2, \"too slow\");\n}\n";
+    let proposal = tokio::spawn(
+        client
+            .post(format!("{base}/api/v1/bugs/{bug}/reproduction"))
+            .bearer_auth(&reproducer)
+            .json(&json!({"test_path": "tests/slow_total.rs", "test_name": "totals_in_time", "test_source": slow}))
+            .send(),
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+
+    // A new head lands meanwhile.
+    common::git(
+        dir.path(),
+        &["clone", "--quiet", bare.to_str().unwrap(), "work"],
+    );
+    let work = dir.path().join("work");
+    let lib = std::fs::read_to_string(work.join("src/lib.rs")).unwrap();
+    std::fs::write(work.join("src/lib.rs"), format!("{lib}\n// A note.\n")).unwrap();
+    common::git(&work, &["commit", "--quiet", "-am", "A note"]);
+    common::git(&work, &["push", "--quiet", "origin", "main"]);
+    let head = common::git(&work, &["rev-parse", "HEAD"]);
+    eventually(
+        240,
+        "the new head's release after the measurement",
+        || async {
+            live_commit()
+                .await
+                .filter(|c| *c == head)
+                .map(Value::String)
+        },
+    )
+    .await;
+    let answer = proposal.await.unwrap().unwrap();
+    assert!(
+        [200, 422].contains(&answer.status().as_u16()),
+        "the measurement ended: {}",
+        answer.status()
+    );
+}

@@ -1847,6 +1847,33 @@ async fn an_event_moves_only_the_bugs_of_the_project_that_follows_its_repository
         !edit.status.success() && said.contains("--github: the project's bugs (component \"forkshop\") follow pull requests in mallory/shop-fork; it stays"),
         "{said}"
     );
+    // The same from a shell whose settings do not list the fork (so it cannot serve that
+    // project): the stored definition still guards it.
+    let narrow = dir.path().join("narrow.env");
+    std::fs::write(
+        &narrow,
+        std::fs::read_to_string(&env_file)
+            .unwrap()
+            .replace(&listed, &format!("{REPO},octo-org/third")),
+    )
+    .unwrap();
+    let edit = common::r2r_with_env_file(&narrow)
+        .args([
+            "project",
+            "edit",
+            "--id",
+            "forkshop",
+            "--github",
+            "octo-org/third",
+        ])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&edit.stderr).into_owned();
+    assert!(
+        !edit.status.success()
+            && said.contains("follow pull requests in mallory/shop-fork; it stays"),
+        "{said}"
+    );
     let third = dir.path().join("third.git");
     forge::LocalForge::init(&third, "main").await.unwrap();
     let add = common::r2r_with_env_file(&env_file)

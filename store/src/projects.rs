@@ -38,7 +38,8 @@ pub enum ProjectWrite {
 }
 
 /// What a stored definition (`domain::project::ProjectSpec` as JSON) claims for itself alone:
-/// its components, `github:<owner/name>` (lower-cased) and `deploy:<service>`.
+/// its components, `github:<owner/name>` (lower-cased), `deploy:<service>` and
+/// `forge:<its repository's path>`.
 pub fn claims(spec: &str) -> Vec<String> {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(spec) else {
         return Vec::new();
@@ -50,6 +51,9 @@ pub fn claims(spec: &str) -> Vec<String> {
     }
     if let Some(service) = value["deploy"].as_str() {
         claims.push(format!("deploy:{service}"));
+    }
+    if let Some(forge) = value["forge_path"].as_str() {
+        claims.push(format!("forge:{forge}"));
     }
     claims
 }

@@ -95,11 +95,16 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
     );
     assert_eq!(store.projects_stamp().await.unwrap(), (1, 100));
     // A GitHub repository (in any letter case) and a service are claimed like components.
-    let hub = serde_json::json!({"components": ["hub"], "github": "Octo/Shop", "deploy": "web"})
+    let hub = serde_json::json!({"components": ["hub"], "github": "Octo/Shop", "deploy": "web", "forge_path": "/srv/hub.git"})
         .to_string();
     assert_eq!(
         store::projects::claims(&hub),
-        ["hub", "github:octo/shop", "deploy:web"]
+        [
+            "hub",
+            "github:octo/shop",
+            "deploy:web",
+            "forge:/srv/hub.git"
+        ]
     );
     assert_eq!(
         store
@@ -123,6 +128,10 @@ async fn contract(url: DatabaseUrl, backend: Backend) {
         (
             serde_json::json!({"components": ["hub2"], "deploy": "web"}),
             "deploy:web",
+        ),
+        (
+            serde_json::json!({"components": ["hub2"], "forge_path": "/srv/hub.git"}),
+            "forge:/srv/hub.git",
         ),
     ] {
         let text = theirs.to_string();

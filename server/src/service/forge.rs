@@ -352,11 +352,16 @@ pub async fn record_deployment(
         })?;
     let forge = forge_of(&target)?;
     let id = deployment.trim().to_owned();
-    if id.is_empty() || id.len() > 200 {
+    let unprintable = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}')
+            || domain::airlock::unicode::is_default_ignorable(c)
+    };
+    if id.is_empty() || id.len() > 200 || id.chars().any(unprintable) {
         return Err(Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_deployment",
-            "deployment: 1 to 200 characters",
+            "deployment: 1 to 200 printable characters (no control, line-separator or invisible formatting characters)",
         ));
     }
     let mut states = Vec::new();

@@ -22,6 +22,19 @@ pub fn artifact_path(deploy: &DeployConfig, commit: &CommitSha) -> PathBuf {
     deploy.dir.join(commit.as_str()).join(&deploy.service)
 }
 
+/// How long a release build waits for a sandbox slot the crew's measurements hold.
+pub const SLOT_WAIT: Duration = Duration::from_secs(600);
+
+/// Why a release was not built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The sandbox could not take it now (busy past [`SLOT_WAIT`], unreachable): the same
+    /// commit is tried again later.
+    Later(String),
+    /// The build itself failed (its words and last lines): the previous release stays.
+    Failed(String),
+}
+
 /// Builds `commit` of `project` and returns its artifact (already built: the one on disk). A
 /// failure is said in words with the build's last lines.
 pub async fn build(
@@ -29,28 +42,48 @@ pub async fn build(
     project: &str,
     deploy: &DeployConfig,
     commit: &CommitSha,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, BuildError> {
+    build_once(state, project, deploy, commit)
+        .await
+        .map_err(|(later, reason)| {
+            if later {
+                BuildError::Later(reason)
+            } else {
+                BuildError::Failed(reason)
+            }
+        })
+}
+
+async fn build_once(
+    state: &AppState,
+    project: &str,
+    deploy: &DeployConfig,
+    commit: &CommitSha,
+) -> Result<PathBuf, (bool, String)> {
+    let failed = |reason: String| (false, reason);
     let artifact = artifact_path(deploy, commit);
     if artifact.is_file() {
         return Ok(artifact);
     }
-    let target = state
-        .projects
-        .scope()
-        .project(project)
-        .ok_or_else(|| format!("this desk no longer serves the project {project:?}"))?;
-    let forge = super::forge::forge_of(&target).map_err(|r| r.error.message)?;
-    let snapshot = Snapshot::new().map_err(|r| r.error.message)?;
+    let target = state.projects.scope().project(project).ok_or_else(|| {
+        failed(format!(
+            "this desk no longer serves the project {project:?}"
+        ))
+    })?;
+    let forge = super::forge::forge_of(&target).map_err(|r| failed(r.error.message))?;
+    let snapshot = Snapshot::new().map_err(|r| failed(r.error.message))?;
     snapshot
         .export(forge, commit)
         .await
-        .map_err(|r| r.error.message)?;
-    snapshot.share_read_only().map_err(|r| r.error.message)?;
+        .map_err(|r| failed(r.error.message))?;
+    snapshot
+        .share_read_only()
+        .map_err(|r| failed(r.error.message))?;
     // The artifact's folder: only the desk may enter it; inside it, the one folder the
     // sandbox's user may write.
     let folder = artifact
         .parent()
-        .ok_or_else(|| "the release folder has no parent".to_owned())?
+        .ok_or_else(|| failed("the release folder has no parent".to_owned()))?
         .to_path_buf();
     let scratch = folder.join("out");
     let prepare = || -> std::io::Result<()> {
@@ -62,7 +95,7 @@ pub async fn build(
         std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o711))?;
         std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o777))
     };
-    prepare().map_err(|e| format!("cannot prepare {}: {e}", folder.display()))?;
+    prepare().map_err(|e| failed(format!("cannot prepare {}: {e}", folder.display())))?;
     let toolchains = sandbox::Toolchains::detect();
     // Only Rust projects deploy (the configuration and the project's definition say so).
     let job = sandbox::Profile::Rust
@@ -73,12 +106,28 @@ pub async fn build(
             &toolchains,
             BUILD_DEADLINE,
         )
-        .map_err(|e| e.to_string())?;
-    let _slot = super::reproduction::sandbox_slot(&state.sandbox)
+        .map_err(|e| failed(e.to_string()))?;
+    // A release waits its turn behind the crew's measurements (never refused after 2 s as a
+    // measurement is): a merge that lands while the crew measures is still released.
+    let _slot = state.sandbox.slot(SLOT_WAIT).await.map_err(|busy| {
+        (
+            true,
+            format!(
+                "the sandbox stayed busy with {} measurement(s) for {} s",
+                busy.concurrency,
+                SLOT_WAIT.as_secs()
+            ),
+        )
+    })?;
+    let sandbox = state
+        .sandbox
+        .get()
         .await
-        .map_err(|r| r.error.message)?;
-    let sandbox = state.sandbox.get().await?;
-    let outcome = sandbox.run(&job).await.map_err(|e| e.to_string())?;
+        .map_err(|reason| (true, format!("the sandbox is not reachable: {reason}")))?;
+    let outcome = sandbox
+        .run(&job)
+        .await
+        .map_err(|e| (true, format!("the sandbox did not run the build: {e}")))?;
     let built = scratch.join(&deploy.service);
     // The artifact itself, never what a link points at (the build could leave a link to any
     // file the desk may read).
@@ -90,7 +139,7 @@ pub async fn build(
             .rev()
             .nth(LOG_TAIL)
             .map_or(0, |(at, _)| at);
-        return Err(format!(
+        return Err(failed(format!(
             "the build of {} failed (exit {}{}): {}",
             commit.as_str(),
             outcome
@@ -98,7 +147,7 @@ pub async fn build(
                 .map_or("none".to_owned(), |c| c.to_string()),
             if outcome.timed_out { ", timed out" } else { "" },
             log[start..].trim()
-        ));
+        )));
     }
     // The artifact becomes the desk's own file: nothing the sandbox can still write.
     // Copied under another name and renamed whole: a desk killed mid-copy leaves no partial
@@ -110,6 +159,11 @@ pub async fn build(
         std::fs::rename(&partial, &artifact)?;
         std::fs::remove_dir_all(&scratch)
     };
-    finish().map_err(|e| format!("cannot keep the artifact {}: {e}", artifact.display()))?;
+    finish().map_err(|e| {
+        failed(format!(
+            "cannot keep the artifact {}: {e}",
+            artifact.display()
+        ))
+    })?;
     Ok(artifact)
 }

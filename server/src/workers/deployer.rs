@@ -160,13 +160,35 @@ async fn serve(
             }
         }
     }
+    // A head the sandbox could not take is tried again after a pause that doubles (10 s to
+    // 5 min) while it keeps failing that way.
+    let mut later: Option<(std::time::Instant, Duration)> = None;
     loop {
-        if let Some(head) = default_head(&state, &project).await {
+        let due = later.is_none_or(|(at, _)| std::time::Instant::now() >= at);
+        if let Some(head) = default_head(&state, &project).await.filter(|_| due) {
             if tried.as_deref() != Some(head.as_str()) {
                 tried = Some(head.as_str().to_owned());
-                if let Some(next) = release(&lane, &head).await {
-                    if let Some(mut previous) = running.replace(next) {
-                        let _ = previous.child.kill().await;
+                match release(&lane, &head).await {
+                    Released::Live(next) => {
+                        later = None;
+                        if let Some(mut previous) = running.replace(*next) {
+                            let _ = previous.child.kill().await;
+                        }
+                    }
+                    Released::Failed => later = None,
+                    Released::Later => {
+                        tried = None;
+                        let pause = later.map_or(RETRY_FIRST, |(_, p)| (p * 2).min(RETRY_MOST));
+                        board.report(
+                            head.as_str(),
+                            ReleaseStep::Building,
+                            format!(
+                                "waiting for the sandbox: {}; tried again in {} s",
+                                board.progress().map(|p| p.detail).unwrap_or_default(),
+                                pause.as_secs()
+                            ),
+                        );
+                        later = Some((std::time::Instant::now() + pause, pause));
                     }
                 }
             }
@@ -230,18 +252,41 @@ async fn default_head(state: &AppState, project: &str) -> Option<CommitSha> {
         .flatten()
 }
 
-/// Builds, starts and switches to `commit`; the new instance, or `None` (the old one stays).
-async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Option<Running> {
+/// The first pause before a head the sandbox could not take is tried again.
+const RETRY_FIRST: Duration = Duration::from_secs(10);
+/// The longest pause.
+const RETRY_MOST: Duration = Duration::from_secs(300);
+
+/// What became of one release.
+enum Released {
+    /// Live: the new instance.
+    Live(Box<Running>),
+    /// The build or the start failed (said on the board and to the owners); the old one stays.
+    Failed,
+    /// The sandbox could not take the build now; the head is tried again.
+    Later,
+}
+
+/// Builds, starts and switches to `commit`.
+async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Released {
     let (state, deploy) = (lane.state, lane.deploy);
     let sha = commit.as_str();
     let releases = lane.board;
     releases.report(sha, ReleaseStep::Building, "building in the sandbox");
     let started = std::time::Instant::now();
-    if let Err(error) = release::build(state, lane.project, deploy, commit).await {
-        tracing::warn!(project = lane.project, commit = sha, %error, "release build failed; the previous instance stays live");
-        tell_owners(state, deploy, sha, &error).await;
-        releases.report(sha, ReleaseStep::Failed, error);
-        return None;
+    match release::build(state, lane.project, deploy, commit).await {
+        Ok(_) => {}
+        Err(release::BuildError::Later(reason)) => {
+            tracing::warn!(project = lane.project, commit = sha, %reason, "the sandbox could not take the release build; it is tried again");
+            releases.report(sha, ReleaseStep::Building, reason);
+            return Released::Later;
+        }
+        Err(release::BuildError::Failed(error)) => {
+            tracing::warn!(project = lane.project, commit = sha, %error, "release build failed; the previous instance stays live");
+            tell_owners(state, deploy, sha, &error).await;
+            releases.report(sha, ReleaseStep::Failed, error);
+            return Released::Failed;
+        }
     }
     let built_ms = started.elapsed().as_millis();
     releases.report(sha, ReleaseStep::Starting, "starting the new instance");
@@ -251,7 +296,7 @@ async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Option<Running> {
             tracing::warn!(project = lane.project, commit = sha, %error, "the new instance is not healthy; the previous one stays live");
             tell_owners(state, deploy, sha, &error).await;
             releases.report(sha, ReleaseStep::Failed, error);
-            return None;
+            return Released::Failed;
         }
     };
     releases.set_live(instance.live.clone());
@@ -261,7 +306,7 @@ async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Option<Running> {
     let started_ms = started.elapsed().as_millis() - built_ms;
     let timings = format!("built in {built_ms} ms, started in {started_ms} ms");
     record(lane, &instance.live, commit, &timings).await;
-    Some(instance)
+    Released::Live(Box::new(instance))
 }
 
 /// Has the recorder check both addresses of the live `instance` twice and record it with the
