@@ -415,12 +415,43 @@ async fn proposals_over_the_sandbox_bound_are_refused_with_retry_after_instead_o
             .await
         }
     });
+    // Another bug, ready for its own proposal.
+    let (other, _) = file(
+        &client,
+        &base,
+        "shoplite",
+        "Checkout page forgets the delivery address",
+    )
+    .await;
+    assert_ne!(other, bug);
+    let (status, _, answer) = post(
+        &client,
+        format!("{base}/api/v1/bugs/{other}/reproduction/start"),
+        &reproducer,
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
     // The first proposal holds the only slot (its baseline, then an 8 s test).
     tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    // The same bug's second proposal is refused at once: only one could be recorded.
+    let (status, _, refused) = post(
+        &client,
+        propose.clone(),
+        &reproducer,
+        proposal("tests/coupon_again.rs", FAILING),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (409, Some("already_measuring")),
+        "{refused}"
+    );
+    // Another bug's waits at most 2 s for the slot, then is refused with Retry-After.
     let started = std::time::Instant::now();
     let (status, retry, refused) = post(
         &client,
-        propose.clone(),
+        format!("{base}/api/v1/bugs/{other}/reproduction"),
         &reproducer,
         proposal("tests/coupon_again.rs", FAILING),
     )
