@@ -211,11 +211,10 @@ impl ProjectSpec {
         if self.name.is_empty()
             || self.name.chars().count() > MAX_NAME
             || !self.name.chars().any(char::is_alphanumeric)
-            || self.name.chars().any(|c| {
-                c.is_control()
-                    || matches!(c, '\u{2028}' | '\u{2029}')
-                    || crate::airlock::unicode::is_default_ignorable(c)
-            })
+            || self
+                .name
+                .chars()
+                .any(crate::airlock::unicode::is_unprintable)
         {
             return Err(refuse(
                 "name",
@@ -257,7 +256,7 @@ impl ProjectSpec {
             || self
                 .forge_path
                 .chars()
-                .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+                .any(crate::airlock::unicode::is_unprintable)
             || self.forge_path.split('/').any(|part| part == "..")
         {
             return Err(refuse(

@@ -16,6 +16,12 @@
 use unicode_normalization::char::is_combining_mark;
 use unicode_script::{Script, UnicodeScript};
 
+/// Whether `c` has no place in a one-line name or identifier shown to people: a control
+/// character, a line or paragraph separator, or an invisible formatting character.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_default_ignorable(c)
+}
+
 /// Unicode's `Default_Ignorable_Code_Point` property (DerivedCoreProperties.txt, Unicode 15.1).
 pub fn is_default_ignorable(c: char) -> bool {
     matches!(c,
@@ -241,6 +247,19 @@ fn map_word(word: &str, out: &mut Skeleton) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn unprintable_covers_controls_separators_and_invisible_formatting() {
+        for c in [
+            '\u{7}', '\u{1b}', '\n', '\u{2028}', '\u{2029}', '\u{200b}', '\u{202e}',
+        ] {
+            assert!(is_unprintable(c), "{c:?}");
+        }
+        for c in ['a', 'é', '₹', '-', ' ', 'ж'] {
+            assert!(!is_unprintable(c), "{c:?}");
+        }
+    }
+
     use super::*;
 
     #[test]

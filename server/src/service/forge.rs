@@ -352,12 +352,7 @@ pub async fn record_deployment(
         })?;
     let forge = forge_of(&target)?;
     let id = deployment.trim().to_owned();
-    let unprintable = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}')
-            || domain::airlock::unicode::is_default_ignorable(c)
-    };
-    if id.is_empty() || id.len() > 200 || id.chars().any(unprintable) {
+    if id.is_empty() || id.len() > 200 || id.chars().any(domain::airlock::unicode::is_unprintable) {
         return Err(Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_deployment",
