@@ -534,3 +534,53 @@ fn commit_ids_are_validated() {
     assert!(CommitSha::parse("abc").is_err());
     assert!(CommitSha::parse(&"g".repeat(40)).is_err());
 }
+
+#[test]
+fn only_the_desk_holds_back_a_release_and_the_bug_stays_merged_with_the_reason_in_its_ledger() {
+    let hold = || Command::HoldRelease {
+        commit: sha(3),
+        reason: "the suite failed: tests::coupon_never_pays".into(),
+    };
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    assert_eq!(
+        kind(d.try_(&Actor::Desk, hold())),
+        RefusalKind::Conflict,
+        "nothing is held before the merge"
+    );
+    let mut d = Driver::new();
+    d.walk_to_merged();
+    for actor in [
+        owner("ana@desk.test"),
+        role(Role::Recorder),
+        role(Role::Fixer),
+    ] {
+        assert_eq!(
+            kind(d.try_(&actor, hold())),
+            RefusalKind::Forbidden,
+            "{actor:?}"
+        );
+    }
+    assert_eq!(
+        kind(d.try_(
+            &Actor::Desk,
+            Command::HoldRelease {
+                commit: sha(3),
+                reason: "  ".into()
+            }
+        )),
+        RefusalKind::Invalid
+    );
+    let asked = d.jobs.len();
+    d.ok(&Actor::Desk, hold());
+    assert_eq!(d.bug.state, BugState::Merged);
+    let held = d.events.last().unwrap();
+    assert_eq!(held.kind, "release_held");
+    assert_eq!(held.evidence, vec![sha(3).as_str().to_owned()]);
+    assert!(held.detail["reason"].contains("coupon_never_pays"));
+    assert_eq!(
+        d.jobs.len(),
+        asked,
+        "nobody is asked about a fix that is not live"
+    );
+}

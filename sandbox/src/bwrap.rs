@@ -319,6 +319,34 @@ impl Sandbox for BwrapSandbox {
     }
 
     async fn run(&self, job: &SandboxJob) -> Result<RunOutcome, SandboxError> {
+        self.run_with(job, None, None).await
+    }
+
+    async fn serve(
+        &self,
+        job: &SandboxJob,
+        started: tokio::sync::oneshot::Sender<u32>,
+        stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<RunOutcome, SandboxError> {
+        self.run_with(job, Some(started), Some(stop)).await
+    }
+}
+
+/// The network namespace a process is in (`net:[inode]`), if it can be read.
+fn netns_of(pid: &str) -> Option<std::ffi::OsString> {
+    std::fs::read_link(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(PathBuf::into_os_string)
+}
+
+impl BwrapSandbox {
+    /// Runs `job`; as a service (`started` given) without a deadline, until `stop`.
+    async fn run_with(
+        &self,
+        job: &SandboxJob,
+        on_start: Option<tokio::sync::oneshot::Sender<u32>>,
+        stop: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Result<RunOutcome, SandboxError> {
         job.validate()?;
         let groups = RunCgroups::create(&self.cgroup_root, job)?;
         let started = Instant::now();
@@ -344,13 +372,41 @@ impl Sandbox for BwrapSandbox {
         let limit = job.limits.output_bytes;
         let stdout = tokio::spawn(read_capped(child.stdout.take(), limit));
         let stderr = tokio::spawn(read_capped(child.stderr.take(), limit));
-        let waited = tokio::time::timeout(job.deadline, child.wait()).await;
-        let timed_out = waited.is_err();
+        let service = on_start.is_some();
+        if let Some(on_start) = on_start {
+            // The first process of the run in a network namespace other than ours is inside.
+            let ours = netns_of("self");
+            let mut inside = None;
+            for _ in 0..500 {
+                inside = groups.pids().into_iter().find(|pid| {
+                    netns_of(&pid.to_string()).is_some_and(|ns| Some(&ns) != ours.as_ref())
+                });
+                if inside.is_some() || child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            if let Some(pid) = inside.and_then(|pid| u32::try_from(pid).ok()) {
+                let _ = on_start.send(pid);
+            }
+        }
+        let waited = if service {
+            tokio::select! {
+                status = child.wait() => Ok(status),
+                () = crate::isolated::stopped(stop) => Err(()),
+            }
+        } else {
+            tokio::time::timeout(job.deadline, child.wait())
+                .await
+                .map_err(|_| ())
+        };
+        let timed_out = waited.is_err() && !service;
         // Deadline or not, nothing of the run survives it.
         let emptied = groups.kill_all().await;
+        let waited_out = waited.is_err();
         let status = match waited {
             Ok(status) => Some(status.map_err(|e| failed(format!("wait: {e}")))?),
-            Err(_) => {
+            Err(()) => {
                 let _ = child.kill().await;
                 None
             }
@@ -372,7 +428,7 @@ impl Sandbox for BwrapSandbox {
             stderr.push_str("\n[r2r: killed for exceeding the memory limit]\n");
         }
         Ok(RunOutcome {
-            exit_code: if timed_out { None } else { exit_code },
+            exit_code: if waited_out { None } else { exit_code },
             timed_out,
             oom_killed,
             duration_ms,

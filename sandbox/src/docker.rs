@@ -30,6 +30,37 @@ pub const LABEL: &str = "r2r.sandbox";
 /// abandoned: its start, its deadline and [`ABANDON_GRACE_MS`].
 pub const DEADLINE_LABEL: &str = "r2r.sandbox.over-at";
 
+/// The label of a service's container (a released program, which has no deadline): the
+/// process that owns it, as `<pid>:<start time>`. A sweep removes it once that process is
+/// gone (a desk killed with `kill -9` leaves no release running behind it).
+pub const OWNER_LABEL: &str = "r2r.sandbox.owner";
+
+/// This process as an owner: its pid and its start time (clock ticks since boot), so a later
+/// process that reuses the pid is not taken for it.
+fn owner_stamp() -> String {
+    let pid = std::process::id();
+    format!("{pid}:{}", start_time(pid).unwrap_or(0))
+}
+
+/// A process's start time (field 22 of `/proc/<pid>/stat`).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The name (field 2) may hold spaces and parentheses: count after the last `)`.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the owner a label names is still running.
+fn owner_alive(stamp: &str) -> bool {
+    let Some((pid, started)) = stamp.split_once(':') else {
+        return false;
+    };
+    let (Ok(pid), Ok(started)) = (pid.parse::<u32>(), started.parse::<u64>()) else {
+        return false;
+    };
+    start_time(pid) == Some(started)
+}
+
 /// Time past a container's deadline before a sweep removes it (the runner kills it at the
 /// deadline and removes it at once, unless it died).
 pub const ABANDON_GRACE_MS: u64 = 60_000;
@@ -113,12 +144,17 @@ impl DockerSandbox {
         let now = epoch_ms();
         let mut removed = 0;
         for container in containers {
-            let over_at = container
-                .labels
-                .as_ref()
+            let labels = container.labels.as_ref();
+            let owner = labels.and_then(|labels| labels.get(OWNER_LABEL));
+            let over_at = labels
                 .and_then(|labels| labels.get(DEADLINE_LABEL))
                 .and_then(|at| at.parse::<u64>().ok());
-            if over_at.is_some_and(|at| at > now) {
+            let keep = match owner {
+                // A service lives as long as the process that owns it.
+                Some(owner) => owner_alive(owner),
+                None => over_at.is_some_and(|at| at > now),
+            };
+            if keep {
                 continue;
             }
             let Some(id) = container.id else { continue };
@@ -142,7 +178,7 @@ impl DockerSandbox {
         removed
     }
 
-    fn container(&self, job: &SandboxJob) -> ContainerCreateBody {
+    fn container(&self, job: &SandboxJob, service: bool) -> ContainerCreateBody {
         let limits = &job.limits;
         let mut binds = vec![format!("{}:{SNAPSHOT_DIR}:ro", job.snapshot.display())];
         binds.extend(
@@ -178,10 +214,16 @@ impl DockerSandbox {
             .saturating_add(u64::try_from(job.deadline.as_millis()).unwrap_or(u64::MAX))
             .saturating_add(ABANDON_GRACE_MS);
         ContainerCreateBody {
-            labels: Some(HashMap::from([
-                (LABEL.to_owned(), "1".to_owned()),
-                (DEADLINE_LABEL.to_owned(), over_at.to_string()),
-            ])),
+            labels: Some({
+                let mut labels = HashMap::from([
+                    (LABEL.to_owned(), "1".to_owned()),
+                    (DEADLINE_LABEL.to_owned(), over_at.to_string()),
+                ]);
+                if service {
+                    labels.insert(OWNER_LABEL.to_owned(), owner_stamp());
+                }
+                labels
+            }),
             image: Some(self.image.clone()),
             cmd: Some(job.command.clone()),
             entrypoint: Some(Vec::new()),
@@ -226,11 +268,35 @@ impl DockerSandbox {
         id: &str,
         job: &SandboxJob,
         started: Instant,
+        service: Option<(
+            tokio::sync::oneshot::Sender<u32>,
+            tokio::sync::oneshot::Receiver<()>,
+        )>,
     ) -> Result<RunOutcome, SandboxError> {
         self.docker
             .start_container(id, None)
             .await
             .map_err(|e| failed(format!("start: {e}")))?;
+        let (on_start, stop) = match service {
+            Some((on_start, stop)) => (Some(on_start), Some(stop)),
+            None => (None, None),
+        };
+        let is_service = on_start.is_some();
+        if let Some(on_start) = on_start {
+            // The container's first process, seen from the host: inside its network namespace.
+            let pid = self
+                .docker
+                .inspect_container(id, None)
+                .await
+                .map_err(|e| failed(format!("inspect: {e}")))?
+                .state
+                .and_then(|state| state.pid)
+                .and_then(|pid| u32::try_from(pid).ok())
+                .filter(|pid| *pid > 0);
+            if let Some(pid) = pid {
+                let _ = on_start.send(pid);
+            }
+        }
         // Asked after the start, for "not running": a job that has already exited answers at
         // once. (Asking for "next-exit" before the start does not help: bollard sends the
         // request only when the stream is first polled, after the start, so a job that exited
@@ -245,14 +311,25 @@ impl DockerSandbox {
                 ),
             ),
         );
-        let timed_out = match tokio::time::timeout(job.deadline, wait.next()).await {
-            Err(_elapsed) => true,
+        let waited = if is_service {
+            tokio::select! {
+                next = wait.next() => Ok(next),
+                () = crate::isolated::stopped(stop) => Err(()),
+            }
+        } else {
+            tokio::time::timeout(job.deadline, wait.next())
+                .await
+                .map_err(|_| ())
+        };
+        let cut_short = match waited {
+            Err(()) => true,
             // A non-zero exit arrives as this error; the state read below has the code.
             Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { .. }))) => false,
             Ok(Some(Err(e))) => return Err(failed(format!("wait: {e}"))),
             Ok(Some(Ok(_)) | None) => false,
         };
-        if timed_out {
+        let timed_out = cut_short && !is_service;
+        if cut_short {
             // SIGKILL to the container kills every process in it.
             let _ = self
                 .docker
@@ -298,7 +375,7 @@ impl DockerSandbox {
             }
         }
         Ok(RunOutcome {
-            exit_code: if timed_out {
+            exit_code: if cut_short {
                 None
             } else {
                 state.exit_code.and_then(|c| i32::try_from(c).ok())
@@ -350,13 +427,37 @@ impl Sandbox for DockerSandbox {
     }
 
     async fn run(&self, job: &SandboxJob) -> Result<RunOutcome, SandboxError> {
+        self.run_with(job, None).await
+    }
+
+    async fn serve(
+        &self,
+        job: &SandboxJob,
+        started: tokio::sync::oneshot::Sender<u32>,
+        stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<RunOutcome, SandboxError> {
+        self.run_with(job, Some((started, stop))).await
+    }
+}
+
+impl DockerSandbox {
+    /// Runs `job`; as a service (given how to say it started and when to stop) without a
+    /// deadline, and owned by this process.
+    async fn run_with(
+        &self,
+        job: &SandboxJob,
+        service: Option<(
+            tokio::sync::oneshot::Sender<u32>,
+            tokio::sync::oneshot::Receiver<()>,
+        )>,
+    ) -> Result<RunOutcome, SandboxError> {
         job.validate()?;
         let name = format!("r2r-sandbox-{:016x}", rand::random::<u64>());
         let started = Instant::now();
         self.docker
             .create_container(
                 Some(CreateContainerOptionsBuilder::default().name(&name).build()),
-                self.container(job),
+                self.container(job, service.is_some()),
             )
             .await
             .map_err(|e| failed(format!("create: {e}")))?;
@@ -366,7 +467,7 @@ impl Sandbox for DockerSandbox {
             docker: Some(self.docker.clone()),
             name: name.clone(),
         };
-        let outcome = self.run_created(&name, job, started).await;
+        let outcome = self.run_created(&name, job, started, service).await;
         orphan.docker = None;
         // Removed whatever happened (force also kills a container still running).
         let removed = self

@@ -190,6 +190,35 @@ pub trait Sandbox: Send + Sync + std::fmt::Debug {
 
     /// Runs the job under the limits; returns what happened.
     async fn run(&self, job: &SandboxJob) -> Result<RunOutcome, SandboxError>;
+
+    /// Runs the job as a long-lived service (a released program): the same isolation and
+    /// limits, but no deadline of its own. Once it runs, `started` receives the host pid of a
+    /// process inside its network namespace (so its owner can reach the loopback port it
+    /// listens on, and nothing else can); it runs until `stop` fires or its sender is dropped
+    /// (or it exits by itself), then every process of it is killed. Returns what happened.
+    /// A runner that cannot hold a service on this host says so.
+    async fn serve(
+        &self,
+        job: &SandboxJob,
+        started: tokio::sync::oneshot::Sender<u32>,
+        stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> Result<RunOutcome, SandboxError> {
+        let _ = (job, started, stop);
+        Err(SandboxError::Unavailable {
+            backend: self.backend(),
+            reason: "this runner cannot hold a released service on this host".into(),
+        })
+    }
+}
+
+/// Resolves when `stop` fires or its sender is gone; never, when there is none.
+pub(crate) async fn stopped(stop: Option<tokio::sync::oneshot::Receiver<()>>) {
+    match stop {
+        Some(stop) => {
+            let _ = stop.await;
+        }
+        None => std::future::pending::<()>().await,
+    }
 }
 
 /// Keeps at most `limit` bytes of a stream, noting how much was cut.

@@ -19,6 +19,7 @@ pub mod isolated;
 pub mod pool;
 pub mod process;
 pub mod profile;
+pub mod service;
 pub mod wire;
 
 pub use classify::{classify_cargo_test, NotReproduced, Verdict};
@@ -29,6 +30,7 @@ pub use isolated::{Limits, ReadOnlyMount, Sandbox, SandboxError, SandboxJob};
 pub use pool::{Busy, Pool};
 pub use process::{run_on_host, Job, RunOutcome};
 pub use profile::{share_read_only, Profile, Toolchains};
+pub use service::{NetnsDialer, Service};
 
 /// What the classifiers' tests share: captured outputs from `tests/fixtures`, and a finished
 /// run around them.

@@ -34,6 +34,8 @@ pub struct Pool {
     /// The target project's profile (its runner, toolchain and test layout).
     pub profile: Profile,
     connected: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
+    /// This host's own backend when runs go elsewhere (worker hosts): what holds releases.
+    own: tokio::sync::Mutex<Option<Arc<dyn Sandbox>>>,
     green: Mutex<HashSet<String>>,
     slots: Arc<tokio::sync::Semaphore>,
     concurrency: usize,
@@ -55,6 +57,7 @@ impl Pool {
             image: image.to_owned(),
             profile,
             connected: tokio::sync::Mutex::new(None),
+            own: tokio::sync::Mutex::new(None),
             green: Mutex::new(HashSet::new()),
             slots: Arc::new(tokio::sync::Semaphore::new(concurrency)),
             concurrency,
@@ -62,10 +65,17 @@ impl Pool {
         }
     }
 
-    /// A pool whose runs all go to `remote` (the desk's queue of sandbox jobs, run by worker
-    /// hosts), measuring `profile` projects, at most `concurrency` (≥ 1) at once.
-    pub fn remote(remote: Arc<dyn Sandbox>, profile: Profile, concurrency: usize) -> Self {
-        let pool = Pool::new(None, "", profile, concurrency);
+    /// A pool whose measurements all go to `remote` (the desk's queue of sandbox jobs, run by
+    /// worker hosts), measuring `profile` projects, at most `concurrency` (≥ 1) at once;
+    /// `backend` (running `image`) is this host's own, for what never leaves it (releases).
+    pub fn remote(
+        remote: Arc<dyn Sandbox>,
+        backend: Option<Backend>,
+        image: &str,
+        profile: Profile,
+        concurrency: usize,
+    ) -> Self {
+        let pool = Pool::new(backend, image, profile, concurrency);
         Pool {
             connected: tokio::sync::Mutex::new(Some(remote)),
             remote: true,
@@ -99,6 +109,27 @@ impl Pool {
             .map_err(|e| e.to_string())?
             .into();
         *connected = Some(sandbox.clone());
+        Ok(sandbox)
+    }
+
+    /// This host's own backend, whatever runs measurements: a release is built and held
+    /// only here (a worker host's word is never started by the desk).
+    pub async fn local(&self) -> Result<Arc<dyn Sandbox>, String> {
+        if !self.remote {
+            return self.get().await;
+        }
+        let mut own = self.own.lock().await;
+        if let Some(sandbox) = own.as_ref() {
+            return Ok(sandbox.clone());
+        }
+        let Some(backend) = self.backend else {
+            return Err("this desk has no sandbox of its own (R2R_SANDBOX_BACKEND=none): releases are built and run only in the desk's own sandbox".into());
+        };
+        let sandbox: Arc<dyn Sandbox> = connect(backend, &self.image)
+            .await
+            .map_err(|e| e.to_string())?
+            .into();
+        *own = Some(sandbox.clone());
         Ok(sandbox)
     }
 

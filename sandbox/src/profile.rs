@@ -468,6 +468,41 @@ impl Profile {
 }
 
 impl Profile {
+    /// The tests a red suite run names as failed, in its runner's own words (at most 20):
+    /// `test … FAILED` (cargo), `FAILED …` (pytest), `not ok N - …` (TAP), `--- FAIL: …`
+    /// (go), `×`/`FAIL` lines (Vitest). Empty when the runner named none (it did not build,
+    /// say): the caller then shows the output's last lines.
+    pub fn failing_tests(&self, outcome: &RunOutcome) -> Vec<String> {
+        let text = format!("{}\n{}", outcome.stdout, outcome.stderr);
+        let mut names: Vec<String> = Vec::new();
+        for line in text.lines().map(str::trim) {
+            let name = match self {
+                Profile::Rust => line
+                    .strip_prefix("test ")
+                    .and_then(|rest| rest.strip_suffix(" ... FAILED")),
+                Profile::Python | Profile::Junit => line
+                    .strip_prefix("FAILED ")
+                    .map(|rest| rest.split(" - ").next().unwrap_or(rest)),
+                Profile::NodeTest => line
+                    .strip_prefix("not ok ")
+                    .and_then(|rest| rest.split_once(" - ").map(|(_, name)| name)),
+                Profile::Go => line
+                    .strip_prefix("--- FAIL: ")
+                    .map(|rest| rest.split(" (").next().unwrap_or(rest)),
+                Profile::Vitest => line
+                    .strip_prefix("× ")
+                    .or_else(|| line.strip_prefix("FAIL ")),
+            };
+            if let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) {
+                let name: String = name.chars().take(200).collect();
+                if !names.contains(&name) && names.len() < 20 {
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
     /// Whether the project's whole suite will run a test at `path` (relative, already checked
     /// by [`Profile::job`]) in the checked-out project at `root`: a test the suite never
     /// collects could reproduce the bug and still never let a fix pass. Python reads
@@ -587,6 +622,30 @@ pub fn share_read_only(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_red_suite_names_its_failing_tests_in_the_runners_words() {
+        let run = |stdout: &str| crate::test_support::run(stdout, "");
+        let cargo = run("running 2 tests\ntest a::passes ... ok\ntest coupon::never_pays ... FAILED\n\nfailures:\n");
+        assert_eq!(
+            Profile::Rust.failing_tests(&cargo),
+            vec!["coupon::never_pays".to_owned()]
+        );
+        let pytest = run("FAILED tests/test_split.py::test_shares - assert 99.99 == 100\n");
+        assert_eq!(
+            Profile::Python.failing_tests(&pytest),
+            vec!["tests/test_split.py::test_shares".to_owned()]
+        );
+        let go = run("--- FAIL: TestTotal (0.00s)\n");
+        assert_eq!(Profile::Go.failing_tests(&go), vec!["TestTotal".to_owned()]);
+        let tap = run("ok 1 - adds\nnot ok 2 - rounds down\n");
+        assert_eq!(
+            Profile::NodeTest.failing_tests(&tap),
+            vec!["rounds down".to_owned()]
+        );
+        let broken = run("error[E0425]: cannot find value `x`\n");
+        assert!(Profile::Rust.failing_tests(&broken).is_empty());
+    }
+
     use super::*;
 
     #[test]

@@ -538,8 +538,36 @@ async fn docker_removes_the_containers_a_dead_process_left_behind() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64;
+    // A service's container lives as long as the process that owns it: this test process
+    // (alive), or a pid that is not running (a desk killed with kill -9).
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let started = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_owned();
+    let alive = format!("{}:{started}", std::process::id());
     let mut made = Vec::new();
-    for (tag, over_at) in [("over", now - 1_000), ("running-elsewhere", now + 600_000)] {
+    for (tag, over_at, owner) in [
+        ("over", now - 1_000, None),
+        ("running-elsewhere", now + 600_000, None),
+        (
+            "service-of-a-dead-desk",
+            now + 600_000,
+            Some("999999999:1".to_owned()),
+        ),
+        ("service-of-a-live-desk", now - 1_000, Some(alive)),
+    ] {
+        let mut labels = std::collections::HashMap::from([
+            (sandbox::docker::LABEL.to_owned(), "1".to_owned()),
+            (
+                sandbox::docker::DEADLINE_LABEL.to_owned(),
+                over_at.to_string(),
+            ),
+        ]);
+        if let Some(owner) = owner {
+            labels.insert(sandbox::docker::OWNER_LABEL.to_owned(), owner);
+        }
         let name = format!("r2r-sandbox-test-{tag}-{:08x}", rand_u64() as u32);
         docker
             .create_container(
@@ -549,13 +577,7 @@ async fn docker_removes_the_containers_a_dead_process_left_behind() {
                     cmd: Some(vec!["/bin/sleep".into(), "600".into()]),
                     entrypoint: Some(Vec::new()),
                     network_disabled: Some(true),
-                    labels: Some(std::collections::HashMap::from([
-                        (sandbox::docker::LABEL.to_owned(), "1".to_owned()),
-                        (
-                            sandbox::docker::DEADLINE_LABEL.to_owned(),
-                            over_at.to_string(),
-                        ),
-                    ])),
+                    labels: Some(labels),
                     ..ContainerCreateBody::default()
                 },
             )
@@ -582,13 +604,13 @@ async fn docker_removes_the_containers_a_dead_process_left_behind() {
     // finishes, so allow it a few seconds to go.
     let mut gone = false;
     for _ in 0..20 {
-        if !exists(made[0].clone()).await {
+        if !exists(made[0].clone()).await && !exists(made[2].clone()).await {
             gone = true;
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
-    let kept = exists(made[1].clone()).await;
+    let kept = exists(made[1].clone()).await && exists(made[3].clone()).await;
     drop(sandbox);
     for name in &made {
         let _ = docker
@@ -598,6 +620,122 @@ async fn docker_removes_the_containers_a_dead_process_left_behind() {
             )
             .await;
     }
-    assert!(gone, "the container whose time was over is removed");
-    assert!(kept, "a run in progress elsewhere is left alone");
+    assert!(
+        gone,
+        "the container whose time was over, and the service whose desk died, are removed"
+    );
+    assert!(
+        kept,
+        "a run in progress elsewhere, and a live desk's service, are left alone"
+    );
+}
+
+/// A released program held as a service: it answers only through a dialer inside its own
+/// network namespace, runs as uid 10001 with nothing of the host's loopback, files or
+/// processes in reach, and stopping it (or dropping its handle) leaves no process behind.
+async fn service_contained(backend: sandbox::Backend) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Some(sandbox) = connect_or_skip(backend, "service check").await else {
+        return;
+    };
+    let sandbox: std::sync::Arc<dyn Sandbox> = sandbox.into();
+    let host = prepare();
+    let port = host.listener.local_addr().unwrap().port();
+    let tag = format!("r2r-service-{:08x}", rand_u64() as u32);
+    let probe = format!(
+        "mkdir -p /tmp/site && {{ id -u; \
+         (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo HOST-LOOPBACK-CONNECTED || echo HOST-LOOPBACK-REFUSED; \
+         cat {secret} 2>/dev/null || echo SECRET-UNREADABLE; \
+         echo x > /snapshot/planted 2>/dev/null && echo WROTE-SNAPSHOT || echo SNAPSHOT-READ-ONLY; \
+         echo processes $(ls /proc | grep -c '^[0-9]'); }} > /tmp/site/probe.txt; \
+         exec python3 -X {tag} -m http.server 8080 --bind 127.0.0.1 --directory /tmp/site",
+        secret = host.secret_path.display(),
+    );
+    let job = SandboxJob::new(
+        host.snapshot.clone(),
+        vec!["/bin/bash".into(), "-c".into(), probe],
+        Duration::from_secs(3600),
+    );
+    let service = sandbox::Service::start(sandbox.clone(), job.clone(), Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(service.is_running(), "{backend}");
+    let dialer = sandbox::NetnsDialer::open(service.netns_pid()).unwrap();
+    let mut answer = String::new();
+    for _ in 0..100 {
+        let dialed = dialer
+            .dial("127.0.0.1:8080".parse().unwrap(), Duration::from_secs(2))
+            .await;
+        if let Ok(mut stream) = dialed {
+            stream
+                .write_all(b"GET /probe.txt HTTP/1.0\r\n\r\n")
+                .await
+                .unwrap();
+            answer.clear();
+            let _ = stream.read_to_string(&mut answer).await;
+            if answer.contains("processes") {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    if !answer.starts_with("HTTP/1.0 200") {
+        let running = service.is_running();
+        let outcome = service.stop().await;
+        panic!("{backend}: {answer} running {running} {outcome:?}");
+    }
+    for expected in [
+        "10001",
+        "HOST-LOOPBACK-REFUSED",
+        "SECRET-UNREADABLE",
+        "SNAPSHOT-READ-ONLY",
+    ] {
+        assert!(answer.contains(expected), "{backend}: {expected}: {answer}");
+    }
+    assert!(!answer.contains(&host.marker), "{backend}: {answer}");
+    let processes: usize = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("processes "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap();
+    // Its own handful (the shell, ls, grep, bwrap's init), never the host's hundreds.
+    assert!(processes < 10, "{backend}: sees {processes} processes");
+    assert!(host_processes_with(&tag) >= 1, "{backend}: it runs");
+    let outcome = service.stop().await.unwrap();
+    assert!(!outcome.timed_out, "{backend}: {outcome:?}");
+    assert_eq!(outcome.backend, backend.as_str());
+    assert_eq!(host_processes_with(&tag), 0, "{backend}: stopped for good");
+    assert!(
+        dialer
+            .dial("127.0.0.1:8080".parse().unwrap(), Duration::from_secs(1))
+            .await
+            .is_err(),
+        "{backend}: nothing answers once it stopped"
+    );
+
+    // Dropped without a word: it is stopped all the same.
+    let dropped = sandbox::Service::start(sandbox.clone(), job, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(host_processes_with(&tag) >= 1, "{backend}: the second runs");
+    drop(dropped);
+    let mut left = usize::MAX;
+    for _ in 0..100 {
+        left = host_processes_with(&tag);
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(left, 0, "{backend}: a dropped service is stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_holds_a_release_as_a_contained_service() {
+    service_contained(sandbox::Backend::Docker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_holds_a_release_as_a_contained_service() {
+    service_contained(sandbox::Backend::Bwrap).await;
 }

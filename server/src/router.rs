@@ -37,6 +37,14 @@ pub fn router(state: AppState) -> Router {
         .route("/track/answer", post(reporter::answer_form))
         .route("/live/{service}", get(crate::routes::live::root))
         .route("/live/{service}/{*rest}", get(crate::routes::live::path))
+        .route(
+            "/release/{service}/{commit}",
+            get(crate::routes::live::release_root),
+        )
+        .route(
+            "/release/{service}/{commit}/{*rest}",
+            get(crate::routes::live::release_path),
+        )
         .route("/desk", get(crate::desk::dashboard))
         .route("/desk/crew", get(crate::desk::crew))
         .route("/desk/live", get(crate::desk::live))

@@ -339,12 +339,92 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
         "{recorded}"
     );
 
-    // A head that does not build: the shipped release stays live, and the desk says why.
+    // The immutable address answers for exactly that commit, through the desk's proxy; any
+    // other commit there is nobody.
+    let immutable: serde_json::Value = client
+        .get(format!("{base}/release/shoplite/{shipped}/api/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(immutable["commit"], shipped.as_str());
+    assert_eq!(immutable["instance"], live["instance"], "the same instance");
+    let other = client
+        .get(format!(
+            "{base}/release/shoplite/{}/api/health",
+            "0".repeat(40)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+    // The releases are the desk's alone: another local account cannot enter the folder, so it
+    // cannot swap an artifact between its build and its start; the artifact's hash was kept.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&releases).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the release folder");
+    let swap = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "echo swapped > {}/{shipped}/shoplite",
+            releases.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(!swap.status.success(), "another account wrote the artifact");
+    let kept = std::fs::read_to_string(releases.join(&shipped).join("shoplite.sha256")).unwrap();
+    assert!(
+        recorded["detail"]
+            .as_str()
+            .unwrap()
+            .contains(kept.split_whitespace().next().unwrap()),
+        "{recorded}: {kept}"
+    );
+
     let work = dir.path().join("work");
     common::git(
         dir.path(),
         &["clone", "--quiet", bare.to_str().unwrap(), "work"],
     );
+
+    // A head on which the project's own suite fails is held back: never built or served, the
+    // shipped release stays live, and the desk names the failing test in the runner's words.
+    common::write(
+        &work,
+        "tests/release_gate.rs",
+        "#[test]\nfn totals_never_go_below_zero() {\n    assert_eq!(1 + 1, 3, \"red on purpose\");\n}\n",
+    );
+    common::git(&work, &["add", "-A"]);
+    common::git(&work, &["commit", "--quiet", "-m", "A red suite"]);
+    common::git(&work, &["push", "--quiet", "origin", "main"]);
+    let red = common::git(&work, &["rev-parse", "HEAD"]);
+    let held = eventually(240, "the held release", || async {
+        release()
+            .await
+            .filter(|r| r["step"] == "held" && r["commit"] == red.as_str())
+    })
+    .await;
+    let said = held["detail"].as_str().unwrap();
+    assert!(said.starts_with("release held: "), "{held}");
+    assert!(said.contains("totals_never_go_below_zero"), "{held}");
+    assert_eq!(held["live"], shipped.as_str());
+    assert_eq!(health().await.unwrap()["commit"], shipped.as_str());
+    assert!(!releases.join(&red).exists(), "a held head is never built");
+    common::git(&work, &["rm", "--quiet", "tests/release_gate.rs"]);
+    common::git(&work, &["commit", "--quiet", "-m", "Green again"]);
+
+    // A head that does not build cannot pass its suite either: held, with the compiler's
+    // words; the shipped release stays live.
     common::write(&work, "src/main.rs", "fn main() { this is not rust }\n");
     common::git(
         &work,
@@ -352,16 +432,15 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
     );
     common::git(&work, &["push", "--quiet", "origin", "main"]);
     let broken = common::git(&work, &["rev-parse", "HEAD"]);
-    let failed = eventually(240, "the failed release", || async {
+    let failed = eventually(240, "the held release", || async {
         release()
             .await
-            .filter(|r| r["step"] == "failed" && r["commit"] == broken.as_str())
+            .filter(|r| r["step"] == "held" && r["commit"] == broken.as_str())
     })
     .await;
-    assert!(
-        failed["detail"].as_str().unwrap().contains("the build of"),
-        "{failed}"
-    );
+    let said = failed["detail"].as_str().unwrap();
+    assert!(said.contains("its suite did not pass"), "{failed}");
+    assert!(said.contains("error"), "{failed}");
     assert_eq!(failed["live"], shipped.as_str());
     let still = health().await.unwrap();
     assert_eq!(
@@ -382,10 +461,100 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
         .expect("no owners' notice of the failed release");
     assert_eq!(told.kind, "notify_owners_release_failed");
     assert!(
-        told.payload["reason"].contains("the build of"),
+        told.payload["reason"].contains("its suite did not pass"),
         "{:?}",
         told.payload
     );
+    let told = store
+        .outbox_job(&format!("release_failed:{red}"))
+        .await
+        .unwrap()
+        .expect("no owners' notice of the held release");
+    assert!(
+        told.payload["reason"].contains("totals_never_go_below_zero"),
+        "{:?}",
+        told.payload
+    );
+
+    // A released program is untrusted code: one that goes looking for the desk's database, its
+    // data folder, its process, its API and its environment finds none of them, yet serves.
+    let database = dir.path().join("desk.db");
+    let planted = dir.path().join("planted-by-release");
+    let desk_port = base.rsplit(':').next().unwrap().to_owned();
+    let main = std::fs::read_to_string(common::repo_root().join("shoplite/src/main.rs")).unwrap();
+    let arm = "\"/\" => (\"200 OK\", \"text/html; charset=utf-8\", page(query)),";
+    assert!(
+        main.contains(arm),
+        "ShopLite's routes changed; update the probe"
+    );
+    let hostile = main.replace(
+        arm,
+        &format!("{arm}\n        \"/probe\" => (\"200 OK\", \"text/plain\", probe()),"),
+    ) + &format!(
+        r#"
+fn probe() -> String {{
+    let mut out = String::new();
+    for path in [{database:?}, "/proc/{desk_pid}/environ", "/var/run/docker.sock"] {{
+        match std::fs::read(path) {{
+            Ok(bytes) => out.push_str(&format!("READ {{path}} {{}}\n", bytes.len())),
+            Err(error) => out.push_str(&format!("DENIED {{path}} {{error}}\n")),
+        }}
+    }}
+    match std::fs::write({planted:?}, "x") {{
+        Ok(()) => out.push_str("WROTE the desk's folder\n"),
+        Err(error) => out.push_str(&format!("DENIED write {{error}}\n")),
+    }}
+    for port in [{desk_port}, 5432] {{
+        let address: std::net::SocketAddr = format!("127.0.0.1:{{port}}").parse().unwrap();
+        match std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(1)) {{
+            Ok(_) => out.push_str(&format!("CONNECTED {{port}}\n")),
+            Err(error) => out.push_str(&format!("REFUSED {{port}} {{error}}\n")),
+        }}
+    }}
+    for (name, _) in std::env::vars() {{
+        out.push_str(&format!("ENV {{name}}\n"));
+    }}
+    out.push_str(&format!("UID {{}}\n", std::fs::read_to_string("/proc/self/status").unwrap_or_default().lines().find(|l| l.starts_with("Uid:")).unwrap_or("")));
+    out
+}}
+"#,
+        desk_pid = server.pid(),
+    );
+    common::write(&work, "src/main.rs", &hostile);
+    common::git(
+        &work,
+        &["commit", "--quiet", "-am", "A program that looks around"],
+    );
+    common::git(&work, &["push", "--quiet", "--force", "origin", "main"]);
+    let looking = common::git(&work, &["rev-parse", "HEAD"]);
+    eventually(240, "the hostile release to go live", || async {
+        health().await.filter(|h| h["commit"] == looking.as_str())
+    })
+    .await;
+    let found = client
+        .get(format!("{base}/live/shoplite/probe"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(found.contains("DENIED"), "{found}");
+    for escaped in ["READ ", "WROTE", "CONNECTED"] {
+        assert!(!found.contains(escaped), "{escaped}: {found}");
+    }
+    let names: Vec<&str> = found
+        .lines()
+        .filter_map(|l| l.strip_prefix("ENV "))
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| ["PATH", "HOME", "TMPDIR", "LANG", "HOSTNAME"].contains(n)),
+        "only a bare environment: {names:?}"
+    );
+    assert!(found.contains("UID Uid:\t10001"), "{found}");
+    assert!(!planted.exists());
     drop(server);
 }
 

@@ -473,6 +473,21 @@ pub fn decide(
                 out.event(kind, &[deployment, commit.as_str()], &[]);
             }
         }
+        Command::HoldRelease { commit, reason } => {
+            require_actor(actor, &Actor::Desk, "the desk")?;
+            if bug.state != S::Merged {
+                return Err(conflict(bug, command));
+            }
+            let reason: String = reason.trim().chars().take(2_000).collect();
+            if reason.is_empty() {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "reason_required",
+                    "a held release needs its reason",
+                ));
+            }
+            out.event("release_held", &[commit.as_str()], &[("reason", reason)]);
+        }
         Command::AnswerFix {
             request_id,
             works,

@@ -587,6 +587,15 @@ pub enum Command {
         /// The live commit.
         commit: CommitSha,
     },
+    /// The desk did not release a head that contains this bug's merge: the project's own
+    /// suite failed on it in the desk's sandbox (the release gate). Recorded in the ledger;
+    /// the bug stays `merged` and nobody is asked about a fix that is not live.
+    HoldRelease {
+        /// The head that was held back.
+        commit: CommitSha,
+        /// Why, in the runner's words (the failing tests).
+        reason: String,
+    },
     /// A reporter answers "does the live fix work for you?".
     AnswerFix {
         /// The question's id.
@@ -654,6 +663,7 @@ impl Command {
             Command::Approve { .. } => "approve",
             Command::Merge { .. } => "merge",
             Command::RecordDeployment { .. } => "record_deployment",
+            Command::HoldRelease { .. } => "hold_release",
             Command::AnswerFix { .. } => "answer_fix",
             Command::ReaskExpired => "reask_expired",
             Command::AddNote { .. } => "add_note",

@@ -286,7 +286,11 @@ pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String>
         BugState::Merged => Some(match &bug.merge {
             Some(merge) if releases.service.is_some() => {
                 let sha = merge.merge_commit.as_str();
-                match releases.progress().filter(|p| p.commit == sha) {
+                // A head held back after the merge holds the merge back too.
+                match releases
+                    .progress()
+                    .filter(|p| p.commit == sha || p.step == crate::web::ReleaseStep::Held)
+                {
                     Some(progress) => format!(
                         "the release of {}: {} — {}",
                         short(&merge.merge_commit),

@@ -1,15 +1,18 @@
 //! `GET /live/<service>[/…]`: the public address of the deployed service, passed to the
-//! instance the deployer made live (the same instance the recorder checked). Nothing is
-//! forwarded but the method, the path and the query; only the answer's status, type and
-//! caching come back. The target's pages are served from the desk's origin, so they get the
-//! desk's own policy, whatever the target sends: no script at all, and a sandboxed document
-//! (an opaque origin: the owners' session cookie and the desk's pages are out of its reach).
+//! instance the deployer made live (the same instance the recorder checked), and
+//! `GET /release/<service>/<commit>[/…]`: the immutable address of one release, answered only
+//! while exactly that commit's instance is live. The instance runs in the desk's sandbox in a
+//! network namespace of its own; the desk reaches it from inside that namespace
+//! ([`crate::service::instance`]). Nothing is forwarded but the path and the query; only the
+//! answer's status, type and caching come back. The target's pages are served from the desk's
+//! origin, so they get the desk's own policy, whatever the target sends: no script at all, and
+//! a sandboxed document (an opaque origin: the owners' session cookie and the desk's pages are
+//! out of its reach).
 
 use crate::web::AppState;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use std::time::Duration;
 
 /// The policy of everything served from a live release.
 pub const LIVE_POLICY: &str =
@@ -33,9 +36,39 @@ pub async fn path(
     forward(state, service, rest, query).await
 }
 
+/// `GET /release/{service}/{commit}`: the immutable address of one release, answered only
+/// while the instance of exactly that commit is the live one (the recorder checks it beside
+/// the public address).
+pub async fn release_root(
+    state: State<AppState>,
+    Path((service, commit)): Path<(String, String)>,
+    query: RawQuery,
+) -> Response {
+    forward_to(state, service, Some(commit), String::new(), query).await
+}
+
+/// `GET /release/{service}/{commit}/{*rest}`.
+pub async fn release_path(
+    state: State<AppState>,
+    Path((service, commit, rest)): Path<(String, String, String)>,
+    query: RawQuery,
+) -> Response {
+    forward_to(state, service, Some(commit), rest, query).await
+}
+
 async fn forward(
+    state: State<AppState>,
+    service: String,
+    rest: String,
+    query: RawQuery,
+) -> Response {
+    forward_to(state, service, None, rest, query).await
+}
+
+async fn forward_to(
     State(state): State<AppState>,
     service: String,
+    commit: Option<String>,
     rest: String,
     RawQuery(query): RawQuery,
 ) -> Response {
@@ -57,20 +90,22 @@ async fn forward(
         );
         return unavailable(format!("no live release yet ({doing})\n"));
     };
-    let mut url = format!("http://127.0.0.1:{}/{}", live.port, rest);
-    if let Some(query) = query {
-        url.push('?');
-        url.push_str(&query);
+    if commit.is_some_and(|commit| commit != live.commit) {
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CACHE_CONTROL, "no-store")],
+            "no instance of that commit is live\n",
+        )
+            .into_response();
     }
-    let client = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
-        Ok(client) => client,
-        Err(error) => return unavailable(format!("cannot reach the live release: {error}\n")),
-    };
-    let answer = match client.get(url).send().await {
+    // Only the path and the query travel; the path is the router's own decoding of the
+    // request, percent-encoded again where it must be.
+    let mut target = format!("/{}", encode_path(&rest));
+    if let Some(query) = query {
+        target.push('?');
+        target.push_str(&query);
+    }
+    let answer = match crate::service::instance::get(&live.dialer, &target).await {
         Ok(answer) => answer,
         Err(error) => {
             tracing::warn!(%error, "the live release did not answer");
@@ -80,24 +115,17 @@ async fn forward(
             ));
         }
     };
-    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let kept: Vec<(header::HeaderName, HeaderValue)> =
         [header::CONTENT_TYPE, header::CACHE_CONTROL]
             .into_iter()
             .filter_map(|name| {
-                let value = answer.headers().get(name.as_str())?;
+                let value = answer.headers.get(name.as_str())?;
                 HeaderValue::from_bytes(value.as_bytes())
                     .ok()
                     .map(|v| (name, v))
             })
             .collect();
-    let body = match answer.bytes().await {
-        Ok(body) => body,
-        Err(error) => {
-            return unavailable(format!("the live release's answer broke off: {error}\n"))
-        }
-    };
-    let mut response = (status, body).into_response();
+    let mut response = (answer.status, answer.body).into_response();
     for (name, value) in kept {
         response.headers_mut().insert(name, value);
     }
@@ -106,4 +134,30 @@ async fn forward(
         HeaderValue::from_static(LIVE_POLICY),
     );
     response
+}
+
+/// A decoded path, percent-encoded again for the request line: unreserved characters and `/`
+/// stay, everything else (spaces, controls, `?`, `#`, non-ASCII) is encoded.
+fn encode_path(path: &str) -> String {
+    let mut encoded = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&byte) {
+            encoded.push(char::from(byte));
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_is_encoded_again_before_it_travels() {
+        assert_eq!(super::encode_path("api/health"), "api/health");
+        assert_eq!(
+            super::encode_path("a b?c#d\r\n€"),
+            "a%20b%3Fc%23d%0D%0A%E2%82%AC"
+        );
+    }
 }

@@ -390,3 +390,54 @@ pub async fn record_deployment(
     }
     Ok(states)
 }
+
+/// Records in the ledger of every merged bug of `project` whose merge `commit` contains that
+/// the desk held `commit` back (its suite failed: `reason`); the bugs it was recorded on. The
+/// bugs stay `merged`: nobody is asked about a fix that is not live.
+pub async fn hold_release(
+    state: &AppState,
+    project: &str,
+    commit: &CommitSha,
+    reason: &str,
+) -> Result<Vec<String>, Refused> {
+    let target = state
+        .projects
+        .fresh(&state.store)
+        .await
+        .project(project)
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_project",
+                format!("this desk serves no project {project:?}"),
+            )
+        })?;
+    let forge = forge_of(&target)?;
+    let mut held = Vec::new();
+    for bug_id in state
+        .store
+        .bug_ids_in_states(&[BugState::Merged])
+        .await
+        .map_err(Refused::storage)?
+    {
+        let bug = load(state, &bug_id).await?;
+        if state.target_of(&bug.component).await.project != target.project {
+            continue;
+        }
+        let Some(merge) = &bug.merge else { continue };
+        let relation = forge
+            .relation(&merge.merge_commit, commit)
+            .await
+            .map_err(git_refused)?;
+        if !relation.contains_base() {
+            continue;
+        }
+        let command = Command::HoldRelease {
+            commit: commit.clone(),
+            reason: reason.to_owned(),
+        };
+        record(state, &bug_id, command, &Actor::Desk, &Fetched::default()).await?;
+        held.push(bug_id);
+    }
+    Ok(held)
+}

@@ -8,6 +8,7 @@ pub mod crew;
 pub mod fix;
 pub mod forge;
 pub mod github_events;
+pub mod instance;
 pub mod notify;
 pub mod owners;
 pub mod recorder;

@@ -308,9 +308,10 @@ fn release_step(state: &AppState, bug: &domain::workflow::Bug) -> Option<String>
     let progress = state
         .releases_of(&state.projects.scope().target_of(&bug.component).project)
         .progress()
-        .filter(|p| p.commit == merge.merge_commit.as_str())?;
+        .filter(|p| p.commit == merge.merge_commit.as_str() || p.step == ReleaseStep::Held)?;
     let short: String = progress.commit.chars().take(12).collect();
     let doing = match progress.step {
+        ReleaseStep::Testing => "is being tested: the project's whole suite runs on it",
         ReleaseStep::Building => "is being built",
         ReleaseStep::Starting => "is starting",
         ReleaseStep::Checking => {
@@ -320,6 +321,11 @@ fn release_step(state: &AppState, bug: &domain::workflow::Bug) -> Option<String>
         ReleaseStep::Failed => {
             "did not go live (the people who run this desk were told, and the previous version \
              stays up); you will be asked once a release with the fix is live"
+        }
+        ReleaseStep::Held => {
+            "was held back: the project's own tests failed on it, so it was not released (the \
+             people who run this desk were told, and the previous version stays up); you will be \
+             asked once a release with the fix is live"
         }
     };
     Some(format!(

@@ -229,6 +229,8 @@ pub fn desk_sandbox(config: &crate::config::Config, store: &Store) -> sandbox::P
                 store.clone(),
                 claim_timeout,
             )),
+            config.sandbox_backend,
+            &config.sandbox_image,
             config.target_profile,
             config.sandbox_concurrency,
         );
@@ -251,13 +253,15 @@ pub struct Releases {
     progress: std::sync::Mutex<Option<ReleaseProgress>>,
 }
 
-/// A running, healthy instance of one commit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A running, healthy instance of one commit, held in the desk's sandbox.
+#[derive(Clone, Debug)]
 pub struct LiveInstance {
     /// The commit it was built from.
     pub commit: String,
-    /// Its loopback port.
-    pub port: u16,
+    /// The SHA-256 of the artifact it runs, as hashed when built and again before its start.
+    pub artifact_sha256: String,
+    /// The only way to it: connections opened inside its own network namespace.
+    pub dialer: Arc<sandbox::NetnsDialer>,
 }
 
 /// Where the latest release stands.
@@ -274,6 +278,8 @@ pub struct ReleaseProgress {
 /// A release's steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReleaseStep {
+    /// Running the project's own suite on the commit in the sandbox (the release gate).
+    Testing,
     /// Building the commit in the sandbox.
     Building,
     /// Starting the new instance and waiting for its health.
@@ -284,17 +290,22 @@ pub enum ReleaseStep {
     Live,
     /// The build or the new instance failed; the previous instance stays live.
     Failed,
+    /// The project's own suite failed on the commit: it is not released, the previous
+    /// instance stays live.
+    Held,
 }
 
 impl ReleaseStep {
     /// In words.
     pub fn as_str(self) -> &'static str {
         match self {
+            ReleaseStep::Testing => "testing",
             ReleaseStep::Building => "building",
             ReleaseStep::Starting => "starting",
             ReleaseStep::Checking => "checking",
             ReleaseStep::Live => "live",
             ReleaseStep::Failed => "failed",
+            ReleaseStep::Held => "held",
         }
     }
 }

@@ -1,10 +1,17 @@
-//! The deployer: watches the local forge's default branch, and for every new head builds it
-//! in the sandbox ([`crate::service::release::build`]), starts the artifact as a new
-//! instance on a loopback port of its own, waits for its health to name that exact commit,
-//! then moves `/live/<service>` to it and stops the previous instance. A failed build or an
-//! unhealthy instance leaves the previous one live and is said on the desk with its log
-//! tail. The recorder then checks both addresses twice and records the deployment with the
-//! desk (its own token, over HTTP, like any recorder).
+//! The deployer: watches the local forge's default branch, and for every new head measures
+//! and builds it in the desk's own sandbox ([`crate::service::release::build`]: the project's
+//! suite must pass on that exact commit, or the head is held back), then starts the artifact
+//! — after checking its SHA-256 against the one taken when it was built — as a new instance
+//! held in the sandbox like any generated code: its own unprivileged user, a read-only root
+//! and release folder, a private scratch, limits, an empty environment and a network namespace
+//! of its own, where it listens on its private loopback
+//! ([`crate::service::instance::INSTANCE_ADDR`]). The desk alone reaches it, by opening
+//! connections inside that namespace; it reaches neither the desk nor anything else. Once its
+//! health names that exact commit, `/live/<service>` moves to it and the previous instance
+//! stops. A held or failed release leaves the previous one live and is said on the desk (and,
+//! held, in the ledger of every merged bug it contains) with the runner's words. The recorder
+//! then checks both addresses twice and records the deployment with the desk (its own token,
+//! over HTTP, like any recorder).
 //!
 //! The live commit is written to `<dir>/live`; after a restart its artifact is started again.
 
@@ -18,17 +25,16 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 
 /// How often the default branch is looked at.
 const POLL: Duration = Duration::from_secs(2);
 /// How long a new instance may take to print its address and answer its health.
 const START_DEADLINE: Duration = Duration::from_secs(20);
 
-/// A running instance and its process.
+/// A running instance and the sandbox run that holds it.
 struct Running {
     live: LiveInstance,
-    child: tokio::process::Child,
+    service: sandbox::Service,
 }
 
 /// Where the recorder reaches the desk, and with which token.
@@ -125,7 +131,7 @@ async fn serve(
     deploy: DeployConfig,
     recorder: Option<RecorderSeat>,
 ) {
-    if let Err(error) = std::fs::create_dir_all(&deploy.dir) {
+    if let Err(error) = release::private_root(&deploy) {
         tracing::warn!(%error, dir = %deploy.dir.display(), "cannot create the release folder");
     }
     let lane = Lane {
@@ -138,20 +144,14 @@ async fn serve(
     let mut running: Option<Running> = None;
     let mut tried: Option<String> = None;
     if let Some(commit) = recorded_live(&deploy) {
-        match start(&deploy, &commit).await {
+        match start(&state, &deploy, &commit).await {
             Ok(instance) => {
                 tracing::info!(project, commit = %commit.as_str(), "restarted the live release");
                 board.set_live(instance.live.clone());
                 // A desk killed after the release went live but before the recorder recorded
                 // it would leave its bugs `merged` for good: the recorder checks it again
                 // (recording a deployment twice moves nothing the first did not).
-                record(
-                    &lane,
-                    &instance.live,
-                    &commit,
-                    "restarted after the desk restarted",
-                )
-                .await;
+                record(&lane, &commit, "restarted after the desk restarted").await;
                 tried = Some(commit.as_str().to_owned());
                 running = Some(instance);
             }
@@ -171,8 +171,8 @@ async fn serve(
                 match release(&lane, &head).await {
                     Released::Live(next) => {
                         later = None;
-                        if let Some(mut previous) = running.replace(*next) {
-                            let _ = previous.child.kill().await;
+                        if let Some(previous) = running.replace(*next) {
+                            previous.service.stop().await;
                         }
                     }
                     Released::Failed => later = None,
@@ -267,17 +267,16 @@ enum Released {
     Later,
 }
 
-/// Builds, starts and switches to `commit`.
+/// Measures, builds, starts and switches to `commit`.
 async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Released {
     let (state, deploy) = (lane.state, lane.deploy);
     let sha = commit.as_str();
     let releases = lane.board;
-    releases.report(sha, ReleaseStep::Building, "building in the sandbox");
     let started = std::time::Instant::now();
-    match release::build(state, lane.project, deploy, commit).await {
+    match release::build(state, lane.project, deploy, commit, releases).await {
         Ok(_) => {}
         Err(release::BuildError::Later(reason)) => {
-            tracing::warn!(project = lane.project, commit = sha, %reason, "the sandbox could not take the release build; it is tried again");
+            tracing::warn!(project = lane.project, commit = sha, %reason, "the sandbox could not take the release; it is tried again");
             releases.report(sha, ReleaseStep::Building, reason);
             return Released::Later;
         }
@@ -287,10 +286,30 @@ async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Released {
             releases.report(sha, ReleaseStep::Failed, error);
             return Released::Failed;
         }
+        Err(release::BuildError::Held(reason)) => {
+            tracing::warn!(project = lane.project, commit = sha, %reason, "the suite failed on the head; it is not released");
+            releases.report(sha, ReleaseStep::Held, reason.clone());
+            match crate::service::forge::hold_release(state, lane.project, commit, &reason).await {
+                Ok(bugs) => tracing::info!(
+                    commit = sha,
+                    ?bugs,
+                    "the held release is in these bugs' ledgers"
+                ),
+                Err(refused) => {
+                    tracing::warn!(commit = sha, error = %refused.error.message, "the held release could not be recorded on its bugs")
+                }
+            }
+            tell_owners(state, deploy, sha, &reason).await;
+            return Released::Failed;
+        }
     }
     let built_ms = started.elapsed().as_millis();
-    releases.report(sha, ReleaseStep::Starting, "starting the new instance");
-    let instance = match start(deploy, commit).await {
+    releases.report(
+        sha,
+        ReleaseStep::Starting,
+        "starting the new instance in the sandbox",
+    );
+    let instance = match start(state, deploy, commit).await {
         Ok(instance) => instance,
         Err(error) => {
             tracing::warn!(project = lane.project, commit = sha, %error, "the new instance is not healthy; the previous one stays live");
@@ -304,14 +323,17 @@ async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Released {
         tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
     }
     let started_ms = started.elapsed().as_millis() - built_ms;
-    let timings = format!("built in {built_ms} ms, started in {started_ms} ms");
-    record(lane, &instance.live, commit, &timings).await;
+    let timings = format!(
+        "tested and built in {built_ms} ms, started in {started_ms} ms, artifact SHA-256 {}",
+        instance.live.artifact_sha256
+    );
+    record(lane, commit, &timings).await;
     Released::Live(Box::new(instance))
 }
 
-/// Has the recorder check both addresses of the live `instance` twice and record it with the
+/// Has the recorder check both addresses of the live instance of `commit` twice and record it with the
 /// desk, and says how it went on the crew page (`how` says how it came to be live).
-async fn record(lane: &Lane<'_>, instance: &LiveInstance, commit: &CommitSha, how: &str) {
+async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
     let deploy = lane.deploy;
     let sha = commit.as_str();
     let releases = lane.board;
@@ -329,7 +351,8 @@ async fn record(lane: &Lane<'_>, instance: &LiveInstance, commit: &CommitSha, ho
         "the recorder checks both addresses",
     );
     let started = std::time::Instant::now();
-    let immutable = format!("http://127.0.0.1:{}", instance.port);
+    // The immutable address: the desk's proxy to exactly this commit's instance.
+    let immutable = format!("{}/release/{}/{sha}", recorder.desk, deploy.service);
     let public = format!("{}/live/{}", recorder.desk, deploy.service);
     let deployment = format!("{}-{}", deploy.service, &sha[..12]);
     let expected = Expected {
@@ -399,84 +422,93 @@ fn recorded_live(deploy: &DeployConfig) -> Option<CommitSha> {
         .then_some(commit)
 }
 
-/// Starts `commit`'s artifact on a loopback port and waits until its health names exactly
-/// that commit.
-async fn start(deploy: &DeployConfig, commit: &CommitSha) -> Result<Running, String> {
-    let artifact = release::artifact_path(deploy, commit);
-    // The service gets none of the desk's environment (its database URL, its tokens): only
-    // what a program needs to run.
-    let mut child = tokio::process::Command::new(&artifact)
-        .args(["--addr", "127.0.0.1:0", "--exit-with-parent"])
-        .env_clear()
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .env("LANG", "C.UTF-8")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", artifact.display()))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| "the new instance has no output".to_owned())?;
-    let waited = tokio::time::timeout(START_DEADLINE, async {
-        let mut line = String::new();
-        tokio::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .await
-            .map_err(|e| e.to_string())?;
-        let port = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("http://127.0.0.1:"))
-            .and_then(|p| p.parse::<u16>().ok())
-            .ok_or_else(|| format!("the new instance printed no address: {line:?}"))?;
-        healthy(port, commit).await?;
-        Ok::<u16, String>(port)
-    })
-    .await;
-    match waited {
-        Ok(Ok(port)) => Ok(Running {
+/// Starts `commit`'s artifact, once its hash matches the one taken when it was built, as a
+/// service in the desk's own sandbox, and waits until its health names exactly that commit.
+async fn start(
+    state: &AppState,
+    deploy: &DeployConfig,
+    commit: &CommitSha,
+) -> Result<Running, String> {
+    let artifact_sha256 = release::verified_artifact(deploy, commit)?;
+    let folder = release::artifact_path(deploy, commit)
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .ok_or_else(|| "the release folder has no parent".to_owned())?;
+    let sandbox = state
+        .sandbox
+        .local()
+        .await
+        .map_err(|reason| format!("the desk's own sandbox is not reachable: {reason}"))?;
+    // The release folder, read-only, is all it sees of the host; its environment is the
+    // sandbox's bare one (none of the desk's database URL, tokens or keys).
+    let job = sandbox::SandboxJob::new(
+        folder,
+        vec![
+            format!("{}/{}", sandbox::isolated::SNAPSHOT_DIR, deploy.service),
+            "--addr".into(),
+            crate::service::instance::INSTANCE_ADDR.into(),
+        ],
+        Duration::from_secs(3600),
+    );
+    let service = sandbox::Service::start(sandbox, job, START_DEADLINE)
+        .await
+        .map_err(|e| format!("the new instance did not start: {e}"))?;
+    let dialer = sandbox::NetnsDialer::open(service.netns_pid())
+        .map_err(|e| format!("cannot reach the new instance's network: {e}"))?;
+    let dialer = Arc::new(dialer);
+    match tokio::time::timeout(START_DEADLINE, healthy(&dialer, commit)).await {
+        Ok(Ok(())) => Ok(Running {
             live: LiveInstance {
                 commit: commit.as_str().to_owned(),
-                port,
+                artifact_sha256,
+                dialer,
             },
-            child,
+            service,
         }),
         Ok(Err(error)) => {
-            let _ = child.kill().await;
-            Err(error)
+            let said = said(service.stop().await);
+            Err(format!("{error}{said}"))
         }
         Err(_) => {
-            let _ = child.kill().await;
+            let said = said(service.stop().await);
             Err(format!(
-                "the new instance did not answer its health within {} s",
+                "the new instance did not answer its health within {} s{said}",
                 START_DEADLINE.as_secs()
             ))
         }
     }
 }
 
-/// Waits until `port`'s health answers `ok` with exactly `commit`.
-async fn healthy(port: u16, commit: &CommitSha) -> Result<(), String> {
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()
-        .map_err(|e| e.to_string())?;
+/// What a stopped instance printed, as a clause for the owners.
+fn said(outcome: Option<sandbox::RunOutcome>) -> String {
+    let Some(outcome) = outcome else {
+        return String::new();
+    };
+    let text = format!("{}{}", outcome.stdout, outcome.stderr);
+    let text: Vec<char> = text.trim().chars().collect();
+    if text.is_empty() {
+        return String::new();
+    }
+    let tail: String = text[text.len().saturating_sub(REASON_CHARS)..]
+        .iter()
+        .collect();
+    format!("; it said: {tail}")
+}
+
+/// Waits until the instance's health answers `ok` with exactly `commit`.
+async fn healthy(dialer: &sandbox::NetnsDialer, commit: &CommitSha) -> Result<(), String> {
     let mut last = String::new();
     for _ in 0..40 {
-        match client
-            .get(format!("http://127.0.0.1:{port}/api/health"))
-            .send()
-            .await
-        {
-            Ok(response) => {
-                let health: serde_json::Value = response.json().await.unwrap_or_default();
+        match crate::service::instance::get(dialer, "/api/health").await {
+            Ok(answer) => {
+                let health: serde_json::Value =
+                    serde_json::from_slice(&answer.body).unwrap_or_default();
                 if health["commit"] == commit.as_str() && health["status"] == "ok" {
                     return Ok(());
                 }
                 last = format!("its health says {health}");
             }
-            Err(error) => last = error.to_string(),
+            Err(error) => last = error,
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

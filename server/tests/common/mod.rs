@@ -45,6 +45,11 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the server and returns everything it logged.
     pub fn stop(mut self) -> Vec<String> {
         let _ = self.child.kill();
