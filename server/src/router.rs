@@ -187,7 +187,6 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         | "takeOver"
         | "markDuplicate"
         | "handToHuman"
-        | "submitFix"
         | "merge" => bug_command(filter, id)?,
         "getFixContext" => on(filter, fix::get_context),
         "getReproductionContext" => on(filter, fix::get_reproduction_context),

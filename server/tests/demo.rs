@@ -859,17 +859,8 @@ async fn a_project_that_names_a_service_is_released_and_its_merged_bug_goes_live
     common::git(&work, &["commit", "--quiet", "-am", "Name the cart page"]);
     common::git(&work, &["push", "--quiet", "origin", "fix/heading"]);
     let head = common::git(&work, &["rev-parse", "HEAD"]);
-    let (status, answer) = post(
-        format!("/api/v1/bugs/{bug}/fix"),
-        token(Role::Fixer),
-        json!({"branch": "fix/heading"}),
-    )
-    .await;
-    assert_eq!(
-        (status, answer["state"].as_str()),
-        (200, Some("in_review")),
-        "{answer}"
-    );
+    let opened = common::open_measured_draft(&desk.database_url, &bare, &bug, "fix/heading").await;
+    assert_eq!(opened, head);
     let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
     let owner_post = |path: String| {
         let request = client

@@ -4,7 +4,7 @@
 
 use crate::auth::Credential;
 use crate::service::commands::run_command;
-use crate::service::forge::{self as forge_service, FixRequest, HeadBody};
+use crate::service::forge::{self as forge_service, HeadBody};
 use crate::web::AppState;
 use crate::web::Refused;
 use crate::web::{guard, json_body, respond};
@@ -118,11 +118,6 @@ pub async fn bug_operation(
         guard(&state, &credential, &headers, op_id)?;
         let actor = credential.actor();
         match op_id {
-            "submitFix" => {
-                let fix: FixRequest = json_body(&body)?;
-                let recorded = forge_service::submit_fix(&state, &id, fix).await?;
-                return Ok(Json(recorded).into_response());
-            }
             "proposeReproduction" => {
                 let proposed: Proposed = json_body(&body)?;
                 let (state, id) = (state.clone(), id.clone());

@@ -1,8 +1,8 @@
-//! The desk's side of the local forge: the fixer opens a draft pull request for a pushed
-//! branch, owners read its diff, approve its exact head (with CODEOWNERS read on the base
-//! branch, so a change cannot name its own code owners) and merge it — a real git merge,
-//! published only after the engine accepted it — and the recorder records a verified
-//! deployment, with ancestry from git.
+//! The desk's side of the local forge: owners read the diff of a draft pull request (opened
+//! only by the desk, for a fix it measured and committed itself: [`crate::service::fix`]),
+//! approve its exact head (with CODEOWNERS read on the base branch, so a change cannot name
+//! its own code owners) and merge it — a real git merge, published only after the engine
+//! accepted it — and the recorder records a verified deployment, with ancestry from git.
 
 use super::commands::{dry_run, load, record, Fetched, KnownAncestry, Recorded};
 use crate::web::{AppState, Refused};
@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{Actor, Command, CommitSha, DeploymentStatus};
 use domain::BugState;
-use forge::{DraftRequest, Forge, ForgeError, GitError, LocalForge};
+use forge::{Forge, ForgeError, GitError, LocalForge};
 use serde::Deserialize;
 
 /// A project's local forge, or 409 `no_local_forge` (reproductions, fixes, approvals with
@@ -98,20 +98,6 @@ pub fn parse_sha(text: &str) -> Result<CommitSha, Refused> {
     })
 }
 
-/// The fixer's pushed branch and the pull request's words.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FixRequest {
-    /// The pushed branch.
-    pub branch: String,
-    /// One-line title (default `Fix <bug>`).
-    #[serde(default)]
-    pub title: Option<String>,
-    /// Description (the crew puts the evidence here).
-    #[serde(default)]
-    pub description: Option<String>,
-}
-
 fn forge_refused(error: ForgeError) -> Refused {
     match error {
         ForgeError::Git(git) => git_refused(git),
@@ -120,66 +106,6 @@ fn forge_refused(error: ForgeError) -> Refused {
         }
         other => Refused::forge(other),
     }
-}
-
-/// The fixer's draft pull request: opened on the forge for the pushed branch (the forge
-/// numbers it), then recorded with its exact head and the paths it changes, from git.
-pub async fn submit_fix(state: &AppState, id: &str, fix: FixRequest) -> Result<Recorded, Refused> {
-    let target = state.target_of(&load(state, id).await?.component).await;
-    let forge = forge_of(&target)?;
-    let branch = fix.branch.trim();
-    let head = Forge::branch_head(forge, branch)
-        .await
-        .map_err(forge_refused)?
-        .ok_or_else(|| {
-            Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "unknown_branch",
-                format!("the forge has no branch {:?}; push it first", fix.branch),
-            )
-        })?;
-    let changed_paths = forge.changed_paths(&head).await.map_err(git_refused)?;
-    let fixer = Actor::Role {
-        role: domain::Role::Fixer,
-    };
-    // Dry run first: no pull request is opened for a fix the engine would refuse.
-    let bug = load(state, id).await?;
-    let probe = Command::SubmitFix {
-        number: 0,
-        head,
-        changed_paths,
-    };
-    dry_run(state, &bug, &probe, &fixer, &Fetched::default())?;
-    let draft = forge
-        .open_draft(&DraftRequest {
-            branch: branch.to_owned(),
-            title: fix
-                .title
-                .unwrap_or_else(|| format!("Fix {id}"))
-                .chars()
-                .take(200)
-                .collect(),
-            body: fix
-                .description
-                .unwrap_or_default()
-                .chars()
-                .take(24_000)
-                .collect(),
-        })
-        .await
-        .map_err(forge_refused)?;
-    // The recorded head is the one the pull request was opened at (a push in between is a
-    // new head, with its own paths).
-    let changed_paths = forge
-        .changed_paths(&draft.head)
-        .await
-        .map_err(git_refused)?;
-    let command = Command::SubmitFix {
-        number: draft.number,
-        head: draft.head,
-        changed_paths,
-    };
-    record(state, id, command, &fixer, &Fetched::default()).await
 }
 
 /// A body naming one exact head (`{"head": "<sha>"}`).

@@ -407,15 +407,6 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
-        id: "submitFix",
-        method: "POST",
-        path: "/api/v1/bugs/{id}/fix",
-        summary: "Open the draft pull request of a pushed branch on the local forge",
-        realm: Realm::Engineering,
-        accepts: &[R(Role::Fixer)],
-        reporter: false,
-    },
-    Operation {
         id: "getReproductionContext",
         method: "GET",
         path: "/api/v1/bugs/{id}/reproduction/context",

@@ -253,17 +253,14 @@ pub async fn bug_in_review(
     common::git(work, &["commit", "--quiet", "-m", "the fix"]);
     common::git(work, &["push", "--quiet", "origin", "fix/attack"]);
     let head = common::git(work, &["rev-parse", "HEAD"]);
-    let (status, body) = target
-        .post_role(
-            Role::Fixer,
-            &format!("/api/v1/bugs/{bug}/fix"),
-            json!({"branch": "fix/attack"}),
-        )
-        .await;
-    assert_eq!(
-        (status, body["state"].as_str()),
-        (200, Some("in_review")),
-        "{body}"
-    );
+    let bare = common::git(work, &["remote", "get-url", "origin"]);
+    let opened = common::open_measured_draft(
+        &target.desk.database_url,
+        std::path::Path::new(bare.trim()),
+        &bug,
+        "fix/attack",
+    )
+    .await;
+    assert_eq!(opened, head.trim());
     (bug, head.trim().to_owned())
 }

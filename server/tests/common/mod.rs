@@ -306,3 +306,57 @@ pub async fn shoplite_forge(dir: &std::path::Path) -> std::path::PathBuf {
     .await;
     bare
 }
+
+/// Opens the draft pull request of the pushed `branch` on the local forge at `bare` and
+/// records it on `bug` as the fixer's `SubmitFix` — what the desk does itself once a fix
+/// candidate passed its own measurement (the API opens no draft for a branch the desk did not
+/// commit). For tests that review and merge a hand-made change. Returns the head.
+pub async fn open_measured_draft(
+    database_url: &str,
+    bare: &std::path::Path,
+    bug: &str,
+    branch: &str,
+) -> String {
+    use domain::workflow::{decide, Actor, Command, Evidence, Policy};
+    use forge::Forge;
+    let forge = forge::LocalForge::new(bare, "main");
+    let draft = forge
+        .open_draft(&forge::DraftRequest {
+            branch: branch.to_owned(),
+            title: format!("Fix {bug}"),
+            body: "A hand-made change standing in for one the desk measured.".to_owned(),
+        })
+        .await
+        .unwrap();
+    let changed_paths = forge.changed_paths(&draft.head).await.unwrap();
+    let store = store::Store::connect(&store::DatabaseUrl::parse(database_url).unwrap())
+        .await
+        .unwrap();
+    let now = server::clock::now_ms();
+    let command = Command::SubmitFix {
+        number: draft.number,
+        head: draft.head.clone(),
+        changed_paths,
+    };
+    store
+        .apply(bug, now, |b| {
+            let policy = Policy {
+                allowed_components: vec![b.component.clone()],
+                ..Policy::default()
+            };
+            decide(
+                b,
+                &command,
+                &Actor::Role {
+                    role: domain::Role::Fixer,
+                },
+                &Evidence::default(),
+                &policy,
+                now,
+            )
+        })
+        .await
+        .unwrap();
+    store.close().await;
+    draft.head.as_str().to_owned()
+}
