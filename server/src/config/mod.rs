@@ -6,12 +6,14 @@ mod deploy;
 mod env;
 mod github;
 mod notify;
+mod proxies;
 
 pub use crew_run::{crew_approach, project_hint, CrewMode};
 pub use deploy::DeployConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
 pub use notify::NotifyConfig;
+pub use proxies::TrustedProxies;
 
 use crate::ratelimit::RateLimit;
 use crew_run::crew_mode;
@@ -169,9 +171,9 @@ pub struct IntakeConfig {
     pub intake_rate: RateLimit,
     /// Per-client limit on tracking reads and answers (`R2R_RATE_ANSWERS`).
     pub answer_rate: RateLimit,
-    /// Take the client address from the first `X-Forwarded-For` entry
-    /// (`R2R_TRUST_FORWARDED_FOR=true`; only behind a proxy that sets it).
-    pub trust_forwarded_for: bool,
+    /// The proxies whose `X-Forwarded-For` names the client (`R2R_TRUSTED_PROXIES`; none:
+    /// the socket peer is the client).
+    pub trusted_proxies: TrustedProxies,
 }
 
 fn component_list(variable: &str, text: &str) -> Result<Vec<String>, ConfigError> {
@@ -263,7 +265,16 @@ impl Config {
             )?,
             intake_rate: rate(env, "R2R_RATE_INTAKE", DEFAULT_INTAKE_RATE)?,
             answer_rate: rate(env, "R2R_RATE_ANSWERS", DEFAULT_ANSWER_RATE)?,
-            trust_forwarded_for: boolean(env, "R2R_TRUST_FORWARDED_FOR")?,
+            trusted_proxies: {
+                if env.get("R2R_TRUST_FORWARDED_FOR").is_some() {
+                    return Err(ConfigError::new(
+                        "R2R_TRUST_FORWARDED_FOR",
+                        "is no longer read (it let any client choose its address): list the proxies whose X-Forwarded-For the desk may believe in R2R_TRUSTED_PROXIES (addresses or CIDR ranges) and remove this variable".to_owned(),
+                    ));
+                }
+                TrustedProxies::parse(env.get("R2R_TRUSTED_PROXIES").unwrap_or(""))
+                    .map_err(|why| ConfigError::new("R2R_TRUSTED_PROXIES", why))?
+            },
         };
         let mut policy = domain::workflow::Policy::default();
         if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
@@ -825,18 +836,21 @@ mod tests {
             config.intake.intake_rate,
             RateLimit::parse("6/60s").unwrap()
         );
-        assert!(!config.intake.trust_forwarded_for);
+        assert!(config.intake.trusted_proxies.is_empty());
         assert_eq!(config.policy.allowed_components, ["shoplite"]);
         let custom = Environment::from_pairs([
             ("R2R_COMPONENTS", "web, api ,cli"),
             ("R2R_RATE_INTAKE", "100/1m"),
-            ("R2R_TRUST_FORWARDED_FOR", "true"),
+            ("R2R_TRUSTED_PROXIES", "127.0.0.1, 10.0.0.0/8"),
             ("R2R_CREW_COMPONENTS", "web"),
         ]);
         let config = Config::from_env(&custom, None).unwrap();
         assert_eq!(config.intake.components, ["web", "api", "cli"]);
         assert_eq!(config.intake.intake_rate.count, 100);
-        assert!(config.intake.trust_forwarded_for);
+        assert!(config
+            .intake
+            .trusted_proxies
+            .contains("10.9.8.7".parse().unwrap()));
         assert_eq!(config.policy.allowed_components, ["web"]);
         assert_eq!(config.fix_allowed_paths, ["src/"]);
         let paths = Environment::from_pairs([("R2R_FIX_ALLOWED_PATHS", "src, lib/util/")]);
@@ -850,7 +864,8 @@ mod tests {
             ("R2R_COMPONENTS", "a,a"),
             ("R2R_RATE_INTAKE", "lots"),
             ("R2R_RATE_ANSWERS", "5/0s"),
-            ("R2R_TRUST_FORWARDED_FOR", "maybe"),
+            ("R2R_TRUST_FORWARDED_FOR", "true"),
+            ("R2R_TRUSTED_PROXIES", "proxy.internal"),
             ("R2R_CREW_COMPONENTS", "-x"),
             ("R2R_FIX_ALLOWED_PATHS", "../secrets"),
             ("R2R_FIX_ALLOWED_PATHS", "/etc"),

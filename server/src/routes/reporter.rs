@@ -104,6 +104,12 @@ pub async fn file_form(
             .map(str::to_owned),
     };
     let outcome = async {
+        // Another site's page cannot make a visitor's browser file a report: the browser's own
+        // word (`Sec-Fetch-Site`, else `Origin`) refuses it before anything is counted. The
+        // visitor sees the form again with what it carried, so nothing is lost.
+        if crate::auth::cross_site(&headers) {
+            return Err(cross_site_post("file a report"));
+        }
         take_token(
             &state.reporter.intake,
             &client_of(&state.reporter, addr, &headers),
@@ -215,6 +221,17 @@ pub async fn track_form(
     track_page(&state, addr, &headers, capability, None).await
 }
 
+/// A form post another site's page made a visitor's browser send.
+fn cross_site_post(what: &str) -> Refused {
+    Refused::new(
+        StatusCode::FORBIDDEN,
+        "cross_site",
+        format!(
+            "Another site's page tried to {what} here. Nothing was recorded: use this desk's own page to send it."
+        ),
+    )
+}
+
 /// Accepts a pasted link or a bare capability.
 fn extract_capability(text: &str) -> String {
     let text = text.trim();
@@ -239,12 +256,18 @@ pub async fn answer_form(
         yes: field("answer") == "yes",
         reason: fields.get("reason").cloned(),
     };
-    if !matches!(field("answer").as_str(), "yes" | "no") {
-        let refused = Refused::new(
+    let refusal = if crate::auth::cross_site(&headers) {
+        Some(cross_site_post("answer for a reporter"))
+    } else if !matches!(field("answer").as_str(), "yes" | "no") {
+        Some(Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_answer",
             "Choose yes or no.",
-        );
+        ))
+    } else {
+        None
+    };
+    if let Some(refused) = refusal {
         return render(
             &state,
             "/track",

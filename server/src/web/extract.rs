@@ -121,19 +121,17 @@ pub fn client_key_of(state: &AppState, addr: ClientAddr, headers: &HeaderMap) ->
     client_of(&state.reporter, addr, headers)
 }
 
+/// The client's rate-limit key: the socket peer, or, when the peer is a trusted proxy
+/// (`R2R_TRUSTED_PROXIES`), the right-most forwarded address that is not one.
 pub fn client_of(desk: &ReporterDesk, addr: ClientAddr, headers: &HeaderMap) -> String {
-    if desk.trust_forwarded_for {
-        let forwarded = headers
-            .get("x-forwarded-for")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(',').next())
-            .and_then(|v| v.trim().parse().ok());
-        if let Some(ip) = forwarded {
-            return client_key(ip);
-        }
-    }
-    addr.0
-        .map_or_else(|| "unknown".to_owned(), |a| client_key(a.ip()))
+    let Some(peer) = addr.0.map(|a| a.ip()) else {
+        return "unknown".to_owned();
+    };
+    let forwarded = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    client_key(desk.trusted_proxies.client(peer, forwarded))
 }
 
 impl FromRequestParts<AppState> for crate::auth::Credential {

@@ -188,8 +188,8 @@ pub struct ReporterDesk {
     pub intake: Limiter,
     /// Per-client limit on tracking reads and answers.
     pub answers: Limiter,
-    /// Whether `X-Forwarded-For` names the client.
-    pub trust_forwarded_for: bool,
+    /// The proxies whose `X-Forwarded-For` names the client.
+    pub trusted_proxies: crate::config::TrustedProxies,
 }
 
 impl ReporterDesk {
@@ -203,7 +203,7 @@ impl ReporterDesk {
             projects,
             intake: Limiter::new("intake", config.intake_rate).shared_in(store),
             answers: Limiter::new("answers", config.answer_rate).shared_in(store),
-            trust_forwarded_for: config.trust_forwarded_for,
+            trusted_proxies: config.trusted_proxies.clone(),
         }
     }
 

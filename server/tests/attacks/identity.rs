@@ -257,7 +257,7 @@ async fn attempt(target: &Target, client_ip: &str, email: &str, password: &str) 
 async fn spaces_and_capitals_do_not_buy_fresh_sign_in_attempts() {
     let target = Target::start(&[
         ("R2R_RATE_LOGIN", "3/1h"),
-        ("R2R_TRUST_FORWARDED_FOR", "true"),
+        ("R2R_TRUSTED_PROXIES", "127.0.0.1"),
     ]);
     // Many clients, each guessing once, each writing the address differently: one address.
     let mut statuses = Vec::new();
@@ -284,7 +284,7 @@ async fn spaces_and_capitals_do_not_buy_fresh_sign_in_attempts() {
 async fn a_stranger_guessing_an_owners_password_cannot_lock_the_owner_out() {
     let target = Target::start(&[
         ("R2R_RATE_LOGIN", "3/60s"),
-        ("R2R_TRUST_FORWARDED_FOR", "true"),
+        ("R2R_TRUSTED_PROXIES", "127.0.0.1"),
     ]);
     let mut stranger = Vec::new();
     for _ in 0..5 {
@@ -295,5 +295,40 @@ async fn a_stranger_guessing_an_owners_password_cannot_lock_the_owner_out() {
         attempt(&target, "10.2.0.7", OWNER, PASSWORD).await,
         201,
         "the owner, from their own address, still signs in"
+    );
+}
+
+/// `X-Forwarded-For` is a claim: without `R2R_TRUSTED_PROXIES` it chooses nothing (a stranger
+/// who writes a new address into it each time buys no fresh guesses), and behind a trusted
+/// proxy only the right-most address the proxy appended counts — an address the stranger
+/// writes to its left (the owner's) is not charged, so the owner still signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_choose_its_address_with_x_forwarded_for() {
+    let direct = Target::start(&[("R2R_RATE_LOGIN", "3/60s")]);
+    let mut rotating = Vec::new();
+    for n in 0..5 {
+        rotating.push(attempt(&direct, &format!("10.5.0.{n}"), OWNER, "guess").await);
+    }
+    assert_eq!(
+        rotating,
+        [401, 401, 401, 429, 429],
+        "one socket, one client, whatever the header says"
+    );
+    drop(direct);
+
+    let proxied = Target::start(&[
+        ("R2R_RATE_LOGIN", "3/60s"),
+        ("R2R_TRUSTED_PROXIES", "127.0.0.1"),
+    ]);
+    let mut stranger = Vec::new();
+    for _ in 0..5 {
+        // The stranger writes the owner's address; the proxy appends the stranger's own.
+        stranger.push(attempt(&proxied, "10.2.0.7, 10.2.0.66", OWNER, "guess").await);
+    }
+    assert_eq!(stranger, [401, 401, 401, 429, 429]);
+    assert_eq!(
+        attempt(&proxied, "10.2.0.7", OWNER, PASSWORD).await,
+        201,
+        "the owner's address was never charged"
     );
 }

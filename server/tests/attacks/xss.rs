@@ -174,3 +174,77 @@ async fn a_refused_report_form_gives_typed_text_back_as_text_not_markup() {
         "typed text kept, escaped"
     );
 }
+
+/// Another site's page cannot make a visitor's browser file a report or answer a question
+/// through the script-free forms: the browser's own `Sec-Fetch-Site` (or `Origin`) refuses it
+/// with 403 before anything is counted or recorded, and the visitor's text comes back in the
+/// form. The desk's own page, a typed address and a client that is not a browser still post.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sites_page_cannot_post_the_report_or_answer_forms() {
+    let target = Target::start(&[]);
+    let fields = [
+        ("component", "shoplite"),
+        ("title", "Coupon SAVE300 makes the total negative"),
+        ("what_happened", "The payable total shows minus 100 rupees"),
+        ("expected", "Zero"),
+        ("steps", "Add one item for 200, apply SAVE300"),
+    ];
+    for (name, value) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+        ("origin", "http://evil.example"),
+    ] {
+        let response = target
+            .client
+            .post(target.url("/report"))
+            .header(name, value)
+            .form(&fields)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{name}: {value}");
+        let html = response.text().await.unwrap();
+        assert!(html.contains("Nothing was recorded"), "{html}");
+        assert!(
+            html.contains("SAVE300 makes the total negative"),
+            "the text comes back"
+        );
+        let answered = target
+            .client
+            .post(target.url("/track/answer"))
+            .header(name, value)
+            .form(&[
+                ("capability", "whatever"),
+                ("request_id", "q"),
+                ("kind", "fix"),
+                ("answer", "no"),
+                ("reason", "reopen it"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answered.status(), 403, "{name}: {value}");
+    }
+    for (name, value) in [
+        ("sec-fetch-site", "same-origin"),
+        ("sec-fetch-site", "none"),
+    ] {
+        let response = target
+            .client
+            .post(target.url("/report"))
+            .header(name, value)
+            .form(&fields)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201, "{name}: {value}");
+    }
+    let plain = target
+        .client
+        .post(target.url("/report"))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(plain.status(), 201, "a client that is not a browser page");
+}
