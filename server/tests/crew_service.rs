@@ -1266,7 +1266,7 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
                     .ok()?;
                 let release = crew["release"].clone();
                 (release["commit"] == merge.as_str()
-                    && ["building", "starting", "checking"]
+                    && ["testing", "building", "starting", "checking"]
                         .contains(&release["step"].as_str().unwrap_or("")))
                 .then_some(release)
             })

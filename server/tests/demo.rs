@@ -599,7 +599,7 @@ async fn a_desk_killed_while_it_deploys_releases_the_head_after_a_restart() {
         release_of(base.clone()).map(|r| {
             r.filter(|r| {
                 r["commit"] == shipped.as_str()
-                    && ["building", "starting", "checking"]
+                    && ["testing", "building", "starting", "checking"]
                         .contains(&r["step"].as_str().unwrap_or(""))
             })
         })
