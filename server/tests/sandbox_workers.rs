@@ -350,3 +350,53 @@ async fn without_a_worker_the_desk_says_so_instead_of_waiting() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("R2R_SANDBOX_RUNNER"));
 }
+
+/// The peak resident memory of process `pid` (VmHWM), in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A worker token with no job (or a job it holds no lease on) sends sixteen 70 MiB outcomes
+/// at once: each is refused before its body is read, and the desk's memory stays bounded (it
+/// held about 70 MiB per request before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outcomes_without_a_lease_are_refused_before_their_bodies_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &[("R2R_SANDBOX_RUNNER", "workers")]);
+    let token = add_worker(dir.path(), &url, "stranger");
+    let before = peak_kib(server.pid());
+    let body = axum::body::Bytes::from(vec![b' '; 70 * 1024 * 1024]);
+    let client = reqwest::Client::new();
+    let posts = (0..16).map(|n| {
+        let request = client
+            .post(format!(
+                "{}/api/v1/sandbox/jobs/job-{n}/outcome",
+                server.base
+            ))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body.clone());
+        async move { request.send().await.map(|r| r.status().as_u16()) }
+    });
+    let answers = futures_util::future::join_all(posts).await;
+    for answer in &answers {
+        // Answered 409 at once; the client may see its unread upload cut off instead.
+        assert!(
+            matches!(answer, Ok(409) | Err(_)),
+            "nothing is accepted without a lease: {answers:?}"
+        );
+    }
+    assert!(answers.iter().any(|a| matches!(a, Ok(409))), "{answers:?}");
+    let after = peak_kib(server.pid());
+    eprintln!("desk peak memory: {before} KiB before, {after} KiB after 16 × 70 MiB");
+    assert!(
+        after < before + 150 * 1024,
+        "the desk held the bodies: {before} KiB → {after} KiB"
+    );
+}

@@ -220,6 +220,28 @@ impl Store {
         Ok(done == 1)
     }
 
+    /// Whether `worker` holds a live lease on unfinished job `id` now (checked before an
+    /// outcome's body is read).
+    pub async fn sandbox_job_held(
+        &self,
+        id: &str,
+        worker: &str,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let sql = "SELECT COUNT(*) FROM sandbox_jobs WHERE id = $1 AND worker = $2 \
+                   AND finished_at IS NULL AND leased_until > $3";
+        let held: i64 = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql)
+                .bind(id)
+                .bind(worker)
+                .bind(now)
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(held > 0)
+    }
+
     /// Records a job's outcome under its lease; false when the lease is no longer this
     /// worker's (the outcome is then dropped: another claim owns the job).
     pub async fn finish_sandbox_job(

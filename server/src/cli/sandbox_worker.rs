@@ -200,7 +200,20 @@ async fn run_one(
             }
             Ok(r) => {
                 let status = r.status();
+                // A desk busy receiving other outcomes says when to come back (the lease is
+                // renewed meanwhile).
+                let wait = r
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .map(|s| Duration::from_secs(s.min(30)));
                 let body = r.text().await.unwrap_or_default();
+                if let Some(wait) = wait {
+                    tracing::warn!(job = %id, %status, attempt, "the desk is busy; sending the outcome again later");
+                    tokio::time::sleep(wait).await;
+                    continue;
+                }
                 tracing::warn!(job = %id, %status, %body, attempt, "the desk refused the outcome");
                 // 408 (the body was late) and 429 are worth another try; other refusals are not.
                 if status.is_client_error() && status != 408 && status != 429 {

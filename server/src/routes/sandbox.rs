@@ -20,6 +20,63 @@ pub const LEASE_MS: i64 = 20_000;
 pub const OUTCOME_BYTES: usize = 72 * 1024 * 1024;
 /// How long an outcome's body may take to arrive (72 MiB at about 250 KiB/s).
 pub const OUTCOME_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+/// How many outcomes this process reads at once: with [`OUTCOME_BYTES`] each, what worker
+/// uploads can make the desk hold is bounded whatever the number of workers.
+pub const OUTCOME_UPLOADS: usize = 2;
+/// What a worker told to wait is asked to wait.
+const UPLOAD_RETRY_AFTER_SECONDS: u64 = 5;
+
+/// The outcomes being read now: a slot each, and the jobs they are for (one upload a job).
+static UPLOAD_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(OUTCOME_UPLOADS);
+static UPLOADING: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// One outcome being read, for one job; both are let go when it is dropped.
+struct Upload {
+    job: String,
+    _slot: tokio::sync::SemaphorePermit<'static>,
+}
+
+impl Upload {
+    /// A slot for reading job `id`'s outcome: 409 while another upload for the same job is
+    /// being read, 503 with `Retry-After` while [`OUTCOME_UPLOADS`] others are.
+    fn begin(id: &str) -> Result<Upload, Refused> {
+        let mut uploading = UPLOADING.lock().map_err(|_| {
+            Refused::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "uploads_broken",
+                "the desk's upload book is broken; restart it",
+            )
+        })?;
+        if uploading.iter().any(|job| job == id) {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "upload_in_progress",
+                format!("An outcome for sandbox job {id} is already being received; one upload a lease."),
+            ));
+        }
+        let slot = UPLOAD_SLOTS.try_acquire().map_err(|_| {
+            Refused::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "uploads_busy",
+                format!("The desk is receiving {OUTCOME_UPLOADS} outcomes already; send it again in {UPLOAD_RETRY_AFTER_SECONDS} s (the lease is kept while you renew it)."),
+            )
+            .with_retry_after(UPLOAD_RETRY_AFTER_SECONDS)
+        })?;
+        uploading.push(id.to_owned());
+        Ok(Upload {
+            job: id.to_owned(),
+            _slot: slot,
+        })
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if let Ok(mut uploading) = UPLOADING.lock() {
+            uploading.retain(|job| job != &self.job);
+        }
+    }
+}
 
 /// A claimed job, as a worker receives it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -152,7 +209,9 @@ pub async fn renew(
 }
 
 /// `POST /api/v1/sandbox/jobs/{key}/outcome`: the outcome of a job run under the caller's
-/// lease. The credential is checked before the (large) body is read.
+/// lease. The credential, the job and the worker's live lease on it are checked before a
+/// byte of the (large) body is read, and only [`OUTCOME_UPLOADS`] bodies are read at once,
+/// one per job: a token without a job, or many at once, cannot make the desk hold them.
 pub async fn finish(
     State(state): State<AppState>,
     credential: Credential,
@@ -163,6 +222,15 @@ pub async fn finish(
     let result = async {
         guard(&state, &credential, &headers, "finishSandboxJob")?;
         let worker = worker_name(&credential)?;
+        let held = state
+            .store
+            .sandbox_job_held(&id, worker, now_ms())
+            .await
+            .map_err(Refused::storage)?;
+        if !held {
+            return Err(lease_lost(&id));
+        }
+        let _upload = Upload::begin(&id)?;
         let (mut parts, body) = request.into_parts();
         // An outcome may carry a build's artifact: it gets longer than other bodies to arrive.
         parts
