@@ -584,3 +584,64 @@ fn only_the_desk_holds_back_a_release_and_the_bug_stays_merged_with_the_reason_i
         "nobody is asked about a fix that is not live"
     );
 }
+
+#[test]
+fn a_rewritten_history_re_binds_an_identical_tree_and_otherwise_goes_to_a_person() {
+    // The same tree under a new commit (an amended message): the merge follows it.
+    let mut d = Driver::new();
+    d.walk_to_merged();
+    let merged = d.bug.merge.clone().unwrap().merge_commit;
+    assert_eq!(
+        kind(d.try_(
+            &owner("ana@desk.test"),
+            Command::ObserveRewrittenHistory {
+                merge: merged.clone(),
+                replacement: Some(sha(9)),
+            }
+        )),
+        RefusalKind::Forbidden,
+        "only the desk observes the forge's history"
+    );
+    d.ok(
+        &Actor::Desk,
+        Command::ObserveRewrittenHistory {
+            merge: merged.clone(),
+            replacement: Some(sha(9)),
+        },
+    );
+    assert_eq!(d.bug.state, BugState::Merged);
+    assert_eq!(d.bug.merge.as_ref().unwrap().merge_commit, sha(9));
+    let seen = d.events.last().unwrap();
+    assert_eq!(seen.kind, "history_rewritten");
+    assert_eq!(seen.detail["same_tree"], "yes");
+    assert!(
+        d.bug.approvals.iter().all(|a| a.head != sha(9)),
+        "no approval is invented"
+    );
+    // Said again about the old commit: nothing more happens.
+    assert!(
+        !d.ok(
+            &Actor::Desk,
+            Command::ObserveRewrittenHistory {
+                merge: merged.clone(),
+                replacement: None,
+            },
+        )
+        .changed
+    );
+
+    // Another tree: a person must look, with the reason, and the owners are told.
+    let mut d = Driver::new();
+    d.walk_to_merged();
+    let merged = d.bug.merge.clone().unwrap().merge_commit;
+    d.ok(
+        &Actor::Desk,
+        Command::ObserveRewrittenHistory {
+            merge: merged,
+            replacement: None,
+        },
+    );
+    assert_eq!(d.bug.state, BugState::NeedsHuman);
+    assert_eq!(d.bug.needs_human, Some(NeedsHumanReason::HistoryRewritten));
+    assert!(d.jobs.iter().any(|j| j.kind == "notify_owners"));
+}

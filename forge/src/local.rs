@@ -179,6 +179,44 @@ impl LocalForge {
         })
     }
 
+    /// The newest commit among the last `depth` of `head`'s history whose tree is exactly
+    /// `commit`'s (a rewritten history that kept the same content: a rebase or amend that
+    /// changed only messages or parents); `None` when there is none, or when `commit` is no
+    /// longer in the repository (its tree cannot be known).
+    pub async fn same_tree_in_history(
+        &self,
+        commit: &CommitSha,
+        head: &CommitSha,
+        depth: usize,
+    ) -> Result<Option<CommitSha>, GitError> {
+        let output = self
+            .git(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{}^{{tree}}", commit.as_str()),
+            ])
+            .await?;
+        if !output.status.success() {
+            return Ok(None);
+        }
+        let tree = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let output = self
+            .git(&[
+                "log",
+                "--format=%H %T",
+                &format!("--max-count={depth}"),
+                head.as_str(),
+            ])
+            .await?;
+        check("log", &output)?;
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .find(|(_, t)| *t == tree)
+            .and_then(|(sha, _)| CommitSha::parse(sha).ok()))
+    }
+
     /// A file's text at a commit, if it exists there.
     pub async fn file_at(
         &self,

@@ -324,6 +324,29 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
     );
     assert!(page.contains("r2r recorder verify --sha"), "{page}");
 
+    // Someone rewrites the branch after the merge: the same tree under a new commit (an
+    // amended message). Once the merge is past its grace, the desk re-binds the bug to the
+    // new commit and says so in the ledger; nobody is asked to approve anything again.
+    common::git(&work, &["checkout", "--quiet", "-B", "main", "origin/main"]);
+    common::git(
+        &work,
+        &[
+            "commit",
+            "--quiet",
+            "--amend",
+            "-m",
+            "Merge, message rewritten",
+        ],
+    );
+    common::git(&work, &["push", "--quiet", "--force", "origin", "main"]);
+    let rewritten = common::git(&work, &["rev-parse", "HEAD"]);
+    assert_ne!(rewritten, merge);
+    tokio::time::sleep(std::time::Duration::from_millis(
+        server::service::forge::REWRITE_GRACE_MS as u64 + 500,
+    ))
+    .await;
+    let merge = rewritten;
+
     // The recorder records the verified deployment; the reporter confirms the live fix.
     let (status, _) = post(
         "/api/v1/deployments".into(),
@@ -363,6 +386,8 @@ async fn a_fix_goes_from_branch_to_verified_through_the_desk() {
         .await
         .unwrap();
     assert_eq!(answered["state"], "verified");
+    let ledger = store.load_bug(&bug).await.unwrap().unwrap().bug;
+    assert_eq!(ledger.merge.unwrap().merge_commit.as_str(), merge);
     assert!(store.verify_ledger().await.unwrap().is_ok());
 }
 

@@ -488,6 +488,37 @@ pub fn decide(
             }
             out.event("release_held", &[commit.as_str()], &[("reason", reason)]);
         }
+        Command::ObserveRewrittenHistory { merge, replacement } => {
+            require_actor(actor, &Actor::Desk, "the desk")?;
+            if bug.state != S::Merged {
+                return Err(conflict(bug, command));
+            }
+            let Some(recorded) = out.bug.merge.as_mut() else {
+                return Err(conflict(bug, command));
+            };
+            if &recorded.merge_commit != merge {
+                // Already re-bound, or about another merge: nothing to do.
+                return Ok(dropped(bug));
+            }
+            match replacement {
+                Some(new) => {
+                    recorded.merge_commit = new.clone();
+                    out.event(
+                        "history_rewritten",
+                        &[merge.as_str(), new.as_str()],
+                        &[("same_tree", "yes".to_owned())],
+                    );
+                }
+                None => {
+                    out.event(
+                        "history_rewritten",
+                        &[merge.as_str()],
+                        &[("same_tree", "no".to_owned())],
+                    );
+                    out.escalate_to_human(NeedsHumanReason::HistoryRewritten, &[merge.as_str()]);
+                }
+            }
+        }
         Command::AnswerFix {
             request_id,
             works,

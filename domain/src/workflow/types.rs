@@ -317,6 +317,9 @@ pub enum NeedsHumanReason {
     /// The crew's step ended every allowed try without moving the bug on (the sandbox or the
     /// desk was unreachable, the worker failed): see the crew's task outcomes.
     CrewStepFailed,
+    /// The branch was rewritten after the merge: the merged commit is no longer in its
+    /// history and no commit there has the same tree.
+    HistoryRewritten,
 }
 
 impl NeedsHumanReason {
@@ -331,6 +334,7 @@ impl NeedsHumanReason {
             NeedsHumanReason::SpendLimit => "spend_limit",
             NeedsHumanReason::TakenOver => "taken_over",
             NeedsHumanReason::CrewStepFailed => "crew_step_failed",
+            NeedsHumanReason::HistoryRewritten => "history_rewritten",
         }
     }
 
@@ -345,6 +349,7 @@ impl NeedsHumanReason {
             NeedsHumanReason::SpendLimit,
             NeedsHumanReason::TakenOver,
             NeedsHumanReason::CrewStepFailed,
+            NeedsHumanReason::HistoryRewritten,
         ]
         .into_iter()
         .find(|r| r.as_str() == name)
@@ -368,6 +373,9 @@ impl NeedsHumanReason {
             NeedsHumanReason::TakenOver => "an owner took it over from the crew",
             NeedsHumanReason::CrewStepFailed => {
                 "the crew tried its step several times and could not finish it (its tasks say why)"
+            }
+            NeedsHumanReason::HistoryRewritten => {
+                "the branch was rewritten after the merge: the merged commit is gone from its history and no commit there has the same content"
             }
         }
     }
@@ -596,6 +604,16 @@ pub enum Command {
         /// Why, in the runner's words (the failing tests).
         reason: String,
     },
+    /// The desk saw that the merged commit is no longer in the branch's history (a
+    /// force-push). With a `replacement` whose tree is identical (the desk compared them) the
+    /// bug's merge is re-bound to it; without one, a person must look. Never silent, never an
+    /// approval.
+    ObserveRewrittenHistory {
+        /// The merge commit the bug recorded.
+        merge: CommitSha,
+        /// The branch's commit with exactly the same tree, if any.
+        replacement: Option<CommitSha>,
+    },
     /// A reporter answers "does the live fix work for you?".
     AnswerFix {
         /// The question's id.
@@ -664,6 +682,7 @@ impl Command {
             Command::Merge { .. } => "merge",
             Command::RecordDeployment { .. } => "record_deployment",
             Command::HoldRelease { .. } => "hold_release",
+            Command::ObserveRewrittenHistory { .. } => "observe_rewritten_history",
             Command::AnswerFix { .. } => "answer_fix",
             Command::ReaskExpired => "reask_expired",
             Command::AddNote { .. } => "add_note",

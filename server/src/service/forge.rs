@@ -285,6 +285,13 @@ pub async fn record_deployment(
             "deployment: 1 to 200 printable characters (no control, line-separator or invisible formatting characters)",
         ));
     }
+    // A merged bug whose merge the branch no longer holds (a force-push) is re-bound or
+    // given to a person first, so the deployment is judged against the branch as it is.
+    if let Ok(head) = default_head(forge).await {
+        if let Err(refused) = reconcile_history(state, &target.project, &head).await {
+            tracing::warn!(error = %refused.error.message, "cannot check the branch's history against its merged bugs");
+        }
+    }
     let mut states = Vec::new();
     for bug_id in state
         .store
@@ -366,4 +373,67 @@ pub async fn hold_release(
         held.push(bug_id);
     }
     Ok(held)
+}
+
+/// How long after its merge was recorded a bug's merge commit may still be missing from the
+/// branch (the desk records a merge before it publishes it).
+pub const REWRITE_GRACE_MS: i64 = 10_000;
+/// How far back a rewritten branch is searched for a commit with the merged tree.
+const REWRITE_SEARCH_DEPTH: usize = 1_000;
+
+/// Checks every merged bug of `project` against the branch's `head`: a merge commit that is
+/// no longer in its history (a force-push) is recorded as `history_rewritten` — re-bound to
+/// the branch's commit with the identical tree when there is one, with a person otherwise.
+/// Returns what it observed: (bug, the replacement commit if re-bound).
+pub async fn reconcile_history(
+    state: &AppState,
+    project: &str,
+    head: &CommitSha,
+) -> Result<Vec<(String, Option<CommitSha>)>, Refused> {
+    let Some(target) = state.projects.scope().project(project) else {
+        return Ok(Vec::new());
+    };
+    let forge = forge_of(&target)?;
+    let now = crate::clock::now_ms();
+    let mut seen = Vec::new();
+    for bug_id in state
+        .store
+        .bug_ids_in_states(&[BugState::Merged])
+        .await
+        .map_err(Refused::storage)?
+    {
+        let bug = load(state, &bug_id).await?;
+        if state.target_of(&bug.component).await.project != target.project {
+            continue;
+        }
+        let Some(merge) = &bug.merge else { continue };
+        if now - merge.at < REWRITE_GRACE_MS {
+            continue;
+        }
+        let relation = forge
+            .relation(&merge.merge_commit, head)
+            .await
+            .map_err(git_refused)?;
+        if relation.contains_base() {
+            continue;
+        }
+        let replacement = forge
+            .same_tree_in_history(&merge.merge_commit, head, REWRITE_SEARCH_DEPTH)
+            .await
+            .map_err(git_refused)?;
+        tracing::warn!(
+            bug = %bug_id,
+            merge = %merge.merge_commit,
+            head = %head,
+            replacement = ?replacement.as_ref().map(CommitSha::as_str),
+            "the merged commit is no longer in the branch's history"
+        );
+        let command = Command::ObserveRewrittenHistory {
+            merge: merge.merge_commit.clone(),
+            replacement: replacement.clone(),
+        };
+        record(state, &bug_id, command, &Actor::Desk, &Fetched::default()).await?;
+        seen.push((bug_id, replacement));
+    }
+    Ok(seen)
 }

@@ -163,10 +163,23 @@ async fn serve(
     // A head the sandbox could not take is tried again after a pause that doubles (10 s to
     // 5 min) while it keeps failing that way.
     let mut later: Option<(std::time::Instant, Duration)> = None;
+    let mut reconciled = std::time::Instant::now();
     loop {
         let due = later.is_none_or(|(at, _)| std::time::Instant::now() >= at);
         if let Some(head) = default_head(&state, &project).await.filter(|_| due) {
-            if tried.as_deref() != Some(head.as_str()) {
+            // A merged bug whose merge the head no longer contains (a force-push) is said,
+            // re-bound or given to a person: at each new head, before anything is released,
+            // and again now and then (a merge younger than the grace is looked at later).
+            let new_head = tried.as_deref() != Some(head.as_str());
+            if new_head || reconciled.elapsed() >= RECONCILE_EVERY {
+                reconciled = std::time::Instant::now();
+                if let Err(refused) =
+                    crate::service::forge::reconcile_history(&state, &project, &head).await
+                {
+                    tracing::warn!(project, error = %refused.error.message, "cannot check the branch's history against its merged bugs");
+                }
+            }
+            if new_head {
                 tried = Some(head.as_str().to_owned());
                 match release(&lane, &head).await {
                     Released::Live(next) => {
@@ -251,6 +264,9 @@ async fn default_head(state: &AppState, project: &str) -> Option<CommitSha> {
         .ok()
         .flatten()
 }
+
+/// How often the branch's history is checked against the merged bugs besides each new head.
+const RECONCILE_EVERY: Duration = Duration::from_secs(5);
 
 /// The first pause before a head the sandbox could not take is tried again.
 const RETRY_FIRST: Duration = Duration::from_secs(10);
