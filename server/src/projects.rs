@@ -552,6 +552,20 @@ impl Projects {
                     }
                 }
             }
+            if before.branch != spec.branch {
+                for component in &before.components {
+                    if store.bugs_naming(component).await? > 0 {
+                        return Err(ProjectError {
+                            field: "branch",
+                            reason: format!(
+                                "the project's bugs (component {component:?}) were measured, merged and released on {}; it stays (their evidence would point at another history)",
+                                before.branch
+                            ),
+                        }
+                        .into());
+                    }
+                }
+            }
             if before.forge_path != spec.forge_path {
                 for component in &before.components {
                     if store.bugs_naming(component).await? > 0 {

@@ -1962,6 +1962,17 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
         stderr.contains("--components") && stderr.contains("\"splits\" is named by 1 bug"),
         "{stderr}"
     );
+    // Nor can the branch its bugs were measured on change under them.
+    let (code, _, stderr) = project_cli(
+        dir.path(),
+        &url,
+        &["edit", "--id", "tallybook", "--branch", "release"],
+    );
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("--branch") && stderr.contains("were measured, merged and released on main"),
+        "{stderr}"
+    );
 }
 
 /// Fault injection (127.0.0.1 only, bounded): the crew runs as its own `r2r crew run` process
