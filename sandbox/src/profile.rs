@@ -509,6 +509,20 @@ impl Profile {
     /// `testpaths` from pyproject.toml, pytest.ini, tox.ini or setup.cfg; the other profiles
     /// collect what their file rules allow.
     pub fn suite_collects(&self, root: &Path, path: &str) -> Result<(), String> {
+        match self {
+            Profile::NodeTest if !node_test_collects(path) => {
+                return Err(format!(
+                    "{path} is not a file `node --test` runs by itself (*.test.js, *-test.js, *_test.js, test-*.js, test.js, or a .js/.mjs/.cjs file under a test/ folder): the project's own test run would never run it"
+                ))
+            }
+            Profile::Vitest if !vitest_collects(path) => {
+                return Err(format!(
+                    "{path} is not a file Vitest collects by default (*.test.ts, *.spec.js and the like): the project's own test run would never run it"
+                ))
+            }
+            Profile::Python => {}
+            _ => return Ok(()),
+        }
         if *self != Profile::Python {
             return Ok(());
         }
@@ -528,6 +542,40 @@ impl Profile {
             ))
         }
     }
+}
+
+/// Whether `node --test` (Node 20+, no arguments) runs `path`: its default patterns.
+fn node_test_collects(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let Some((stem, extension)) = name.rsplit_once('.') else {
+        return false;
+    };
+    if !matches!(extension, "js" | "mjs" | "cjs") || path.split('/').any(|p| p == "node_modules") {
+        return false;
+    }
+    let in_test_folder = path.split('/').rev().skip(1).any(|folder| folder == "test");
+    in_test_folder
+        || stem == "test"
+        || stem.starts_with("test-")
+        || stem.ends_with(".test")
+        || stem.ends_with("-test")
+        || stem.ends_with("_test")
+}
+
+/// Whether Vitest's default `include` (`**/*.{test,spec}.?(c|m)[jt]s?(x)`) takes `path`.
+fn vitest_collects(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if path.split('/').any(|p| p == "node_modules") {
+        return false;
+    }
+    let Some((stem, extension)) = name.rsplit_once('.') else {
+        return false;
+    };
+    let script = matches!(
+        extension,
+        "js" | "ts" | "jsx" | "tsx" | "cjs" | "mjs" | "cts" | "mts"
+    );
+    script && (stem.ends_with(".test") || stem.ends_with(".spec"))
 }
 
 /// pytest's `testpaths`, from the first configuration file that sets it.
@@ -622,6 +670,40 @@ pub fn share_read_only(dir: &Path) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_proposed_test_must_be_one_the_suite_runs_by_itself() {
+        let root = std::path::Path::new("/nonexistent");
+        for ok in [
+            "test/cart.js",
+            "src/cart.test.mjs",
+            "lib/test/deep/total.cjs",
+            "cart-test.js",
+            "test-cart.js",
+        ] {
+            assert!(Profile::NodeTest.suite_collects(root, ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "src/cart.js",
+            "package.json",
+            "build.js",
+            "node_modules/x/test/a.js",
+        ] {
+            assert!(
+                Profile::NodeTest.suite_collects(root, refused).is_err(),
+                "{refused}"
+            );
+        }
+        for ok in ["src/cart.test.ts", "tests/total.spec.tsx", "a.test.mjs"] {
+            assert!(Profile::Vitest.suite_collects(root, ok).is_ok(), "{ok}");
+        }
+        for refused in ["src/cart.ts", "vitest.config.ts", "test/cart.ts"] {
+            assert!(
+                Profile::Vitest.suite_collects(root, refused).is_err(),
+                "{refused}"
+            );
+        }
+    }
+
     #[test]
     fn a_red_suite_names_its_failing_tests_in_the_runners_words() {
         let run = |stdout: &str| crate::test_support::run(stdout, "");

@@ -1970,7 +1970,8 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
     );
     assert_ne!(code, Some(0));
     assert!(
-        stderr.contains("--branch") && stderr.contains("were measured, merged and released on main"),
+        stderr.contains("--branch")
+            && stderr.contains("were measured, merged and released on main"),
         "{stderr}"
     );
 }
