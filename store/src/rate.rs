@@ -39,6 +39,42 @@ impl Store {
         refill: Refill,
         now: Millis,
     ) -> Result<Result<(), u64>, StoreError> {
+        if let crate::Pool::Postgres(pool) = &self.pool {
+            // One transaction holding the bucket's row: takers of one key queue on its lock
+            // instead of failing a compare-and-swap (32 at once from one address answered 503).
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO rate_buckets (key, tokens, updated_ms) VALUES ($1, $2, $3) \
+                 ON CONFLICT (key) DO NOTHING",
+            )
+            .bind(key)
+            .bind(refill.capacity)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            let (tokens, updated): (f64, i64) = sqlx::query_as(
+                "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1 FOR UPDATE",
+            )
+            .bind(key)
+            .fetch_one(&mut *tx)
+            .await?;
+            let (left, took) = refill_and_take(refill, tokens, now - updated);
+            sqlx::query("UPDATE rate_buckets SET tokens = $1, updated_ms = $2 WHERE key = $3")
+                .bind(left)
+                .bind(now.max(updated))
+                .bind(key)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            if rand_forget() {
+                self.rate_forget(now - FORGET_AFTER_MS).await?;
+            }
+            return Ok(if took {
+                Ok(())
+            } else {
+                Err(((1.0 - left) / refill.per_ms).ceil().max(1.0) as u64)
+            });
+        }
         for _ in 0..TRIES {
             let taken = for_each_backend!(self, pool, _begin => {
                 sqlx::query(
