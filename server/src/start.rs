@@ -198,6 +198,7 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         listener,
         router(state),
         limits,
+        config.intake.trusted_proxies.clone(),
         stopped,
     ));
     let mut workers = vec![

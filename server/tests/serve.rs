@@ -745,3 +745,44 @@ async fn a_burst_of_reports_is_filed_or_told_when_to_retry_never_refused_with_5x
         drop(server);
     }
 }
+
+/// One address that opens many connections and sends nothing holds only its own slots: with
+/// room for 64 connections in all and 8 per address, 300 idle sockets from 127.0.0.1 leave
+/// another address (127.0.0.2) served at once. (With one shared cap, they took every slot and
+/// the desk answered nobody.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_holding_many_idle_connections_does_not_starve_another() {
+    let scratch = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", scratch.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_MAX_CONNECTIONS", "64"),
+            ("R2R_MAX_CONNECTIONS_PER_CLIENT", "8"),
+        ],
+    );
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        if let Ok(stream) = tokio::net::TcpStream::connect(&address).await {
+            idle.push(stream);
+        }
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let other = reqwest::Client::builder()
+        .local_address("127.0.0.2".parse::<std::net::IpAddr>().unwrap())
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .unwrap();
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        let answer = other
+            .get(format!("{}/api/health", server.base))
+            .send()
+            .await
+            .expect("another address is served while one holds 300 idle connections");
+        assert_eq!(answer.status(), 200);
+        eprintln!("health from 127.0.0.2 in {:?}", started.elapsed());
+    }
+    drop(idle);
+}

@@ -35,9 +35,13 @@ pub struct HttpLimits {
     /// Time to send a request's whole body once its headers arrived (`R2R_BODY_TIMEOUT`,
     /// seconds, 1 to 600, default 30); a late body is answered 408.
     pub body_timeout: std::time::Duration,
-    /// Connections open at once (`R2R_MAX_CONNECTIONS`, 16 to 100,000, default 1,024); one
+    /// Connections open at once (`R2R_MAX_CONNECTIONS`, 16 to 100,000, default 8,192); one
     /// more is closed at once.
     pub max_connections: usize,
+    /// Connections open at once from one client address (`R2R_MAX_CONNECTIONS_PER_CLIENT`,
+    /// 1 to 100,000, default 256); one more from it is closed at once. A trusted proxy
+    /// (`R2R_TRUSTED_PROXIES`) is not held to it.
+    pub max_connections_per_client: usize,
 }
 
 impl Default for HttpLimits {
@@ -45,7 +49,8 @@ impl Default for HttpLimits {
         HttpLimits {
             header_timeout: std::time::Duration::from_secs(10),
             body_timeout: std::time::Duration::from_secs(30),
-            max_connections: 1_024,
+            max_connections: 8_192,
+            max_connections_per_client: 256,
         }
     }
 }
@@ -439,10 +444,19 @@ impl Config {
                 "R2R_MAX_CONNECTIONS",
                 16,
                 100_000,
-                1_024,
+                8_192,
                 "how many connections may be open at once",
             )?)
-            .unwrap_or(1_024),
+            .unwrap_or(8_192),
+            max_connections_per_client: usize::try_from(whole_in(
+                env,
+                "R2R_MAX_CONNECTIONS_PER_CLIENT",
+                1,
+                100_000,
+                256,
+                "how many connections one client address may have open at once",
+            )?)
+            .unwrap_or(256),
         };
         Ok(Config {
             database_url,
@@ -944,15 +958,17 @@ mod tests {
             ("R2R_HEADER_TIMEOUT", "2"),
             ("R2R_BODY_TIMEOUT", "3"),
             ("R2R_MAX_CONNECTIONS", "64"),
+            ("R2R_MAX_CONNECTIONS_PER_CLIENT", "8"),
         ]);
         let http = Config::from_env(&set, None).unwrap().http;
         assert_eq!(
             (
                 http.header_timeout.as_secs(),
                 http.body_timeout.as_secs(),
-                http.max_connections
+                http.max_connections,
+                http.max_connections_per_client
             ),
-            (2, 3, 64)
+            (2, 3, 64, 8)
         );
         for (name, value) in [
             ("R2R_HEADER_TIMEOUT", "0"),
@@ -961,6 +977,7 @@ mod tests {
             ("R2R_BODY_TIMEOUT", "601"),
             ("R2R_MAX_CONNECTIONS", "15"),
             ("R2R_MAX_CONNECTIONS", "-1"),
+            ("R2R_MAX_CONNECTIONS_PER_CLIENT", "0"),
         ] {
             let env = Environment::from_pairs([(name, value)]);
             let error = Config::from_env(&env, None).unwrap_err();

@@ -347,17 +347,7 @@ pub async fn hold_release(
         })?;
     let forge = forge_of(&target)?;
     let mut held = Vec::new();
-    for bug_id in state
-        .store
-        .bug_ids_in_states(&[BugState::Merged])
-        .await
-        .map_err(Refused::storage)?
-    {
-        let bug = load(state, &bug_id).await?;
-        if state.target_of(&bug.component).await.project != target.project {
-            continue;
-        }
-        let Some(merge) = &bug.merge else { continue };
+    for (bug_id, merge) in merged_bugs(state, &target).await? {
         let relation = forge
             .relation(&merge.merge_commit, commit)
             .await
@@ -373,6 +363,29 @@ pub async fn hold_release(
         held.push(bug_id);
     }
     Ok(held)
+}
+
+/// The bugs of `target` in `merged`, with their merges.
+async fn merged_bugs(
+    state: &AppState,
+    target: &crate::projects::Target,
+) -> Result<Vec<(String, domain::workflow::MergeRecord)>, Refused> {
+    let mut merged = Vec::new();
+    for bug_id in state
+        .store
+        .bug_ids_in_states(&[BugState::Merged])
+        .await
+        .map_err(Refused::storage)?
+    {
+        let bug = load(state, &bug_id).await?;
+        if state.target_of(&bug.component).await.project != target.project {
+            continue;
+        }
+        if let Some(merge) = bug.merge {
+            merged.push((bug_id, merge));
+        }
+    }
+    Ok(merged)
 }
 
 /// How long after its merge was recorded a bug's merge commit may still be missing from the
@@ -396,17 +409,7 @@ pub async fn reconcile_history(
     let forge = forge_of(&target)?;
     let now = crate::clock::now_ms();
     let mut seen = Vec::new();
-    for bug_id in state
-        .store
-        .bug_ids_in_states(&[BugState::Merged])
-        .await
-        .map_err(Refused::storage)?
-    {
-        let bug = load(state, &bug_id).await?;
-        if state.target_of(&bug.component).await.project != target.project {
-            continue;
-        }
-        let Some(merge) = &bug.merge else { continue };
+    for (bug_id, merge) in merged_bugs(state, &target).await? {
         if now - merge.at < REWRITE_GRACE_MS {
             continue;
         }
