@@ -53,21 +53,26 @@ export async function tracking(request: APIRequestContext, link: string): Promis
 
 /**
  * `r2r demo drive`: plays the crew's measured reproduction (ShopLite's own regression test)
- * against the desk's database. Without a Docker sandbox on this host it runs that trusted
- * test on the host.
+ * against the desk's database, or (`review`) opens a pushed branch of the local forge as the
+ * bug's draft — the API opens drafts only for changes the desk measured itself. Without a
+ * Docker sandbox on this host it runs that trusted test on the host.
  */
-export async function drive(bug: string, to: 'question' | 'release'): Promise<void> {
+export async function drive(bug: string, to: 'question' | 'review' | 'release', branch?: string): Promise<void> {
   const backend = process.env.R2R_SANDBOX_BACKEND
     ?? (process.env.DOCKER_HOST || fs.existsSync('/var/run/docker.sock') ? 'docker' : 'host');
-  await execFileAsync(
-    './target/release/r2r',
-    ['--env-file', `${process.env.R2R_E2E_DATA_DIR}/absent.env`, 'demo', 'drive', '--bug', bug, '--to', to],
-    {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: process.env.R2R_E2E_DATABASE_URL!, RUST_LOG: 'warn', R2R_SANDBOX_BACKEND: backend },
-      timeout: 240_000,
+  const args = ['--env-file', `${process.env.R2R_E2E_DATA_DIR}/absent.env`, 'demo', 'drive', '--bug', bug, '--to', to];
+  if (branch !== undefined) args.push('--branch', branch);
+  await execFileAsync('./target/release/r2r', args, {
+    cwd: root,
+    env: {
+      ...process.env,
+      DATABASE_URL: process.env.R2R_E2E_DATABASE_URL!,
+      R2R_LOCAL_FORGE: process.env.R2R_E2E_LOCAL_FORGE!,
+      RUST_LOG: 'warn',
+      R2R_SANDBOX_BACKEND: backend,
     },
-  );
+    timeout: 240_000,
+  });
 }
 
 /** A signed-in owner's CSRF token (the desk's pages and `GET /api/v1/me` both hand it out). */

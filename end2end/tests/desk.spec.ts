@@ -536,8 +536,13 @@ test('the fix’s diff reads like a code review, and the bug’s sections are ta
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
-  const submitted = await request.post(`/api/v1/bugs/${bug}/fix`, { headers: fixer, data: { branch: `cap-${bug}`, title: 'Cap the discount at the subtotal' } });
-  expect(submitted.status(), await submitted.text()).toBe(200);
+  // Opened as the draft the desk would open for a change it measured (the API opens no draft
+  // for a branch it did not measure).
+  execFileSync(
+    './target/release/r2r',
+    ['--env-file', `${process.env.R2R_E2E_DATA_DIR}/absent.env`, 'demo', 'drive', '--bug', bug, '--to', 'review', '--branch', `cap-${bug}`],
+    { cwd: path.resolve(__dirname, '..', '..'), env: { ...process.env, DATABASE_URL: process.env.R2R_E2E_DATABASE_URL!, R2R_LOCAL_FORGE: forge, RUST_LOG: 'warn' }, stdio: 'pipe', timeout: 60_000 },
+  );
 
   // A link to a section opens it.
   await signIn(page, `/desk/bugs/${bug}`);

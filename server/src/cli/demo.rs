@@ -256,9 +256,13 @@ pub enum DemoCommand {
         /// The bug id (shown to the reporter after filing).
         #[arg(long)]
         bug: String,
-        /// `question`: propose the measured failing test; `release`: fix, merge and deploy.
+        /// `question`: propose the measured failing test; `review`: open `--branch` of the
+        /// local forge as the draft (scripted); `release`: fix, merge and deploy.
         #[arg(long, value_enum)]
         to: crate::cli::demo_drive::Stage,
+        /// With `--to review`: the pushed branch of the local forge (R2R_LOCAL_FORGE).
+        #[arg(long)]
+        branch: Option<String>,
         /// The ShopLite crate folder.
         #[arg(long, default_value = "shoplite", value_name = "DIR")]
         shoplite: PathBuf,
@@ -363,10 +367,20 @@ pub async fn command(env_file: &Path, command: DemoCommand) -> anyhow::Result<Ex
                 ExitCode::from(1)
             })
         }
-        DemoCommand::Drive { bug, to, shoplite } => {
+        DemoCommand::Drive {
+            bug,
+            to,
+            shoplite,
+            branch,
+        } => {
             let config = load_config(env_file, None)?;
             let store = store::Store::connect(&config.database_url).await?;
             store.migrate().await?;
+            let forge = config
+                .local_forge
+                .as_ref()
+                .map(|path| forge::LocalForge::new(path, &config.local_forge_branch));
+            let review = forge.as_ref().zip(branch.as_deref());
             crate::cli::demo_drive::drive(
                 &store,
                 &bug,
@@ -374,6 +388,7 @@ pub async fn command(env_file: &Path, command: DemoCommand) -> anyhow::Result<Ex
                 &shoplite,
                 &config.policy,
                 (config.sandbox_backend, &config.sandbox_image),
+                review,
             )
             .await?;
             Ok(ExitCode::SUCCESS)

@@ -24,6 +24,10 @@ use store::Store;
 pub enum Stage {
     /// A measured failing test is proposed: reporters are asked "is this the bug you saw?".
     Question,
+    /// A hand-made change pushed as a branch of the local forge is opened as the bug's draft
+    /// pull request (scripted: the desk did not measure it; for trying the review pages). The
+    /// API opens drafts only for changes the desk measured itself.
+    Review,
     /// A scripted fix is merged and recorded live: reporters are asked "does it work?".
     Release,
 }
@@ -60,6 +64,9 @@ pub enum DriveError {
     /// The demo could not run.
     #[error(transparent)]
     Demo(#[from] crate::cli::demo::DemoError),
+    /// The local forge refused the draft.
+    #[error("the local forge refused the draft: {0}")]
+    Forge(String),
     /// Storage failed.
     #[error(transparent)]
     Store(#[from] store::StoreError),
@@ -121,7 +128,7 @@ async fn step(
     }
 }
 
-/// Drives `bug` to `stage`.
+/// Drives `bug` to `stage`; `review` opens `branch` of the local forge `forge`.
 pub async fn drive(
     store: &Store,
     bug: &str,
@@ -129,6 +136,7 @@ pub async fn drive(
     shoplite: &Path,
     policy: &Policy,
     sandbox: (Option<sandbox::Backend>, &str),
+    review: Option<(&forge::LocalForge, &str)>,
 ) -> Result<(), DriveError> {
     let current = store
         .load_bug(bug)
@@ -205,6 +213,48 @@ pub async fn drive(
                 Command::ProposeReproduction { reproduction },
                 reproducer,
                 Some(Rerun::Reproduced),
+                policy,
+            )
+            .await?;
+        }
+        Stage::Review => {
+            if current.state != BugState::Fixing {
+                return Err(DriveError::WrongState {
+                    bug: bug.to_owned(),
+                    state: current.state.as_str().to_owned(),
+                    stage: "review",
+                    needs: "fixing (POST /api/v1/bugs/{id}/fix/start)",
+                });
+            }
+            let Some((forge, branch)) = review else {
+                return Err(DriveError::Forge(
+                    "review needs --branch and a local forge (R2R_LOCAL_FORGE)".to_owned(),
+                ));
+            };
+            use forge::Forge;
+            let draft = forge
+                .open_draft(&forge::DraftRequest {
+                    branch: branch.to_owned(),
+                    title: format!("Fix {bug}"),
+                    body: "A hand-made change opened by r2r demo drive (scripted: the desk did not measure it).".to_owned(),
+                })
+                .await
+                .map_err(|e| DriveError::Forge(e.to_string()))?;
+            let changed_paths = forge
+                .changed_paths(&draft.head)
+                .await
+                .map_err(|e| DriveError::Forge(e.to_string()))?;
+            step(
+                store,
+                bug,
+                "open the scripted draft",
+                Command::SubmitFix {
+                    number: draft.number,
+                    head: draft.head,
+                    changed_paths,
+                },
+                fixer,
+                None,
                 policy,
             )
             .await?;
