@@ -180,6 +180,25 @@ impl<S> Stalling<S> {
         }
     }
 
+    /// A write's or flush's outcome: progress resets the clock; waiting past `stall` fails.
+    fn judge<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        polled: Poll<std::io::Result<T>>,
+    ) -> Poll<std::io::Result<T>> {
+        match polled {
+            Poll::Pending if self.stalled(cx) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client stopped reading its answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+            ready => {
+                self.since = None;
+                ready
+            }
+        }
+    }
+
     /// After a write that could not go on: whether it has waited too long.
     fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
         let stall = self.stall;
@@ -206,31 +225,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Stalling<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, buf) {
-            Poll::Pending if self.stalled(cx) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the client stopped reading its answer",
-            ))),
-            Poll::Pending => Poll::Pending,
-            ready => {
-                self.since = None;
-                ready
-            }
-        }
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.judge(cx, polled)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match Pin::new(&mut self.inner).poll_flush(cx) {
-            Poll::Pending if self.stalled(cx) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the client stopped reading its answer",
-            ))),
-            Poll::Pending => Poll::Pending,
-            ready => {
-                self.since = None;
-                ready
-            }
-        }
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.judge(cx, polled)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
