@@ -586,6 +586,61 @@ fn only_the_desk_holds_back_a_release_and_the_bug_stays_merged_with_the_reason_i
 }
 
 #[test]
+fn a_distrusted_workers_measurement_sends_the_bug_back_to_be_measured_again_and_only_the_desk_says_so(
+) {
+    let distrust = || Command::DistrustMeasurement {
+        worker: "mallory".into(),
+    };
+    // Awaiting the reporter on a reproduction the worker measured: the question is
+    // withdrawn, the round undone, and the crew starts over.
+    let mut d = Driver::new();
+    d.walk_to_awaiting_reporter();
+    assert!(!d.bug.questions.is_empty());
+    for actor in [
+        owner("ana@desk.test"),
+        role(Role::Reproducer),
+        role(Role::Manager),
+        reporter("r1"),
+    ] {
+        assert_eq!(
+            kind(d.try_(&actor, distrust())),
+            RefusalKind::Forbidden,
+            "{actor:?}"
+        );
+    }
+    assert_eq!(
+        kind(d.try_(
+            &Actor::Desk,
+            Command::DistrustMeasurement { worker: " ".into() }
+        )),
+        RefusalKind::Invalid
+    );
+    d.ok(&Actor::Desk, distrust());
+    assert_eq!(d.bug.state, BugState::Reopened);
+    assert!(d.bug.questions.is_empty() && d.bug.reproduction.is_none());
+    let event = d.events.last().unwrap();
+    assert_eq!(event.kind, "measurement_distrusted");
+    assert_eq!(event.detail["worker"], "mallory");
+    assert_eq!(event.detail["from"], "awaiting_reporter");
+    let job = d.jobs.last().unwrap();
+    assert_eq!(job.kind, "reopen");
+    assert!(job.payload["reason"].contains("worker mallory"));
+
+    // In review on a fix the worker measured: approvals and the pull request go too.
+    let mut d = Driver::new();
+    d.walk_to_in_review(&["shoplite/src/lib.rs"]);
+    d.ok(&Actor::Desk, distrust());
+    assert_eq!(d.bug.state, BugState::Reopened);
+    assert!(d.bug.pull_request.is_none() && d.bug.approvals.is_empty());
+
+    // Merged: people approved it and the desk's own sandbox gated its release; nothing moves.
+    let mut d = Driver::new();
+    d.walk_to_merged();
+    assert!(!d.ok(&Actor::Desk, distrust()).changed);
+    assert_eq!(d.bug.state, BugState::Merged);
+}
+
+#[test]
 fn a_rewritten_history_re_binds_an_identical_tree_and_otherwise_goes_to_a_person() {
     // The same tree under a new commit (an amended message): the merge follows it.
     let mut d = Driver::new();

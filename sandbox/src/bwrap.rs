@@ -433,6 +433,8 @@ impl BwrapSandbox {
             oom_killed,
             duration_ms,
             backend: BACKEND,
+            workers: Vec::new(),
+            confirmation: None,
             stdout,
             stderr,
         })

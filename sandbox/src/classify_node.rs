@@ -220,6 +220,8 @@ mod tests {
             oom_killed: false,
             duration_ms: 500,
             backend: "docker",
+            workers: Vec::new(),
+            confirmation: None,
             stdout,
             stderr,
         }

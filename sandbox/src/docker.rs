@@ -384,6 +384,8 @@ impl DockerSandbox {
             oom_killed: state.oom_killed.unwrap_or(false),
             duration_ms,
             backend: BACKEND,
+            workers: Vec::new(),
+            confirmation: None,
             stdout: stdout.text(),
             stderr: stderr.text(),
         })

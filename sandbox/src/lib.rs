@@ -14,6 +14,7 @@ pub mod classify;
 pub mod classify_go;
 pub mod classify_junit;
 pub mod classify_node;
+pub mod confirm;
 pub mod docker;
 pub mod isolated;
 pub mod pool;
@@ -50,6 +51,8 @@ pub(crate) mod test_support {
             oom_killed: false,
             duration_ms: 10,
             backend: "host",
+            workers: Vec::new(),
+            confirmation: None,
             stdout: stdout.to_owned(),
             stderr: stderr.to_owned(),
         }

@@ -32,8 +32,16 @@ pub struct RunOutcome {
     pub oom_killed: bool,
     /// Wall-clock time.
     pub duration_ms: u64,
-    /// Which runner produced this (`host`, `docker`, `bwrap`).
+    /// Which kind of sandbox produced this (`host`, `docker`, `bwrap`).
     pub backend: &'static str,
+    /// Who ran it, when not this host: the worker hosts that measured it, the first runner
+    /// and then the one that confirmed it, named by the desk from their tokens (never from
+    /// what a worker says of itself). Empty: this host's own sandbox.
+    pub workers: Vec<String>,
+    /// The confirming worker's own run of the same job, when a second worker ran it: it told
+    /// the same story (ending and failing tests); a caller that judges more of the output (a
+    /// reproduction's assertion) judges this run too and believes neither when they differ.
+    pub confirmation: Option<Box<RunOutcome>>,
     /// Captured standard output (lossy UTF-8).
     pub stdout: String,
     /// Captured standard error (lossy UTF-8).
@@ -117,6 +125,8 @@ pub async fn run_on_host(job: &Job) -> Result<RunOutcome, RunError> {
         oom_killed: false,
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         backend: "host",
+        workers: Vec::new(),
+        confirmation: None,
         stdout: String::from_utf8_lossy(&out).into_owned(),
         stderr: String::from_utf8_lossy(&err).into_owned(),
     })

@@ -763,6 +763,8 @@ mod tests {
             oom_killed: false,
             duration_ms: 1,
             backend: "host",
+            workers: Vec::new(),
+            confirmation: None,
             stdout: stdout.into(),
             stderr: stderr.into(),
         }

@@ -419,6 +419,8 @@ impl WireOutcome {
             oom_killed: run.oom_killed,
             duration_ms: run.duration_ms,
             backend,
+            workers: Vec::new(),
+            confirmation: None,
             // No more than the job's own limit keeps, whatever the worker sent.
             stdout: cap(run.stdout, job.limits.output_bytes),
             stderr: cap(run.stderr, job.limits.output_bytes),
@@ -624,6 +626,8 @@ mod tests {
             oom_killed: false,
             duration_ms: 5,
             backend: "bwrap",
+            workers: Vec::new(),
+            confirmation: None,
             stdout: "built".into(),
             stderr: String::new(),
         };

@@ -6,8 +6,15 @@
 //!
 //! Nothing waits silently: a job no worker claims within the claim timeout is given up with
 //! the reason (start a worker), and so is one whose workers all stopped answering.
+//!
+//! A worker host is believed only so far: every outcome names the worker that ran it (from
+//! its token, never from what it says of itself), and a test run (a reproduction, a baseline,
+//! a fix candidate's suite) is run again by a second worker that never saw the first answer
+//! before it moves anything (`R2R_SANDBOX_CONFIRM`: `auto`, the default, confirms whenever two
+//! workers hold tokens). When the two disagree the desk believes neither and says so.
 
 use crate::clock::now_ms;
+pub use crate::config::Confirm;
 use async_trait::async_trait;
 use sandbox::wire::{WireJob, WireOutcome};
 use sandbox::{RunOutcome, Sandbox, SandboxError, SandboxJob};
@@ -48,14 +55,46 @@ impl Drop for Abandoned {
 pub struct QueuedSandbox {
     store: Store,
     claim_timeout: Duration,
+    confirm: Confirm,
 }
 
 impl QueuedSandbox {
-    /// Over `store`'s queue; a job nobody claims within `claim_timeout` is given up.
-    pub fn new(store: Store, claim_timeout: Duration) -> Self {
+    /// Over `store`'s queue; a job nobody claims within `claim_timeout` is given up; test
+    /// runs are confirmed by a second worker as `confirm` says.
+    pub fn new(store: Store, claim_timeout: Duration, confirm: Confirm) -> Self {
         QueuedSandbox {
             store,
             claim_timeout,
+            confirm,
+        }
+    }
+
+    /// Whether this test run needs a second worker's run.
+    async fn confirming(&self) -> bool {
+        match self.confirm {
+            Confirm::Never => false,
+            Confirm::Always => true,
+            // Unknown reads as two: a confirmation that cannot be had says so, an
+            // unconfirmed run that should have been confirmed says nothing.
+            Confirm::Auto => self
+                .store
+                .active_sandbox_workers()
+                .await
+                .map_or(true, |workers| workers >= 2),
+        }
+    }
+
+    /// Whether `worker` still holds a valid token (an owner may have distrusted it while
+    /// its outcome waited to be read or confirmed).
+    async fn still_trusted(&self, worker: &str) -> Result<(), SandboxError> {
+        match self.store.sandbox_worker_active(worker).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(failed(format!(
+                "worker {worker} lost its token (revoked or distrusted) before its outcome was used: the desk does not use it"
+            ))),
+            Err(error) => Err(failed(format!(
+                "cannot tell whether worker {worker} is still trusted: {error}"
+            ))),
         }
     }
 }
@@ -88,17 +127,48 @@ impl Sandbox for QueuedSandbox {
                 .map_err(|e| failed(format!("packing the job stopped: {e}")))??
         };
         let spec = serde_json::to_string(&packed).map_err(|e| failed(e.to_string()))?;
+        drop(packed);
         let purpose = if job.output.is_some() {
             "build"
         } else {
             "test"
         };
+        let (mut first, worker) = self.run_once(job, purpose, &spec, None).await?;
+        self.still_trusted(&worker).await?;
+        if purpose == "build" || !self.confirming().await {
+            first.workers = vec![worker];
+            return Ok(first);
+        }
+        let (second, confirmer) = self.run_once(job, purpose, &spec, Some(&worker)).await?;
+        self.still_trusted(&worker).await?;
+        self.still_trusted(&confirmer).await?;
+        if let Some(difference) = sandbox::confirm::disagreement(&first, &second) {
+            tracing::warn!(%worker, %confirmer, %difference, "two workers disagree about one sandbox job");
+            return Err(failed(format!(
+                "worker {worker} and worker {confirmer} ran the same job and disagree ({difference}): the desk believes neither; an owner can distrust the one that lies (r2r sandbox distrust-worker --name NAME)"
+            )));
+        }
+        first.workers = vec![worker, confirmer];
+        first.confirmation = Some(Box::new(second));
+        Ok(first)
+    }
+}
+
+impl QueuedSandbox {
+    /// One run of the encoded job through the queue, by any worker but `excluded`: its
+    /// outcome and the worker that ran it.
+    async fn run_once(
+        &self,
+        job: &SandboxJob,
+        purpose: &str,
+        spec: &str,
+        excluded: Option<&str>,
+    ) -> Result<(RunOutcome, String), SandboxError> {
         let id = new_job_id();
         self.store
-            .enqueue_sandbox_job(&id, purpose, &spec, now_ms())
+            .enqueue_sandbox_job(&id, purpose, spec, excluded, now_ms())
             .await
             .map_err(|e| failed(format!("cannot queue the job: {e}")))?;
-        drop(spec);
         let started = Instant::now();
         let bound = self.claim_timeout + (job.deadline + SLACK) * MAX_SANDBOX_CLAIMS;
         // If this wait is dropped (the caller went away), the job goes with it: nobody would
@@ -161,9 +231,10 @@ impl Sandbox for QueuedSandbox {
                     })?;
                     tracing::info!(job = %id, %worker, "sandbox job came back");
                     let job = job.clone();
-                    return tokio::task::spawn_blocking(move || outcome.into_outcome(&job))
+                    let outcome = tokio::task::spawn_blocking(move || outcome.into_outcome(&job))
                         .await
-                        .map_err(|e| failed(format!("reading the outcome stopped: {e}")))?;
+                        .map_err(|e| failed(format!("reading the outcome stopped: {e}")))??;
+                    return Ok((outcome, worker));
                 }
                 SandboxJobStatus::Missing => {
                     return Err(failed("the job left the queue before it finished".into()))
@@ -177,18 +248,29 @@ impl Sandbox for QueuedSandbox {
                         .store
                         .sandbox_queue()
                         .await
-                        .map(|queue| queue.iter().any(|(_, worker, _)| worker.is_some()))
+                        .map(|queue| {
+                            queue.iter().any(|(_, worker, _)| {
+                                worker.is_some() && worker.as_deref() != excluded
+                            })
+                        })
                         .unwrap_or(false);
                     if busy && started.elapsed() < bound {
                         continue;
                     }
                     abandoned.store = None;
-                    return give_up(SandboxError::Unavailable {
-                        backend: "worker",
-                        reason: format!(
+                    let reason = match excluded {
+                        None => format!(
                             "no sandbox worker claimed the job within {} s (R2R_SANDBOX_CLAIM_TIMEOUT) and none is at work: start `r2r sandbox worker` on a host with a sandbox",
                             self.claim_timeout.as_secs()
                         ),
+                        Some(first) => format!(
+                            "worker {first}'s run waits for a second worker to confirm it, and none claimed the confirming run within {} s (R2R_SANDBOX_CLAIM_TIMEOUT): start `r2r sandbox worker` on another host, or set R2R_SANDBOX_CONFIRM=never to take one worker's word",
+                            self.claim_timeout.as_secs()
+                        ),
+                    };
+                    return give_up(SandboxError::Unavailable {
+                        backend: "worker",
+                        reason,
                     })
                     .await;
                 }

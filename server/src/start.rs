@@ -206,6 +206,10 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
             store.clone(),
             config.policy.clone(),
         )),
+        tokio::spawn(crate::workers::distrust::run(
+            store.clone(),
+            config.policy.clone(),
+        )),
         tokio::spawn(crate::workers::github::run_worker(
             store.clone(),
             config.github.clone(),

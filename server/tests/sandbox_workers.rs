@@ -157,6 +157,9 @@ async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other(
             ("R2R_SANDBOX_BACKEND", "none"),
             ("R2R_SANDBOX_RUNNER", "workers"),
             ("R2R_SANDBOX_CONCURRENCY", "4"),
+            // One worker's word per job here (the queue itself is under test); a second
+            // worker's confirmation has a test of its own.
+            ("R2R_SANDBOX_CONFIRM", "never"),
         ],
     );
     let desk = Desk {
@@ -203,6 +206,10 @@ async fn two_workers_share_the_queue_and_a_killed_workers_job_goes_to_the_other(
     assert_eq!(
         answer["desk_run"]["backend"], "docker",
         "measured in the worker's Docker sandbox: {answer}"
+    );
+    assert_eq!(
+        answer["desk_run"]["runner"], "worker host-b",
+        "the evidence names the worker that measured it: {answer}"
     );
     assert!(
         killed_at.elapsed() >= Duration::from_secs(10),
@@ -349,6 +356,265 @@ async fn without_a_worker_the_desk_says_so_instead_of_waiting() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("R2R_SANDBOX_RUNNER"));
+}
+
+const PASSING: &str = "#[test]\nfn coupon_keeps_a_small_total() {\n    assert_eq!(cart::total(200, 100), 100, \"payable total for SAVE100\");\n}\n";
+
+/// A lying worker host, played by the test over the worker API with its own real token: it
+/// claims whatever it can and, without running anything, reports the proposed test (a job
+/// with `--test`) as failed with the words a failing cargo test prints, and anything else
+/// (the baseline) as green. Its made-up assertion ends in `says`.
+fn mallory(
+    base: String,
+    token: String,
+    names_failing: &'static str,
+    says: &'static str,
+) -> tokio::task::JoinHandle<u32> {
+    tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        let mut answered = 0;
+        loop {
+            let claim = client
+                .post(format!("{base}/api/v1/sandbox/jobs/claim"))
+                .bearer_auth(&token)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            match claim.status().as_u16() {
+                204 => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+                200 => {}
+                // Its token ended (distrusted): it stops.
+                _ => return answered,
+            }
+            let job: Value = claim.json().await.unwrap();
+            let command = job["job"]["command"].to_string();
+            let ran = if command.contains("--test ") {
+                json!({"exit_code": 101, "timed_out": false, "oom_killed": false, "duration_ms": 900,
+                       "backend": "docker",
+                       "stdout": format!("running 1 test\ntest {names_failing} ... FAILED\n\nfailures:\n\n---- {names_failing} stdout ----\n\nthread '{names_failing}' panicked at tests/coupon.rs:3:5:\nassertion `left == right` failed: {says}\n  left: -100\n right: 0\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\nfailures:\n    {names_failing}\n\ntest result: FAILED. 0 passed; 1 failed; 0 ignored\n"),
+                       "stderr": ""})
+            } else {
+                json!({"exit_code": 0, "timed_out": false, "oom_killed": false, "duration_ms": 700,
+                       "backend": "docker", "stdout": "test result: ok. 0 passed; 0 failed\n", "stderr": ""})
+            };
+            let finished = client
+                .post(format!(
+                    "{base}/api/v1/sandbox/jobs/{}/outcome",
+                    job["id"].as_str().unwrap()
+                ))
+                .bearer_auth(&token)
+                .json(&json!({"lease_id": job["lease_id"], "outcome": {"ran": ran}}))
+                .send()
+                .await
+                .unwrap();
+            assert!(
+                finished.status().is_success(),
+                "{:?}",
+                finished.text().await
+            );
+            answered += 1;
+        }
+    })
+}
+
+/// A worker host that lies cannot move a bug: every test run is confirmed by a second worker
+/// that never saw the first answer; a made-up failure of a passing test is refused with both
+/// workers named and nothing recorded, a run both tell alike names both on its evidence, and
+/// once an owner distrusts the liar its token ends and the bug it measured starts over (the
+/// reporter's question withdrawn), its evidence marked on the desk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_worker_confirms_each_run_and_a_distrusted_workers_bugs_are_measured_again() {
+    if !common::docker_here().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let owner_hash = server::auth::hash_password(common::PASSWORD).unwrap();
+    let session_key = "k".repeat(64);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_OWNER_EMAIL", common::OWNER),
+            ("R2R_OWNER_PASSWORD_HASH", owner_hash.as_str()),
+            ("R2R_SESSION_KEY", session_key.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "none"),
+            ("R2R_SANDBOX_RUNNER", "workers"),
+            ("R2R_SANDBOX_CLAIM_TIMEOUT", "60"),
+        ],
+    );
+    let desk = Desk {
+        base: server.base.clone(),
+        reproducer: reproducer.clone(),
+        client: reqwest::Client::new(),
+    };
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let honest = add_worker(dir.path(), &url, "honest");
+    let liar = add_worker(dir.path(), &url, "mallory");
+    let _honest = start_worker(dir.path(), &desk.base, &honest);
+
+    // A passing test reported as failing: the honest worker's run says otherwise.
+    let lying = mallory(
+        desk.base.clone(),
+        liar.clone(),
+        "coupon_keeps_a_small_total",
+        "payable total for SAVE100",
+    );
+    let bug = desk
+        .bug_reproducing("Coupon makes the total negative")
+        .await;
+    let (status, answer) = desk
+        .post(
+            &reproducer,
+            &format!("/api/v1/bugs/{bug}/reproduction"),
+            json!({
+                "test_path": "tests/small.rs", "test_name": "coupon_keeps_a_small_total",
+                "test_source": PASSING, "model": "scripted-shoplite-1", "provider": "scripted",
+            }),
+        )
+        .await;
+    assert_eq!(status, 503, "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains("worker mallory")
+            && message.contains("worker honest")
+            && message.contains("disagree")
+            && message.contains("failing coupon_keeps_a_small_total")
+            && message.contains("exit 0"),
+        "{message}"
+    );
+    let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
+    assert_eq!(stored.state, domain::BugState::Reproducing, "nothing moved");
+    assert!(stored.reproduction.is_none());
+    assert!(!store
+        .evidence_for(&bug)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| e.kind == "reproduction_rerun"));
+    lying.abort();
+
+    // A failing test whose failure mallory makes up in other words than the real one (the
+    // same exit, the same failing test, another assertion): the verdicts differ.
+    let lying = mallory(
+        desk.base.clone(),
+        liar.clone(),
+        "coupon_never_makes_the_total_negative",
+        "payable total for SAVE300, and the shop owes the customer",
+    );
+    let (status, answer) = desk.propose(&bug).await;
+    assert_eq!(status, 503, "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(
+        message.contains("verdicts differ") && message.contains("mallory"),
+        "{message}"
+    );
+    lying.abort();
+
+    // A failing test both workers tell alike: confirmed, and both are named.
+    let lying = mallory(
+        desk.base.clone(),
+        liar.clone(),
+        "coupon_never_makes_the_total_negative",
+        "payable total for SAVE300",
+    );
+    let (status, answer) = desk.propose(&bug).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "awaiting_reporter");
+    let runner = answer["desk_run"]["runner"].as_str().unwrap();
+    assert!(
+        runner.contains("confirmed by worker")
+            && runner.contains("honest")
+            && runner.contains("mallory"),
+        "{runner}"
+    );
+    assert!(
+        store.sandbox_queue().await.unwrap().is_empty(),
+        "no job is left behind"
+    );
+
+    // The owner stops trusting mallory: its token ends, and the bug it helped measure
+    // starts over within seconds, its question to the reporter withdrawn.
+    let output = common::r2r(dir.path())
+        .args(["sandbox", "distrust-worker", "--name", "mallory"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("1 bug(s)"),
+        "{output:?}"
+    );
+    assert!(
+        lying.await.unwrap() >= 1,
+        "mallory stopped when its token ended"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let stored = loop {
+        let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
+        if stored.state == domain::BugState::Reopened {
+            break stored;
+        }
+        assert!(Instant::now() < deadline, "still {:?}", stored.state);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(stored.questions.is_empty() && stored.reproduction.is_none());
+    let events = store.events_of(&bug).await.unwrap();
+    let distrusted = events
+        .iter()
+        .find(|e| e.event.kind == "measurement_distrusted")
+        .unwrap();
+    assert_eq!(distrusted.event.detail["worker"], "mallory");
+    // Once only, whatever the sweep sees later.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        store
+            .events_of(&bug)
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.event.kind == "measurement_distrusted")
+            .count(),
+        1
+    );
+    // Its name is never given a token again.
+    let again = common::r2r(dir.path())
+        .args(["sandbox", "add-worker", "--name", "mallory"])
+        .env("DATABASE_URL", &url)
+        .output()
+        .unwrap();
+    assert!(!again.status.success(), "{again:?}");
+    // The owners see the mark on the evidence and on the crew page.
+    let (cookie, _) =
+        common::sign_in(&desk.client, &desk.base, common::OWNER, common::PASSWORD).await;
+    for (path, expected) in [
+        (
+            format!("/desk/bugs/{bug}"),
+            "DISTRUSTED: measured by worker mallory",
+        ),
+        ("/desk/crew".to_owned(), "Worker mallory: distrusted"),
+    ] {
+        let page = desk
+            .client
+            .get(format!("{}{path}", desk.base))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(page.contains(expected), "{path}: {page}");
+    }
 }
 
 /// The peak resident memory of process `pid` (VmHWM), in KiB.

@@ -70,6 +70,8 @@ pub struct SandboxWorker {
     pub last_seen_at: Option<Millis>,
     /// Jobs it finished.
     pub jobs_done: i64,
+    /// When an owner stopped trusting it (its token ended then too).
+    pub distrusted_at: Option<Millis>,
 }
 
 fn lease_id() -> String {
@@ -87,15 +89,17 @@ type StatusRow = (
     Option<i64>,
     Option<String>,
 );
-type WorkerRow = (String, i64, Option<i64>, Option<i64>, i64);
+type WorkerRow = (String, i64, Option<i64>, Option<i64>, i64, Option<i64>);
 
 impl Store {
-    /// Queues a sandbox job (and drops rows nobody can be waiting for any more).
+    /// Queues a sandbox job (and drops rows nobody can be waiting for any more); `excluded`
+    /// names a worker that may not claim it (the one whose run this job confirms).
     pub async fn enqueue_sandbox_job(
         &self,
         id: &str,
         purpose: &str,
         spec: &str,
+        excluded: Option<&str>,
         now: Millis,
     ) -> Result<(), StoreError> {
         for_each_backend!(self, pool, begin => {
@@ -105,12 +109,14 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             sqlx::query(
-                "INSERT INTO sandbox_jobs (id, purpose, spec, created_at) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO sandbox_jobs (id, purpose, spec, created_at, excluded_worker) \
+                 VALUES ($1, $2, $3, $4, $5)",
             )
             .bind(id)
             .bind(purpose)
             .bind(spec)
             .bind(now)
+            .bind(excluded)
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
@@ -120,7 +126,8 @@ impl Store {
 
     /// Claims the oldest claimable job for `worker` under a lease of `lease_ms`: one never
     /// claimed, or one whose lease expired and that has been claimed fewer than
-    /// [`MAX_SANDBOX_CLAIMS`] times. Two workers never hold one job.
+    /// [`MAX_SANDBOX_CLAIMS`] times, and never one that confirms `worker`'s own run. Two
+    /// workers never hold one job.
     pub async fn claim_sandbox_job(
         &self,
         worker: &str,
@@ -131,7 +138,8 @@ impl Store {
         let until = now + lease_ms;
         let ready = format!(
             "finished_at IS NULL AND claims < {MAX_SANDBOX_CLAIMS} \
-             AND (leased_until IS NULL OR leased_until <= $4)"
+             AND (leased_until IS NULL OR leased_until <= $4) \
+             AND (excluded_worker IS NULL OR excluded_worker <> $1)"
         );
         let set = "SET claims = claims + 1, worker = $1, lease_id = $2, leased_until = $3";
         let returning = "RETURNING id, purpose, spec, claims, leased_until";
@@ -331,10 +339,12 @@ impl Store {
         now: Millis,
     ) -> Result<bool, StoreError> {
         // A revoked worker's name may be given again, with the new token.
+        // A distrusted worker's name is never given again: what it measured stays marked.
         let sql = "INSERT INTO sandbox_workers (name, token_hash, created_at) VALUES ($1, $2, $3) \
                    ON CONFLICT (name) DO UPDATE SET token_hash = excluded.token_hash, \
                    created_at = excluded.created_at, revoked_at = NULL, last_seen_at = NULL \
-                   WHERE sandbox_workers.revoked_at IS NOT NULL";
+                   WHERE sandbox_workers.revoked_at IS NOT NULL \
+                   AND sandbox_workers.distrusted_at IS NULL";
         let added = for_each_backend!(self, pool, begin => {
             let _ = begin;
             sqlx::query(sql)
@@ -385,7 +395,7 @@ impl Store {
 
     /// Every worker host, by name.
     pub async fn sandbox_workers(&self) -> Result<Vec<SandboxWorker>, StoreError> {
-        let sql = "SELECT name, created_at, revoked_at, last_seen_at, jobs_done \
+        let sql = "SELECT name, created_at, revoked_at, last_seen_at, jobs_done, distrusted_at \
                    FROM sandbox_workers ORDER BY name";
         let rows: Vec<WorkerRow> = match &self.pool {
             Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await?,
@@ -394,14 +404,130 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(
-                |(name, created_at, revoked_at, last_seen_at, jobs_done)| SandboxWorker {
-                    name,
-                    created_at,
-                    revoked_at,
-                    last_seen_at,
-                    jobs_done,
+                |(name, created_at, revoked_at, last_seen_at, jobs_done, distrusted_at)| {
+                    SandboxWorker {
+                        name,
+                        created_at,
+                        revoked_at,
+                        last_seen_at,
+                        jobs_done,
+                        distrusted_at,
+                    }
                 },
             )
             .collect())
     }
+
+    /// How many worker hosts hold a valid token now (the runners a confirmation can go to).
+    pub async fn active_sandbox_workers(&self) -> Result<u32, StoreError> {
+        let sql = "SELECT COUNT(*) FROM sandbox_workers WHERE revoked_at IS NULL";
+        let count: i64 = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql).fetch_one(pool).await?
+        });
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    /// Whether worker `name` holds a valid token (neither revoked nor distrusted).
+    pub async fn sandbox_worker_active(&self, name: &str) -> Result<bool, StoreError> {
+        let sql = "SELECT COUNT(*) FROM sandbox_workers WHERE name = $1 AND revoked_at IS NULL";
+        let count: i64 = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql).bind(name).fetch_one(pool).await?
+        });
+        Ok(count > 0)
+    }
+
+    /// Marks a worker distrusted and ends its token, and gives back every unfinished job it
+    /// holds (its lease ends: the next claim goes to another worker, and its outcome is
+    /// refused). False when no worker has the name or it was distrusted already.
+    pub async fn distrust_sandbox_worker(
+        &self,
+        name: &str,
+        now: Millis,
+    ) -> Result<bool, StoreError> {
+        let done = for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            let done = sqlx::query(
+                "UPDATE sandbox_workers SET distrusted_at = $1, \
+                 revoked_at = COALESCE(revoked_at, $1) WHERE name = $2 AND distrusted_at IS NULL",
+            )
+            .bind(now)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            sqlx::query(
+                "UPDATE sandbox_jobs SET leased_until = NULL, lease_id = NULL, worker = NULL \
+                 WHERE worker = $1 AND finished_at IS NULL",
+            )
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            done
+        });
+        Ok(done == 1)
+    }
+
+    /// Distrusted workers, by name.
+    pub async fn distrusted_sandbox_workers(&self) -> Result<Vec<String>, StoreError> {
+        let sql = "SELECT name FROM sandbox_workers WHERE distrusted_at IS NOT NULL ORDER BY name";
+        Ok(for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql).fetch_all(pool).await?
+        }))
+    }
+
+    /// The bugs with evidence `worker` measured (alone, or as the first or the confirming
+    /// runner) that were not measured again since it was distrusted, oldest first.
+    pub async fn bugs_measured_by(&self, worker: &str) -> Result<Vec<String>, StoreError> {
+        // A coarse match on the stored text (the name in quotes), then the exact one on the
+        // evidence's `workers` lists (a fix attempt's are in its checks).
+        let sql = "SELECT e.bug_id, e.body FROM evidence e WHERE e.body LIKE $1 \
+                   AND NOT EXISTS (SELECT 1 FROM evidence_distrust d \
+                                   WHERE d.bug_id = e.bug_id AND d.worker = $2) \
+                   ORDER BY e.created_at";
+        let pattern = format!("%\"{worker}\"%");
+        let rows: Vec<(String, String)> = for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_as(sql).bind(&pattern).bind(worker).fetch_all(pool).await?
+        });
+        let mut bugs: Vec<String> = Vec::new();
+        for (bug, body) in rows {
+            let body: serde_json::Value = serde_json::from_str(&body)
+                .map_err(|e| StoreError::Corrupt(format!("evidence body: {e}")))?;
+            if measured_by(&body).any(|name| name == worker) && !bugs.contains(&bug) {
+                bugs.push(bug);
+            }
+        }
+        Ok(bugs)
+    }
+
+    /// Records that bug `bug` was dealt with after worker `worker` was distrusted.
+    pub async fn settle_distrust(
+        &self,
+        bug: &str,
+        worker: &str,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        let sql = "INSERT INTO evidence_distrust (bug_id, worker, settled_at) VALUES ($1, $2, $3) \
+                   ON CONFLICT (bug_id, worker) DO NOTHING";
+        for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query(sql).bind(bug).bind(worker).bind(now).execute(pool).await?;
+        });
+        Ok(())
+    }
+}
+
+/// The workers a piece of evidence names as its runners (its own run's, and its checks').
+pub fn measured_by(body: &serde_json::Value) -> impl Iterator<Item = &str> {
+    let own = body["workers"].as_array().into_iter().flatten();
+    let checks = body["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|check| check["workers"].as_array().into_iter().flatten());
+    own.chain(checks).filter_map(serde_json::Value::as_str)
 }

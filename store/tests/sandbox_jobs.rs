@@ -13,11 +13,11 @@ use store::sandbox_jobs::{SandboxJobStatus, MAX_SANDBOX_CLAIMS};
 async fn a_job_is_held_by_one_worker_and_returns_when_its_lease_expires(backend: &str) {
     let (store, _url, _dir) = support::fresh(backend).await;
     store
-        .enqueue_sandbox_job("j1", "fix", "{}", 1_000)
+        .enqueue_sandbox_job("j1", "fix", "{}", None, 1_000)
         .await
         .unwrap();
     store
-        .enqueue_sandbox_job("j2", "fix", "{}", 1_001)
+        .enqueue_sandbox_job("j2", "fix", "{}", None, 1_001)
         .await
         .unwrap();
     let a = store
@@ -90,7 +90,7 @@ async fn a_job_is_held_by_one_worker_and_returns_when_its_lease_expires(backend:
 async fn a_job_is_claimed_a_bounded_number_of_times(backend: &str) {
     let (store, _url, _dir) = support::fresh(backend).await;
     store
-        .enqueue_sandbox_job("j", "fix", "{}", 0)
+        .enqueue_sandbox_job("j", "fix", "{}", None, 0)
         .await
         .unwrap();
     let mut now = 1;
@@ -114,7 +114,7 @@ async fn parallel_claims_never_hand_one_job_out_twice(backend: &str) {
     let (store, _url, _dir) = support::fresh(backend).await;
     for n in 0..40 {
         store
-            .enqueue_sandbox_job(&format!("j{n:02}"), "fix", "{}", n)
+            .enqueue_sandbox_job(&format!("j{n:02}"), "fix", "{}", None, n)
             .await
             .unwrap();
     }
@@ -166,7 +166,86 @@ async fn worker_tokens_name_their_worker_until_revoked(backend: &str) {
     assert!(store.sandbox_worker_of("h1").await.unwrap().is_none());
 }
 
+/// A confirming job never goes to the worker whose run it confirms, even when that worker
+/// is the only one asking; any other worker takes it.
+async fn a_confirmation_never_goes_to_the_worker_it_confirms(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    store
+        .enqueue_sandbox_job("again", "test", "{}", Some("host-a"), 1_000)
+        .await
+        .unwrap();
+    for now in [2_000, 60_000] {
+        assert!(
+            store
+                .claim_sandbox_job("host-a", 10_000, now)
+                .await
+                .unwrap()
+                .is_none(),
+            "host-a may not confirm its own run"
+        );
+    }
+    let b = store
+        .claim_sandbox_job("host-b", 10_000, 60_001)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(b.id, "again");
+}
+
+/// Distrusting a worker ends its token at once, takes back the jobs it holds (another
+/// worker claims them at once, its own outcome is refused), and its name is never given to a
+/// new token: what it measured stays marked as its.
+async fn a_distrusted_worker_loses_its_token_its_jobs_and_its_name(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    assert!(store.add_sandbox_worker("mallory", "hm", 1).await.unwrap());
+    assert!(store.add_sandbox_worker("host-b", "hb", 1).await.unwrap());
+    assert_eq!(store.active_sandbox_workers().await.unwrap(), 2);
+    store
+        .enqueue_sandbox_job("j", "test", "{}", None, 1_000)
+        .await
+        .unwrap();
+    let held = store
+        .claim_sandbox_job("mallory", 60_000, 2_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store
+        .distrust_sandbox_worker("mallory", 3_000)
+        .await
+        .unwrap());
+    assert!(!store
+        .distrust_sandbox_worker("mallory", 3_001)
+        .await
+        .unwrap());
+    assert!(!store
+        .distrust_sandbox_worker("nobody", 3_001)
+        .await
+        .unwrap());
+    assert!(store.sandbox_worker_of("hm").await.unwrap().is_none());
+    assert_eq!(store.active_sandbox_workers().await.unwrap(), 1);
+    assert!(!store.sandbox_job_held("j", "mallory", 3_002).await.unwrap());
+    assert!(!store
+        .finish_sandbox_job("j", &held.lease_id, "mallory", "{}", 3_002)
+        .await
+        .unwrap());
+    let taken = store
+        .claim_sandbox_job("host-b", 60_000, 3_003)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.id, "j", "its job went to another worker at once");
+    assert!(!store.add_sandbox_worker("mallory", "hm2", 4).await.unwrap());
+    let workers = store.sandbox_workers().await.unwrap();
+    let mallory = workers.iter().find(|w| w.name == "mallory").unwrap();
+    assert_eq!(
+        (mallory.distrusted_at, mallory.revoked_at),
+        (Some(3_000), Some(3_000))
+    );
+}
+
 on_both!(
+    a_confirmation_never_goes_to_the_worker_it_confirms,
+    a_distrusted_worker_loses_its_token_its_jobs_and_its_name,
     a_job_is_held_by_one_worker_and_returns_when_its_lease_expires,
     a_job_is_claimed_a_bounded_number_of_times,
     parallel_claims_never_hand_one_job_out_twice,

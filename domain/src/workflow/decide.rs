@@ -488,6 +488,41 @@ pub fn decide(
             }
             out.event("release_held", &[commit.as_str()], &[("reason", reason)]);
         }
+        Command::DistrustMeasurement { worker } => {
+            require_actor(actor, &Actor::Desk, "the desk")?;
+            let worker: String = worker.trim().chars().take(40).collect();
+            if worker.is_empty() {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "worker_required",
+                    "a distrusted measurement names its worker",
+                ));
+            }
+            match bug.state {
+                S::Reproducing
+                | S::AwaitingReporter
+                | S::Confirmed
+                | S::Fixing
+                | S::InReview
+                | S::Approved
+                | S::NeedsHuman => {}
+                // Nothing measured is in force yet, or people approved the merge already.
+                _ => return Ok(dropped(bug)),
+            }
+            let from = bug.state.as_str().to_owned();
+            out.reset_round();
+            out.bug.state = S::Reopened;
+            let reason = format!(
+                "measured by worker {worker}, whom an owner no longer trusts: measured again"
+            );
+            out.event(
+                "measurement_distrusted",
+                &[],
+                &[("worker", worker), ("from", from)],
+            );
+            let key = format!("reopen:{}:v{}", bug.id, out.next_version());
+            out.job(key, "reopen", Consumer::Manager, &[("reason", reason)]);
+        }
         Command::ObserveRewrittenHistory { merge, replacement } => {
             require_actor(actor, &Actor::Desk, "the desk")?;
             if bug.state != S::Merged {

@@ -614,6 +614,16 @@ pub enum Command {
         /// The branch's commit with exactly the same tree, if any.
         replacement: Option<CommitSha>,
     },
+    /// An owner stopped trusting worker host `worker`, and this bug's standing rests on
+    /// evidence it measured (a reproduction, a baseline, a fix candidate's suite): the round
+    /// is undone (an approval of an unmerged head with it) and the bug starts over, so that
+    /// everything is measured again by runners the desk still trusts. An open question to the
+    /// reporter is withdrawn with it. A bug already merged keeps its state (people approved it and the release gate ran in the desk's own
+    /// sandbox); its evidence shows the worker's mark.
+    DistrustMeasurement {
+        /// The distrusted worker.
+        worker: String,
+    },
     /// A reporter answers "does the live fix work for you?".
     AnswerFix {
         /// The question's id.
@@ -682,6 +692,7 @@ impl Command {
             Command::Merge { .. } => "merge",
             Command::RecordDeployment { .. } => "record_deployment",
             Command::HoldRelease { .. } => "hold_release",
+            Command::DistrustMeasurement { .. } => "distrust_measurement",
             Command::ObserveRewrittenHistory { .. } => "observe_rewritten_history",
             Command::AnswerFix { .. } => "answer_fix",
             Command::ReaskExpired => "reask_expired",

@@ -123,9 +123,11 @@ async fn submit(
         ],
         Duration::from_secs(30),
     );
+    // The queue's own throughput: each job once (a confirmed test run costs two of these).
     let queue: Arc<dyn sandbox::Sandbox> = Arc::new(crate::sandbox_queue::QueuedSandbox::new(
         store.clone(),
         Duration::from_secs(60),
+        crate::sandbox_queue::Confirm::Never,
     ));
     // Warm-up (each worker's sandbox, the connections): not timed.
     for _ in 0..workers {

@@ -33,6 +33,14 @@ pub enum SandboxCommand {
         #[arg(long)]
         name: String,
     },
+    /// Stop trusting a worker: its token ends at once, the jobs it holds go back to the
+    /// queue, its name is never given again, and a running desk measures again (within
+    /// seconds) every bug whose evidence it measured that is not merged yet.
+    DistrustWorker {
+        /// The worker's name.
+        #[arg(long)]
+        name: String,
+    },
     /// List the worker hosts and the sandbox jobs waiting or running.
     Workers,
 }
@@ -208,6 +216,22 @@ pub async fn command(
             println!("Worker {name}'s token no longer works.");
             Ok(ExitCode::SUCCESS)
         }
+        SandboxCommand::DistrustWorker { name } => {
+            let store = workers_store(env_file).await?;
+            if !store
+                .distrust_sandbox_worker(&name, crate::clock::now_ms())
+                .await?
+            {
+                anyhow::bail!("no worker named {name:?} that is not distrusted already");
+            }
+            let bugs = store.bugs_measured_by(&name).await?;
+            println!(
+                "Worker {name} is distrusted: its token no longer works and the jobs it held went back to the queue. {} bug(s) have evidence it measured; a running desk measures each again that is not merged yet (`r2r serve` does it within {} s).",
+                bugs.len(),
+                crate::workers::distrust::INTERVAL.as_secs()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         SandboxCommand::Workers => {
             let store = workers_store(env_file).await?;
             let workers = store.sandbox_workers().await?;
@@ -218,7 +242,9 @@ pub async fn command(
                 println!(
                     "{:<24} {:<8} jobs {:>6}  last claim {}",
                     worker.name,
-                    if worker.revoked_at.is_some() {
+                    if worker.distrusted_at.is_some() {
+                        "distrust"
+                    } else if worker.revoked_at.is_some() {
                         "revoked"
                     } else {
                         "active"

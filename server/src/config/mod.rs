@@ -105,6 +105,10 @@ pub struct Config {
     /// each as a job for `r2r sandbox worker` hosts, giving a job up when no worker claims it
     /// within the timeout (`R2R_SANDBOX_CLAIM_TIMEOUT`, seconds, 1 to 3,600, default 120).
     pub sandbox_workers: Option<std::time::Duration>,
+    /// Whether a worker's test run is run again by a second worker before the desk believes
+    /// it (`R2R_SANDBOX_CONFIRM`: `auto`, the default, whenever two workers hold tokens;
+    /// `always`; `never`).
+    pub sandbox_confirm: Confirm,
     /// How many sandbox measurements (proposed reproductions, fix candidates) run at once
     /// (`R2R_SANDBOX_CONCURRENCY`, 1 to [`MAX_SANDBOX_CONCURRENCY`], default 2); a proposal
     /// over the bound is refused with 503 and `Retry-After`.
@@ -132,6 +136,31 @@ pub struct Config {
     /// The model budget (`R2R_SPEND_PER_CALL`, `R2R_SPEND_TOTAL` in dollars;
     /// `R2R_SPEND_CALLS_PER_HOUR`, `R2R_SPEND_CLIENT_CALLS_PER_HOUR`).
     pub spend: domain::spend::Budget,
+}
+
+/// When a worker's test run is run again by a second worker before the desk believes it
+/// (`R2R_SANDBOX_CONFIRM`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Confirm {
+    /// Whenever two or more workers hold a valid token (the default).
+    #[default]
+    Auto,
+    /// Always: with a single worker, test runs wait for a second one (and say so).
+    Always,
+    /// Never: one worker's word is taken (its name is still on the evidence).
+    Never,
+}
+
+impl Confirm {
+    /// From `auto`, `always` or `never`.
+    pub fn parse(text: &str) -> Option<Confirm> {
+        match text {
+            "auto" => Some(Confirm::Auto),
+            "always" => Some(Confirm::Always),
+            "never" => Some(Confirm::Never),
+            _ => None,
+        }
+    }
 }
 
 /// How long a queued sandbox job waits for a worker by default (`R2R_SANDBOX_CLAIM_TIMEOUT`).
@@ -546,6 +575,15 @@ impl Config {
                     }
                 }
             },
+            sandbox_confirm: match env.get("R2R_SANDBOX_CONFIRM").map(str::trim) {
+                None => Confirm::default(),
+                Some(text) => Confirm::parse(text).ok_or_else(|| {
+                    ConfigError::new(
+                        "R2R_SANDBOX_CONFIRM",
+                        format!("expected auto (a second worker confirms each test run when two workers hold tokens), always or never, got {text:?}"),
+                    )
+                })?,
+            },
             task_lease_ms: match env.get("R2R_CREW_TASK_LEASE") {
                 None => domain::crew::TASK_LEASE_MS,
                 Some(text) => text
@@ -946,6 +984,29 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
             assert!(error.reason.contains("1 to 32"), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn worker_confirmation_defaults_to_auto_and_a_bad_value_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.sandbox_confirm, Confirm::Auto);
+        for (text, confirm) in [
+            (" always ", Confirm::Always),
+            ("never", Confirm::Never),
+            ("auto", Confirm::Auto),
+        ] {
+            let env = Environment::from_pairs([("R2R_SANDBOX_CONFIRM", text)]);
+            assert_eq!(
+                Config::from_env(&env, None).unwrap().sandbox_confirm,
+                confirm
+            );
+        }
+        for value in ["yes", "ALWAYS", "1", "auto never"] {
+            let env = Environment::from_pairs([("R2R_SANDBOX_CONFIRM", value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, "R2R_SANDBOX_CONFIRM", "{value:?}");
+            assert!(error.reason.contains("auto"), "{}", error.reason);
         }
     }
 

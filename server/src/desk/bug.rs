@@ -8,7 +8,7 @@ fn text(value: &Value, key: &str) -> Option<String> {
     value[key].as_str().map(str::to_owned)
 }
 
-fn evidence_view(record: store::EvidenceRecord) -> EvidenceView {
+fn evidence_view(record: store::EvidenceRecord, distrusted: &[String]) -> EvidenceView {
     let body = &record.body;
     let output = [text(body, "stdout"), text(body, "stderr")]
         .into_iter()
@@ -89,12 +89,26 @@ fn evidence_view(record: store::EvidenceRecord) -> EvidenceView {
         }
         _ => model.clone(),
     };
+    let runner =
+        text(body, "runner").or_else(|| body["checks"][0]["runner"].as_str().map(str::to_owned));
     let measured_by = match (record.label.as_str(), backend.as_deref()) {
-        ("simulated demo" | "isolated test", Some(backend)) => {
-            format!("isolated test · {backend} sandbox")
-        }
+        ("simulated demo" | "isolated test", Some(backend)) => match runner {
+            Some(runner) => format!("isolated test · {backend} sandbox · {runner}"),
+            None => format!("isolated test · {backend} sandbox"),
+        },
         ("simulated demo" | "isolated test", None) => "isolated test".to_owned(),
         (other, _) => other.to_owned(),
+    };
+    let untrusted: Vec<&str> = store::sandbox_jobs::measured_by(body)
+        .filter(|name| distrusted.iter().any(|d| d == name))
+        .collect();
+    let measured_by = if untrusted.is_empty() {
+        measured_by
+    } else {
+        format!(
+            "DISTRUSTED: measured by worker {} whom an owner no longer trusts (the bug is measured again) · {measured_by}",
+            untrusted.join(", ")
+        )
     };
     EvidenceView {
         id: record.id,
@@ -205,8 +219,16 @@ pub(crate) async fn bug_data(
             .evidence_for(id)
             .await
             .map_err(Refused::storage)?;
+        let distrusted = state
+            .store
+            .distrusted_sandbox_workers()
+            .await
+            .map_err(Refused::storage)?;
         records.sort_by_key(|r| r.created_at);
-        records.into_iter().map(evidence_view).collect()
+        records
+            .into_iter()
+            .map(|record| evidence_view(record, &distrusted))
+            .collect()
     };
     let events = state.store.events_of(id).await.map_err(Refused::storage)?;
     let ledger_status =

@@ -691,7 +691,9 @@ async fn sandbox_lines(state: &AppState) -> Result<Vec<String>, Refused> {
         lines.push(format!(
             "Worker {}: {}, {} job{} done, last claim {}.",
             worker.name,
-            if worker.revoked_at.is_some() {
+            if worker.distrusted_at.is_some() {
+                "distrusted (what it measured is measured again)"
+            } else if worker.revoked_at.is_some() {
                 "revoked"
             } else {
                 "active"

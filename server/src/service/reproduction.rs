@@ -110,6 +110,8 @@ pub(crate) fn run_evidence(
     };
     for (key, value) in [
         ("backend", json!(outcome.backend)),
+        ("runner", json!(runner_of(outcome))),
+        ("workers", json!(outcome.workers)),
         ("exit_code", json!(outcome.exit_code)),
         ("timed_out", json!(outcome.timed_out)),
         ("oom_killed", json!(outcome.oom_killed)),
@@ -120,6 +122,16 @@ pub(crate) fn run_evidence(
         evidence.insert(key.to_owned(), value);
     }
     serde_json::Value::Object(evidence)
+}
+
+/// Who measured a run, for its evidence: the desk's own sandbox, or the worker host(s) the
+/// desk handed it to (named from their tokens).
+pub(crate) fn runner_of(outcome: &sandbox::RunOutcome) -> String {
+    match outcome.workers.as_slice() {
+        [] => "the desk's own sandbox".to_owned(),
+        [one] => format!("worker {one}"),
+        [one, confirmer, ..] => format!("worker {one}, confirmed by worker {confirmer}"),
+    }
 }
 
 pub(crate) fn tail(text: &str, limit: usize) -> String {
@@ -363,6 +375,22 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
 
     let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
     let verdict = profile.classify(&outcome, name);
+    if let Some(second) = &outcome.confirmation {
+        // Two workers ran the test: their verdicts (the assertion a reporter is shown
+        // included) must be the same, or the desk believes neither.
+        let again = profile.classify(second, name);
+        if again != verdict {
+            return Err(Refused::sandbox(sandbox::SandboxError::Failed {
+                backend: "worker",
+                reason: format!(
+                    "{} ran {name} and their verdicts differ ({} against {}): the desk believes neither; an owner can distrust the one that lies (r2r sandbox distrust-worker --name NAME)",
+                    runner_of(&outcome),
+                    serde_json::to_string(&verdict).unwrap_or_default(),
+                    serde_json::to_string(&again).unwrap_or_default(),
+                ),
+            }));
+        }
+    }
     let now = crate::clock::now_ms();
     let evidence_id = format!("rerun-{now}-{:08x}", rand::random::<u32>());
     let evidence = store::EvidenceRecord {
@@ -396,6 +424,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
     let desk_run = json!({
         "evidence": evidence_id,
         "backend": outcome.backend,
+        "runner": runner_of(&outcome),
         "exit_code": outcome.exit_code,
         "duration_ms": outcome.duration_ms,
         "verdict": verdict,

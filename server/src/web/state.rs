@@ -228,6 +228,7 @@ pub fn desk_sandbox(config: &crate::config::Config, store: &Store) -> sandbox::P
             Arc::new(crate::sandbox_queue::QueuedSandbox::new(
                 store.clone(),
                 claim_timeout,
+                config.sandbox_confirm,
             )),
             config.sandbox_backend,
             &config.sandbox_image,
