@@ -641,6 +641,56 @@ fn a_distrusted_workers_measurement_sends_the_bug_back_to_be_measured_again_and_
 }
 
 #[test]
+fn an_owner_rolls_a_live_fix_back_and_nobody_is_asked_about_it_until_it_is_live_again() {
+    let roll_back = |reason: &str| Command::OwnerRollBack {
+        commit: sha(1),
+        reason: reason.into(),
+    };
+    let mut d = Driver::new();
+    d.walk_to_merged();
+    assert_eq!(
+        kind(d.try_(&owner("ana@desk.test"), roll_back("broke checkout"))),
+        RefusalKind::Conflict,
+        "a fix that was never live is not rolled back"
+    );
+    let mut d = Driver::new();
+    d.walk_to_deployed();
+    assert!(d.bug.questions.iter().any(|q| q.kind == QuestionKind::Fix));
+    for actor in [
+        Actor::Desk,
+        role(Role::Recorder),
+        role(Role::Fixer),
+        reporter("r1"),
+    ] {
+        assert_eq!(
+            kind(d.try_(&actor, roll_back("broke checkout"))),
+            RefusalKind::Forbidden,
+            "{actor:?}"
+        );
+    }
+    assert_eq!(
+        kind(d.try_(&owner("ana@desk.test"), roll_back(" \n "))),
+        RefusalKind::Invalid
+    );
+    let asked = d.jobs.len();
+    d.ok(
+        &owner("ana@desk.test"),
+        roll_back("checkout broke after it"),
+    );
+    assert_eq!(d.bug.state, BugState::Merged);
+    assert!(
+        d.bug.questions.iter().all(|q| q.kind != QuestionKind::Fix),
+        "the question about a fix that is not live is withdrawn"
+    );
+    assert_eq!(d.jobs.len(), asked, "nobody is asked");
+    let event = d.events.last().unwrap();
+    assert_eq!(event.kind, "rolled_back");
+    assert_eq!(event.evidence, vec![sha(1).as_str().to_owned()]);
+    assert_eq!(event.detail["from"], "deployed");
+    assert!(event.detail["reason"].contains("checkout broke"));
+}
+
+#[test]
 fn a_rewritten_history_re_binds_an_identical_tree_and_otherwise_goes_to_a_person() {
     // The same tree under a new commit (an amended message): the merge follows it.
     let mut d = Driver::new();

@@ -195,6 +195,7 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         }
         "getDiff" => on(filter, crate::routes::forge::diff),
         "recordDeployment" => on(filter, crate::routes::forge::record_deployment),
+        "rollBack" => on(filter, crate::routes::forge::roll_back),
         "reserveModelCall" => on(filter, spend_api::reserve),
         "settleModelCall" => on(filter, spend_api::settle),
         "getSpend" => on(filter, spend_api::summary),

@@ -1342,6 +1342,116 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
             .as_deref(),
         Some("verified")
     );
+
+    // An owner rolls the service back to the release before the merge: it is served again
+    // (its artifact's hash checked), the bug whose fix it lacks goes back to merged with the
+    // owner's reason, and nobody is asked about a fix that is not live.
+    let base = String::from_utf8(
+        std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(&bare)
+            .args(["rev-parse", &format!("{}^1", merge.as_str())])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_owned();
+    let rollback = "/api/v1/releases/shoplite/rollback";
+    let owner = owner_session(&server.base).await;
+    let crew_token = reqwest::Client::new()
+        .post(format!("{}{rollback}", server.base))
+        .bearer_auth(desk.token(Role::Recorder))
+        .json(&json!({"commit": base, "reason": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(crew_token.status(), 403, "only an owner rolls back");
+    for (path, body, status, code) in [
+        (
+            "/api/v1/releases/nothing/rollback",
+            json!({"commit": base, "reason": "r"}),
+            404,
+            "unknown_service",
+        ),
+        (
+            rollback,
+            json!({"commit": base, "reason": "  "}),
+            422,
+            "reason_required",
+        ),
+        (
+            rollback,
+            json!({"commit": "not-a-commit", "reason": "r"}),
+            422,
+            "",
+        ),
+        (
+            rollback,
+            json!({"commit": merge.as_str(), "reason": "r"}),
+            409,
+            "rollback_refused",
+        ),
+        (
+            rollback,
+            json!({"commit": "1".repeat(40), "reason": "r"}),
+            409,
+            "rollback_refused",
+        ),
+    ] {
+        let (got, answer, _) = owner.post(path, body).await;
+        assert_eq!(got, status, "{path}: {answer}");
+        assert!(code.is_empty() || answer["error"] == code, "{answer}");
+    }
+    let (status, answer, _) = owner
+        .post(
+            rollback,
+            json!({"commit": base, "reason": "checkout broke after the coupon fix"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["bugs_back_to_merged"], json!([bug]), "{answer}");
+    let live_commit = |base_url: String| async move {
+        let health: Value = reqwest::Client::new()
+            .get(format!("{base_url}/live/shoplite/api/health"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        health["commit"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(live_commit(server.base.clone()).await, base);
+    assert_eq!(
+        state_of(server.base.clone(), bug.clone(), manager.clone())
+            .await
+            .as_deref(),
+        Some("merged")
+    );
+    let tracking: Value = reqwest::Client::new()
+        .get(format!("{}/api/v1/track", server.base))
+        .header("x-r2r-capability", &capability)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(tracking["question"].is_null(), "{tracking}");
+    // After a restart the rolled-back release stays live: the head it replaced is not
+    // released again.
+    drop(server);
+    let server = common::start_server_with(&url, &pairs);
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    assert_eq!(live_commit(server.base.clone()).await, base);
+    assert_eq!(
+        state_of(server.base.clone(), bug.clone(), manager.clone())
+            .await
+            .as_deref(),
+        Some("merged")
+    );
     drop(server);
     let store = store::Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
         .await

@@ -488,6 +488,28 @@ pub fn decide(
             }
             out.event("release_held", &[commit.as_str()], &[("reason", reason)]);
         }
+        Command::OwnerRollBack { commit, reason } => {
+            require_owner(actor, "roll a release back")?;
+            if !matches!(bug.state, S::Deployed | S::Verified) {
+                return Err(conflict(bug, command));
+            }
+            let reason: String = reason.trim().chars().take(2_000).collect();
+            if reason.is_empty() {
+                return Err(refusal(
+                    RefusalKind::Invalid,
+                    "reason_required",
+                    "a rollback needs a reason",
+                ));
+            }
+            let from = bug.state.as_str().to_owned();
+            out.bug.state = S::Merged;
+            out.bug.questions.retain(|q| q.kind != QuestionKind::Fix);
+            out.event(
+                "rolled_back",
+                &[commit.as_str()],
+                &[("reason", reason), ("from", from)],
+            );
+        }
         Command::DistrustMeasurement { worker } => {
             require_actor(actor, &Actor::Desk, "the desk")?;
             let worker: String = worker.trim().chars().take(40).collect();

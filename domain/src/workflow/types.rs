@@ -624,6 +624,17 @@ pub enum Command {
         /// The distrusted worker.
         worker: String,
     },
+    /// An owner rolled the live service back to an earlier recorded release that lacks this
+    /// bug's merge (the desk checked): its fix is no longer live, so the bug goes back to
+    /// `merged` with the owner's reason, and the question "does the fix work?" is withdrawn —
+    /// no reporter is asked about a fix that is not live. The next release that contains the
+    /// merge is recorded, and asked about, as any other.
+    OwnerRollBack {
+        /// The release now live again.
+        commit: CommitSha,
+        /// Why, in the owner's words.
+        reason: String,
+    },
     /// A reporter answers "does the live fix work for you?".
     AnswerFix {
         /// The question's id.
@@ -693,6 +704,7 @@ impl Command {
             Command::RecordDeployment { .. } => "record_deployment",
             Command::HoldRelease { .. } => "hold_release",
             Command::DistrustMeasurement { .. } => "distrust_measurement",
+            Command::OwnerRollBack { .. } => "owner_roll_back",
             Command::ObserveRewrittenHistory { .. } => "observe_rewritten_history",
             Command::AnswerFix { .. } => "answer_fix",
             Command::ReaskExpired => "reask_expired",

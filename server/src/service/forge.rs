@@ -365,6 +365,59 @@ pub async fn hold_release(
     Ok(held)
 }
 
+/// An owner served `commit`, an earlier release of `project`, again: every bug of the
+/// project whose fix was live (`deployed`, `verified`) and whose merge `commit` does not
+/// contain goes back to `merged` with the owner's reason (the engine's `OwnerRollBack`).
+/// Returns those bugs.
+pub async fn roll_back_bugs(
+    state: &AppState,
+    project: &str,
+    commit: &CommitSha,
+    reason: &str,
+    owner: &Actor,
+) -> Result<Vec<String>, Refused> {
+    let target = state
+        .reporter
+        .fresh(&state.store)
+        .await
+        .project(project)
+        .ok_or_else(|| {
+            Refused::new(
+                StatusCode::NOT_FOUND,
+                "unknown_project",
+                format!("this desk serves no project {project:?}"),
+            )
+        })?;
+    let forge = forge_of(&target)?;
+    let mut back = Vec::new();
+    for bug_id in state
+        .store
+        .bug_ids_in_states(&[BugState::Deployed, BugState::Verified])
+        .await
+        .map_err(Refused::storage)?
+    {
+        let bug = load(state, &bug_id).await?;
+        if state.target_of(&bug.component).await.project != target.project {
+            continue;
+        }
+        let Some(merge) = bug.merge else { continue };
+        let relation = forge
+            .relation(&merge.merge_commit, commit)
+            .await
+            .map_err(git_refused)?;
+        if relation.contains_base() {
+            continue;
+        }
+        let command = Command::OwnerRollBack {
+            commit: commit.clone(),
+            reason: reason.to_owned(),
+        };
+        record(state, &bug_id, command, owner, &Fetched::default()).await?;
+        back.push(bug_id);
+    }
+    Ok(back)
+}
+
 /// The bugs of `target` in `merged`, with their merges.
 async fn merged_bugs(
     state: &AppState,

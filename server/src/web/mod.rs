@@ -16,4 +16,5 @@ pub use ops::{guard, operation, Operation, OPERATIONS};
 pub use render::{render_hydrated, render_script_free};
 pub use state::{
     desk_sandbox, AppState, LiveInstance, ReleaseProgress, ReleaseStep, Releases, ReporterDesk,
+    Rollback,
 };

@@ -186,6 +186,15 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        id: "rollBack",
+        method: "POST",
+        path: "/api/v1/releases/{service}/rollback",
+        summary: "Serve an earlier recorded release of a service again (owners): the bugs whose fix it lacks go back to merged and nobody is asked about them",
+        realm: Realm::Engineering,
+        accepts: &[Owner],
+        reporter: false,
+    },
+    Operation {
         id: "listBugs",
         method: "GET",
         path: "/api/v1/bugs",

@@ -252,6 +252,20 @@ pub struct Releases {
     pub service: Option<String>,
     live: std::sync::RwLock<Option<LiveInstance>>,
     progress: std::sync::Mutex<Option<ReleaseProgress>>,
+    rollback: std::sync::Mutex<Option<Rollback>>,
+}
+
+/// An owner's request to serve an earlier release again, waiting for the deployer.
+#[derive(Debug)]
+pub struct Rollback {
+    /// The earlier release.
+    pub commit: domain::workflow::CommitSha,
+    /// Why, in the owner's words.
+    pub reason: String,
+    /// The owner.
+    pub owner: domain::workflow::Actor,
+    /// Told the bugs whose fix is no longer live once the release is live, or why not.
+    pub reply: tokio::sync::oneshot::Sender<Result<Vec<String>, String>>,
 }
 
 /// A running, healthy instance of one commit, held in the desk's sandbox.
@@ -318,6 +332,22 @@ impl Releases {
             service: Some(service.to_owned()),
             ..Releases::default()
         }
+    }
+
+    /// Hands `request` to the deployer; gives it back when another is waiting.
+    pub fn request_rollback(&self, request: Rollback) -> Result<(), Rollback> {
+        match self.rollback.lock() {
+            Ok(mut slot) if slot.is_none() => {
+                *slot = Some(request);
+                Ok(())
+            }
+            _ => Err(request),
+        }
+    }
+
+    /// The rollback an owner asked for, if any (the deployer takes it).
+    pub fn take_rollback(&self) -> Option<Rollback> {
+        self.rollback.lock().ok().and_then(|mut slot| slot.take())
     }
 
     /// The live instance.

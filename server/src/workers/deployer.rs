@@ -143,6 +143,11 @@ async fn serve(
     };
     let mut running: Option<Running> = None;
     let mut tried: Option<String> = None;
+    // After an owner's rollback, the head it rolled back from is not released again (a
+    // later head is).
+    let pinned = std::fs::read_to_string(deploy.dir.join(PINNED))
+        .ok()
+        .map(|text| text.trim().to_owned());
     if let Some(commit) = recorded_live(&deploy) {
         match start(&state, &deploy, &commit).await {
             Ok(instance) => {
@@ -152,7 +157,7 @@ async fn serve(
                 // it would leave its bugs `merged` for good: the recorder checks it again
                 // (recording a deployment twice moves nothing the first did not).
                 record(&lane, &commit, "restarted after the desk restarted").await;
-                tried = Some(commit.as_str().to_owned());
+                tried = Some(pinned.unwrap_or_else(|| commit.as_str().to_owned()));
                 running = Some(instance);
             }
             Err(error) => {
@@ -165,6 +170,19 @@ async fn serve(
     let mut later: Option<(std::time::Instant, Duration)> = None;
     let mut reconciled = std::time::Instant::now();
     loop {
+        if let Some(request) = board.take_rollback() {
+            let answer = roll_back(&lane, &mut running, &request).await;
+            match &answer {
+                Ok(bugs) => {
+                    tracing::info!(project, commit = %request.commit.as_str(), ?bugs, "rolled back by an owner")
+                }
+                Err(error) => {
+                    tracing::warn!(project, commit = %request.commit.as_str(), %error, "the rollback did not go live")
+                }
+            }
+            // The owner may have stopped waiting; the board says it either way.
+            let _ = request.reply.send(answer);
+        }
         let due = later.is_none_or(|(at, _)| std::time::Instant::now() >= at);
         if let Some(head) = default_head(&state, &project).await.filter(|_| due) {
             // A merged bug whose merge the head no longer contains (a force-push) is said,
@@ -181,6 +199,8 @@ async fn serve(
             }
             if new_head {
                 tried = Some(head.as_str().to_owned());
+                // A new head ends an owner's rollback: it is released as any other.
+                let _ = std::fs::remove_file(deploy.dir.join(PINNED));
                 match release(&lane, &head).await {
                     Released::Live(next) => {
                         later = None;
@@ -263,6 +283,73 @@ async fn default_head(state: &AppState, project: &str) -> Option<CommitSha> {
         .await
         .ok()
         .flatten()
+}
+
+/// The file naming the head an owner rolled back from (it is not released again).
+const PINNED: &str = "pinned";
+
+/// Serves `request.commit`, an earlier release built here, again: its artifact's hash is
+/// checked, it starts and must answer its health with that commit, the old instance stops,
+/// the bugs whose fix it lacks go back to `merged` with the owner's reason, and the recorder
+/// records it. The head it replaces is not released again until another head lands.
+async fn roll_back(
+    lane: &Lane<'_>,
+    running: &mut Option<Running>,
+    request: &crate::web::Rollback,
+) -> Result<Vec<String>, String> {
+    let (state, deploy, board) = (lane.state, lane.deploy, lane.board);
+    let commit = &request.commit;
+    let sha = commit.as_str();
+    if board.live().is_some_and(|live| live.commit == sha) {
+        return Err("it is the live release already".to_owned());
+    }
+    release::verified_artifact(deploy, commit)
+        .map_err(|e| format!("no release of it built here can be served: {e}"))?;
+    board.report(
+        sha,
+        ReleaseStep::Starting,
+        format!("rolling back (an owner asked: {})", request.reason),
+    );
+    let instance = match start(state, deploy, commit).await {
+        Ok(instance) => instance,
+        Err(error) => {
+            board.report(
+                sha,
+                ReleaseStep::Failed,
+                format!("the rollback did not start; the live release stays: {error}"),
+            );
+            return Err(error);
+        }
+    };
+    let head = default_head(state, lane.project).await;
+    board.set_live(instance.live.clone());
+    if let Err(error) = std::fs::write(deploy.dir.join("live"), sha) {
+        tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
+    }
+    if let Some(head) = &head {
+        if let Err(error) = std::fs::write(deploy.dir.join(PINNED), head.as_str()) {
+            tracing::warn!(%error, "cannot record the head rolled back from; a restart releases it again");
+        }
+    }
+    if let Some(previous) = running.replace(instance) {
+        previous.service.stop().await;
+    }
+    let bugs = crate::service::forge::roll_back_bugs(
+        state,
+        lane.project,
+        commit,
+        &request.reason,
+        &request.owner,
+    )
+    .await
+    .map_err(|refused| {
+        format!(
+            "{sha} is live again, but its bugs could not be moved back: {}",
+            refused.error.message
+        )
+    })?;
+    record(lane, commit, "rolled back by an owner").await;
+    Ok(bugs)
 }
 
 /// How often the branch's history is checked against the merged bugs besides each new head.
