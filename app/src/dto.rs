@@ -670,6 +670,10 @@ pub struct CrewDesk {
     /// The per-bug budget (µ$).
     #[serde(default)]
     pub per_bug: u64,
+    /// The stranger's budget, in words: how many new bugs of one address and component the
+    /// crew starts on in an hour, and how many wait for it now.
+    #[serde(default)]
+    pub strangers: String,
     /// Where the desk's sandbox runs go, in words: this process's own sandbox, or the worker
     /// hosts with each one's state and the jobs waiting or running.
     #[serde(default)]

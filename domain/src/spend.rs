@@ -142,6 +142,20 @@ pub fn admit(budget: &Budget, usage: &Usage, worst_case: Micros) -> Result<(), S
     Ok(())
 }
 
+/// When the crew may start on a new bug filed by a stranger (a client address and component
+/// whose bugs nobody confirmed yet), so that at most `limit` such starts fall in any `window`:
+/// `starts` are that address's and component's starts not older than the window (past ones
+/// and those already put off), oldest first. Now, while fewer than `limit` are in the window;
+/// otherwise a window after the start `limit` places back. The bug is kept either way: only
+/// its crew work waits.
+pub fn stranger_start(starts: &[i64], limit: u32, window: i64, now: i64) -> i64 {
+    let limit = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
+    match starts.len().checked_sub(limit) {
+        None => now,
+        Some(index) => now.max(starts[index].saturating_add(window)),
+    }
+}
+
 /// What a finished call is booked at: its reported cost (never above its reservation) when
 /// it answered; its worst case when it timed out or lost its connection, because the
 /// provider may have charged for work we never saw.
@@ -227,6 +241,39 @@ mod tests {
             admit(&budget, &chatty, 1),
             Err(SpendRefusal::ClientHourlyLimit { limit: 10 })
         ));
+    }
+
+    #[test]
+    fn a_strangers_new_bugs_start_at_most_limit_an_hour_in_turn() {
+        const HOUR: i64 = 3_600_000;
+        let now = 10 * HOUR;
+        let mut starts: Vec<i64> = Vec::new();
+        for _ in 0..7 {
+            let at = stranger_start(&starts, 2, HOUR, now);
+            starts.push(at);
+        }
+        assert_eq!(
+            starts,
+            vec![
+                now,
+                now,
+                now + HOUR,
+                now + HOUR,
+                now + 2 * HOUR,
+                now + 2 * HOUR,
+                now + 3 * HOUR
+            ]
+        );
+        // Every window of an hour holds at most two.
+        for (i, start) in starts.iter().enumerate() {
+            let inside = starts[i..].iter().filter(|s| **s < start + HOUR).count();
+            assert!(inside <= 2, "{starts:?}");
+        }
+        // Starts older than the window do not count (the caller leaves them out): fresh again.
+        assert_eq!(stranger_start(&[], 2, HOUR, now), now);
+        assert_eq!(stranger_start(&[now - HOUR + 1], 1, HOUR, now), now + 1);
+        // A limit of zero reads as one: a stranger's bug is never put off for ever.
+        assert_eq!(stranger_start(&[now], 0, HOUR, now), now + HOUR);
     }
 
     #[test]

@@ -691,6 +691,24 @@ fn an_owner_rolls_a_live_fix_back_and_nobody_is_asked_about_it_until_it_is_live_
 }
 
 #[test]
+fn a_bug_opened_over_a_strangers_budget_is_kept_at_once_and_its_triage_waits() {
+    let now = 1_000_000;
+    let opened = open_bug_at("bug-9", "shoplite", "r-1", now, now + 3_600_000);
+    assert_eq!(opened.bug.state, BugState::New);
+    let triage = opened.jobs.iter().find(|j| j.kind == "triage").unwrap();
+    assert_eq!(triage.available_at, now + 3_600_000);
+    assert_eq!(
+        opened.events[0].detail["crew_budget_until"],
+        (now + 3_600_000).to_string()
+    );
+    // Within the budget: nothing waits, and nothing is said.
+    let at_once = open_bug_at("bug-9", "shoplite", "r-1", now, now);
+    assert_eq!(at_once.jobs[0].available_at, now);
+    assert!(!at_once.events[0].detail.contains_key("crew_budget_until"));
+    assert_eq!(at_once, open_bug("bug-9", "shoplite", "r-1", now));
+}
+
+#[test]
 fn a_rewritten_history_re_binds_an_identical_tree_and_otherwise_goes_to_a_person() {
     // The same tree under a new commit (an amended message): the merge follows it.
     let mut d = Driver::new();

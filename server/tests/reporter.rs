@@ -832,6 +832,122 @@ async fn the_script_free_forms_file_and_track(backend: &str) {
     assert_eq!(response.status(), 404);
 }
 
+/// One stranger cannot drain the crew: a fifth new bug from one address within the hour is
+/// filed and kept like the others, but the crew starts on at most R2R_STRANGER_BUGS_PER_HOUR
+/// (here 2) of them now; the others' triage waits its turn and the desk says so. Another
+/// address is not held up by the first one's reports.
+async fn one_address_gets_the_crew_for_a_bounded_number_of_new_bugs_an_hour(backend: &str) {
+    let (url, _dir) = database(backend).await;
+    let server = start_server_with(
+        &url_text(&url),
+        &[
+            ("R2R_RATE_INTAKE", "100/60s"),
+            ("R2R_STRANGER_BUGS_PER_HOUR", "2"),
+            ("R2R_OWNER_EMAIL", common::OWNER),
+            (
+                "R2R_OWNER_PASSWORD_HASH",
+                &server::auth::hash_password(common::PASSWORD).unwrap(),
+            ),
+            ("R2R_SESSION_KEY", &"k".repeat(64)),
+        ],
+    );
+    let stranger = reqwest::Client::new();
+    let titles = [
+        "Coupon SAVE300 makes the total negative",
+        "Wishlist heart icon never turns red",
+        "Search for teapot returns shoes",
+        "Footer copyright year shows 1970",
+        "Newsletter signup accepts an empty email",
+    ];
+    let mut bugs = Vec::new();
+    for title in titles {
+        let (status, body) = file(&stranger, &server.base, &report(title, title)).await;
+        assert_eq!(status, 201, "every report is kept: {body}");
+        assert_eq!(body["joined_existing"], false, "{body}");
+        bugs.push(body["bug_id"].as_str().unwrap().to_owned());
+    }
+    let neighbour = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let (status, body) = file(
+        &neighbour,
+        &server.base,
+        &report(
+            "Cart badge counts removed items",
+            "still 3 after removing all",
+        ),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let other = body["bug_id"].as_str().unwrap().to_owned();
+
+    // The crew (its manager's queue) is offered the triage of two of the stranger's bugs and
+    // the neighbour's, and nothing more for now.
+    let store = Store::connect(&url).await.unwrap();
+    let now = server::clock::now_ms();
+    let ready: Vec<String> = store
+        .claim_jobs("manager", 50, now)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|job| job.kind == "triage")
+        .filter_map(|job| job.bug_id)
+        .collect();
+    assert_eq!(ready.len(), 3, "{ready:?}");
+    assert!(
+        ready.contains(&other),
+        "the neighbour is not held up: {ready:?}"
+    );
+    assert_eq!(
+        bugs.iter().filter(|b| ready.contains(b)).count(),
+        2,
+        "{ready:?}"
+    );
+    // The others start within the next hours, in turn: never dropped.
+    let later: Vec<String> = store
+        .claim_jobs("manager", 50, now + 3 * 3_600_000 + 1_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|job| job.kind == "triage")
+        .filter_map(|job| job.bug_id)
+        .collect();
+    let held: Vec<&String> = bugs.iter().filter(|b| !ready.contains(b)).collect();
+    assert_eq!(held.len(), 3);
+    assert!(held.iter().all(|b| later.contains(b)), "{later:?}");
+
+    // The desk says what they wait for, and the crew page the budget.
+    let client = reqwest::Client::new();
+    let (cookie, _) = common::sign_in(&client, &server.base, common::OWNER, common::PASSWORD).await;
+    let page = |path: String| {
+        let (client, cookie) = (client.clone(), cookie.clone());
+        async move {
+            client
+                .get(path)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let waiting = page(format!("{}/desk/bugs/{}", server.base, held[0])).await;
+    assert!(
+        waiting
+            .contains("crew budget: the address that filed it already had 2 new shoplite bug(s)"),
+        "{waiting}"
+    );
+    let crew = page(format!("{}/desk/crew", server.base)).await;
+    assert!(
+        crew.contains("at most 2 new bug(s) an hour from one address")
+            && crew.contains("3 new bug(s) wait for it now"),
+        "{crew}"
+    );
+}
+
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -854,6 +970,7 @@ on_both!(
     an_expired_question_is_asked_afresh_and_the_old_id_is_stale,
     the_capability_is_never_logged,
     the_script_free_forms_file_and_track,
+    one_address_gets_the_crew_for_a_bounded_number_of_new_bugs_an_hour,
 );
 
 /// Two desk servers on one PostgreSQL share every client's budget: a client that spent it

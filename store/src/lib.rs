@@ -20,6 +20,7 @@ pub mod rate;
 pub mod reports;
 pub mod sandbox_jobs;
 pub mod spend;
+pub mod strangers;
 pub mod testing;
 mod url;
 pub mod webhooks;

@@ -343,6 +343,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
         <section class="panel">
             <h2>"Spend"</h2>
             <p data-testid="crew-spend">{format!("{} committed ({} settled) of a {} budget; {} of {} calls in the last hour.", dollars(committed), dollars(settled), dollars(total), crew.calls.0, crew.calls.1)}</p>
+            <p data-testid="crew-strangers">{crew.strangers.clone()}</p>
             {if crew.bug_spend.is_empty() {
                 view! { <p>"No model call has been booked to a bug yet."</p> }.into_any_sync()
             } else {

@@ -796,19 +796,35 @@ pub fn decide(
 /// The decision that opens a bug around its first report: taken by the desk when a report
 /// joins no open bug. The manager is asked to triage it.
 pub fn open_bug(id: &str, component: &str, first_report: &str, now: Millis) -> Decision {
+    open_bug_at(id, component, first_report, now, now)
+}
+
+/// [`open_bug`], with the crew's triage put off until `crew_at` when it is later than `now`:
+/// the stranger's budget of the address that filed the report is used up for this hour. The
+/// bug is opened and kept at once either way; the ledger says when its crew work starts.
+pub fn open_bug_at(
+    id: &str,
+    component: &str,
+    first_report: &str,
+    now: Millis,
+    crew_at: Millis,
+) -> Decision {
     const DESK: &Actor = &Actor::Desk;
     let bug = Bug::open(id, component, first_report);
     let mut out = Outcome::new(&bug, DESK, now);
-    out.event(
-        "bug_opened",
-        &[first_report],
-        &[("component", component.to_owned())],
-    );
+    let mut detail = vec![("component", component.to_owned())];
+    if crew_at > now {
+        detail.push(("crew_budget_until", crew_at.to_string()));
+    }
+    out.event("bug_opened", &[first_report], &detail);
     out.job(
         format!("triage:{id}"),
         "triage",
         Consumer::Manager,
         &[("report", first_report.to_owned())],
     );
+    if let Some(triage) = out.jobs.last_mut() {
+        triage.available_at = crew_at.max(now);
+    }
     out.finish()
 }

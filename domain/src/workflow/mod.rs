@@ -7,6 +7,6 @@ mod guard;
 mod outcome;
 mod types;
 
-pub use decide::{decide, open_bug};
+pub use decide::{decide, open_bug, open_bug_at};
 pub use outcome::question_request_id;
 pub use types::*;

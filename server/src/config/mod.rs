@@ -208,7 +208,15 @@ pub struct IntakeConfig {
     /// The proxies whose `X-Forwarded-For` names the client (`R2R_TRUSTED_PROXIES`; none:
     /// the socket peer is the client).
     pub trusted_proxies: TrustedProxies,
+    /// A stranger's budget (`R2R_STRANGER_BUGS_PER_HOUR`, 1 to 10,000, default 3): how many
+    /// new bugs filed from one address for one component the crew starts on in any hour; the
+    /// others are kept and wait their turn ("waiting for crew budget"). With the per-bug
+    /// budget this bounds what one address can make the crew spend in an hour.
+    pub stranger_bugs_per_hour: u32,
 }
+
+/// The default stranger's budget (`R2R_STRANGER_BUGS_PER_HOUR`).
+pub const DEFAULT_STRANGER_BUGS_PER_HOUR: u32 = 3;
 
 fn component_list(variable: &str, text: &str) -> Result<Vec<String>, ConfigError> {
     let mut components: Vec<String> = Vec::new();
@@ -309,6 +317,16 @@ impl Config {
                 TrustedProxies::parse(env.get("R2R_TRUSTED_PROXIES").unwrap_or(""))
                     .map_err(|why| ConfigError::new("R2R_TRUSTED_PROXIES", why))?
             },
+            stranger_bugs_per_hour: whole_in(
+                env,
+                "R2R_STRANGER_BUGS_PER_HOUR",
+                1,
+                10_000,
+                i64::from(DEFAULT_STRANGER_BUGS_PER_HOUR),
+                "how many new bugs from one address and component the crew starts on in an hour",
+            )?
+            .try_into()
+            .unwrap_or(DEFAULT_STRANGER_BUGS_PER_HOUR),
         };
         let mut policy = domain::workflow::Policy::default();
         if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
@@ -984,6 +1002,26 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
             assert!(error.reason.contains("1 to 32"), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn the_strangers_budget_defaults_to_three_and_a_bad_value_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.intake.stranger_bugs_per_hour, 3);
+        let set = Environment::from_pairs([("R2R_STRANGER_BUGS_PER_HOUR", " 20 ")]);
+        assert_eq!(
+            Config::from_env(&set, None)
+                .unwrap()
+                .intake
+                .stranger_bugs_per_hour,
+            20
+        );
+        for value in ["0", "-1", "three", "10001", "2.5"] {
+            let env = Environment::from_pairs([("R2R_STRANGER_BUGS_PER_HOUR", value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, "R2R_STRANGER_BUGS_PER_HOUR", "{value:?}");
+            assert!(error.reason.contains("1 to 10000"), "{}", error.reason);
         }
     }
 

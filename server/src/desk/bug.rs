@@ -293,10 +293,7 @@ pub(crate) async fn bug_data(
         tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
         reports: bug.reports.len(),
         opened_at,
-        waiting_for: waiting_for(
-            &bug,
-            &state.releases_of(&state.projects.scope().target_of(&bug.component).project),
-        ),
+        waiting_for: waiting_for_now(state, &bug).await?,
     };
     let crew_budget = {
         let (spent, calls) = state

@@ -257,6 +257,31 @@ pub async fn sign_out(
 // ---------------------------------------------------------------------------------------------
 // Dashboard
 
+/// What a bug waits for now: a new bug whose crew start a stranger's budget put off says so
+/// (and when it starts); otherwise [`waiting_for`].
+pub async fn waiting_for_now(state: &AppState, bug: &Bug) -> Result<Option<String>, Refused> {
+    if bug.state == BugState::New {
+        let now = crate::clock::now_ms();
+        if let Some(at) = state
+            .store
+            .crew_start_put_off(&bug.id, now)
+            .await
+            .map_err(Refused::storage)?
+        {
+            return Ok(Some(format!(
+                "crew budget: the address that filed it already had {} new {} bug(s) started on this hour (R2R_STRANGER_BUGS_PER_HOUR); the crew's triage starts in {} min, the report is kept meanwhile",
+                state.reporter.stranger_bugs_per_hour,
+                bug.component,
+                (at - now).div_euclid(60_000) + 1
+            )));
+        }
+    }
+    Ok(waiting_for(
+        bug,
+        &state.releases_of(&state.projects.scope().target_of(&bug.component).project),
+    ))
+}
+
 /// What a person has to do for a bug, if anything.
 pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String> {
     let short =
@@ -339,10 +364,7 @@ async fn row(state: &AppState, listed: store::ListedBug) -> Result<BugRow, Refus
         tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
         reports: bug.reports.len(),
         opened_at: first.map_or(listed.opened_at, |r| r.created_at),
-        waiting_for: waiting_for(
-            &bug,
-            &state.releases_of(&state.projects.scope().target_of(&bug.component).project),
-        ),
+        waiting_for: waiting_for_now(state, &bug).await?,
     })
 }
 
@@ -654,6 +676,21 @@ pub(crate) async fn crew_data(
                 .collect()
         },
         per_bug: state.spend.per_bug,
+        strangers: {
+            let limit = state.reporter.stranger_bugs_per_hour;
+            let waiting = state
+                .store
+                .crew_starts_waiting(crate::clock::now_ms())
+                .await
+                .map_err(Refused::storage)?;
+            format!(
+                "Stranger's budget: the crew starts on at most {limit} new bug(s) an hour from one address for one component (R2R_STRANGER_BUGS_PER_HOUR), at most {} an hour at the per-bug budget; further ones are kept and wait their turn. {waiting} new bug(s) wait for it now.",
+                {
+                    let micros = state.spend.per_bug.saturating_mul(u64::from(limit));
+                    format!("${}.{:02}", micros / 1_000_000, (micros % 1_000_000) / 10_000)
+                }
+            )
+        },
         sandbox: sandbox_lines(state).await?,
         csrf: csrf_token(state.auth.session_key.expose().as_bytes(), session),
     })

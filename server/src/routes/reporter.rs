@@ -34,11 +34,8 @@ pub async fn file_json(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        take_token(
-            &state.reporter.intake,
-            &client_of(&state.reporter, addr, &headers),
-        )
-        .await?;
+        let client = client_of(&state.reporter, addr, &headers);
+        take_token(&state.reporter.intake, &client).await?;
         let is_json = headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
@@ -67,7 +64,7 @@ pub async fn file_json(
                  and steps.",
             ));
         };
-        validate_and_file(&state, &object).await
+        validate_and_file(&state, &object, &client).await
     }
     .await;
     match result {
@@ -110,12 +107,9 @@ pub async fn file_form(
         if crate::auth::cross_site(&headers) {
             return Err(cross_site_post("file a report"));
         }
-        take_token(
-            &state.reporter.intake,
-            &client_of(&state.reporter, addr, &headers),
-        )
-        .await?;
-        validate_and_file(&state, &object).await
+        let client = client_of(&state.reporter, addr, &headers);
+        take_token(&state.reporter.intake, &client).await?;
+        validate_and_file(&state, &object, &client).await
     }
     .await;
     match outcome {

@@ -65,7 +65,8 @@ impl ReporterBackend for Backend {
     fn file(&self, request: Parts, form: ReportForm) -> Reply<ReportReceipt> {
         let state = self.0.clone();
         Box::pin(async move {
-            take_token(&state.reporter.intake, &client(&state, &request))
+            let client = client(&state, &request);
+            take_token(&state.reporter.intake, &client)
                 .await
                 .map_err(refusal)?;
             // The REST API's validation, on the same shape it reads.
@@ -73,7 +74,9 @@ impl ReporterBackend for Backend {
                 Ok(serde_json::Value::Object(object)) => object,
                 _ => return Err(refusal(Refused::storage("a report form did not serialise"))),
             };
-            validate_and_file(&state, &object).await.map_err(refusal)
+            validate_and_file(&state, &object, &client)
+                .await
+                .map_err(refusal)
         })
     }
 

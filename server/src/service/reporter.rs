@@ -14,7 +14,7 @@ use app::dto::{
 use axum::http::StatusCode;
 use domain::airlock::{admit, screen, RawReport};
 use domain::workflow::{
-    decide, open_bug, Actor, Bug, Command, DeploymentStatus, Evidence, QuestionKind,
+    decide, open_bug_at, Actor, Bug, Command, DeploymentStatus, Evidence, QuestionKind,
 };
 use domain::{BugState, Capability, CapabilityHash};
 use serde_json::{Map, Value};
@@ -140,9 +140,26 @@ pub fn new_capability() -> Capability {
     Capability::from_random(bytes)
 }
 
-/// Runs a validated report through the airlock, clustering and the ledger; answers once it
-/// is durable.
-pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportReceipt, Refused> {
+/// The window of a stranger's budget.
+pub const STRANGER_WINDOW_MS: i64 = 60 * 60 * 1000;
+
+/// The stranger's-budget key of a client (its rate-limit key, hashed: no address is stored).
+fn stranger_key(client: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(
+        format!("stranger:{client}").as_bytes(),
+    ))
+}
+
+/// Runs a validated report from `client` (its rate-limit key) through the airlock,
+/// clustering and the ledger; answers once it is durable. A report that opens a new bug
+/// while its address's budget for the component is used up is kept all the same; only the
+/// crew's triage waits its turn.
+pub async fn file_report(
+    state: &AppState,
+    form: ReportForm,
+    client: &str,
+) -> Result<ReportReceipt, Refused> {
     let raw = RawReport {
         component: form.component.clone(),
         title: form.title,
@@ -166,6 +183,22 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
     let now = now_ms();
     let scope = state.reporter.scope();
     let policy = &scope.policy;
+    // When the crew would start on a new bug of this address and component. (Two reports
+    // filed at the same instant may both start now: the intake limit bounds that burst.)
+    let stranger = stranger_key(client);
+    let crew_at = {
+        let starts = state
+            .store
+            .crew_starts_since(&stranger, &report.component, now - STRANGER_WINDOW_MS)
+            .await
+            .map_err(Refused::storage)?;
+        domain::spend::stranger_start(
+            &starts,
+            state.reporter.stranger_bugs_per_hour,
+            STRANGER_WINDOW_MS,
+            now,
+        )
+    };
     let filed = state
         .store
         .file_report(
@@ -184,10 +217,25 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
                     now,
                 )
             },
-            || open_bug(&bug_id, &report.component, &report.id, now),
+            || open_bug_at(&bug_id, &report.component, &report.id, now, crew_at),
         )
         .await
         .map_err(Refused::storage)?;
+    if filed.opened {
+        if let Some(bug) = &filed.bug_id {
+            state
+                .store
+                .record_crew_start(
+                    bug,
+                    &stranger,
+                    &report.component,
+                    crew_at,
+                    now - STRANGER_WINDOW_MS,
+                )
+                .await
+                .map_err(Refused::storage)?;
+        }
+    }
     let quarantined = filed.bug_id.is_none();
     tracing::info!(
         report = %report.id,
@@ -233,6 +281,7 @@ pub async fn file_report(state: &AppState, form: ReportForm) -> Result<ReportRec
 pub async fn validate_and_file(
     state: &AppState,
     object: &Map<String, Value>,
+    client: &str,
 ) -> Result<ReportReceipt, Refused> {
     let scope = state.reporter.fresh(&state.store).await;
     let form = validate_report(object, &scope.components).map_err(|error| Refused {
@@ -240,7 +289,7 @@ pub async fn validate_and_file(
         error,
         retry_after: None,
     })?;
-    file_report(state, form).await
+    file_report(state, form, client).await
 }
 
 pub async fn take_token(limiter: &Limiter, client: &str) -> Result<(), Refused> {

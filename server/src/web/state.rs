@@ -190,6 +190,8 @@ pub struct ReporterDesk {
     pub answers: Limiter,
     /// The proxies whose `X-Forwarded-For` names the client.
     pub trusted_proxies: crate::config::TrustedProxies,
+    /// New bugs from one address and component the crew starts on in an hour.
+    pub stranger_bugs_per_hour: u32,
 }
 
 impl ReporterDesk {
@@ -204,6 +206,7 @@ impl ReporterDesk {
             intake: Limiter::new("intake", config.intake_rate).shared_in(store),
             answers: Limiter::new("answers", config.answer_rate).shared_in(store),
             trusted_proxies: config.trusted_proxies.clone(),
+            stranger_bugs_per_hour: config.stranger_bugs_per_hour,
         }
     }
 

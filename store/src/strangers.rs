@@ -1,0 +1,82 @@
+//! When the crew starts on each new bug, by the (hashed) address that filed it and its
+//! component: the stranger's budget (`domain::spend::stranger_start`) reads and writes it.
+
+use crate::{Store, StoreError};
+use domain::workflow::Millis;
+
+impl Store {
+    /// The crew starts of `client_hash`'s new bugs in `component` from `since` on (past ones
+    /// and those put off), oldest first.
+    pub async fn crew_starts_since(
+        &self,
+        client_hash: &str,
+        component: &str,
+        since: Millis,
+    ) -> Result<Vec<Millis>, StoreError> {
+        let sql = "SELECT start_at FROM crew_starts \
+                   WHERE client_hash = $1 AND component = $2 AND start_at > $3 \
+                   ORDER BY start_at";
+        Ok(for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql)
+                .bind(client_hash)
+                .bind(component)
+                .bind(since)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// Records when the crew starts on new bug `bug` (once; and drops starts older than
+    /// `forget_before`, which no budget reads any more).
+    pub async fn record_crew_start(
+        &self,
+        bug: &str,
+        client_hash: &str,
+        component: &str,
+        start_at: Millis,
+        forget_before: Millis,
+    ) -> Result<(), StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            sqlx::query("DELETE FROM crew_starts WHERE start_at < $1")
+                .bind(forget_before)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO crew_starts (bug_id, client_hash, component, start_at) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (bug_id) DO NOTHING",
+            )
+            .bind(bug)
+            .bind(client_hash)
+            .bind(component)
+            .bind(start_at)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    /// When the crew starts on `bug`, if its start was put off past `now`.
+    pub async fn crew_start_put_off(
+        &self,
+        bug: &str,
+        now: Millis,
+    ) -> Result<Option<Millis>, StoreError> {
+        let sql = "SELECT start_at FROM crew_starts WHERE bug_id = $1 AND start_at > $2";
+        Ok(for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql).bind(bug).bind(now).fetch_optional(pool).await?
+        }))
+    }
+
+    /// How many new bugs wait for a stranger's budget now.
+    pub async fn crew_starts_waiting(&self, now: Millis) -> Result<i64, StoreError> {
+        let sql = "SELECT COUNT(*) FROM crew_starts WHERE start_at > $1";
+        Ok(for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql).bind(now).fetch_one(pool).await?
+        }))
+    }
+}
