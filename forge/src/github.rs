@@ -165,6 +165,40 @@ impl Forge for GitHubForge {
         })
     }
 
+    /// GitHub's checks API for the commit, every page (100 runs a page, at most 10 pages).
+    async fn check_runs(&self, commit: &CommitSha) -> Result<Vec<crate::CheckRun>, ForgeError> {
+        let mut runs = Vec::new();
+        for page in 1..=10u32 {
+            let response = self
+                .get(&format!(
+                    "/commits/{commit}/check-runs?per_page=100&page={page}&filter=all"
+                ))
+                .send()
+                .await?;
+            if !response.status().is_success() {
+                return Err(ForgeError::Status {
+                    status: response.status().as_u16(),
+                    what: format!("check runs of {commit}"),
+                });
+            }
+            let body: Value = response.json().await?;
+            let page_runs = body["check_runs"].as_array().cloned().unwrap_or_default();
+            let total = body["total_count"].as_u64().unwrap_or(0);
+            for run in &page_runs {
+                runs.push(crate::CheckRun {
+                    id: run["id"].as_u64().unwrap_or(0),
+                    name: run["name"].as_str().unwrap_or_default().to_owned(),
+                    status: run["status"].as_str().unwrap_or_default().to_owned(),
+                    conclusion: run["conclusion"].as_str().map(str::to_owned),
+                });
+            }
+            if page_runs.is_empty() || runs.len() as u64 >= total {
+                break;
+            }
+        }
+        Ok(runs)
+    }
+
     /// The repository's default branch, which the desk's draft pull requests merge into.
     async fn base_head(&self) -> Result<Option<CommitSha>, ForgeError> {
         let branch = self.default_branch().await?;

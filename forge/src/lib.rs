@@ -182,6 +182,15 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         )))
     }
 
+    /// The check runs reported on `commit` (GitHub's checks API). Only GitHub has them; every
+    /// other forge answers an error, so no required check counts as green on its say-so.
+    async fn check_runs(&self, commit: &CommitSha) -> Result<Vec<CheckRun>, ForgeError> {
+        Err(ForgeError::Invalid(format!(
+            "the {} forge has no check runs to read for {commit}",
+            self.kind()
+        )))
+    }
+
     /// Opens a draft pull request for a pushed branch into the default branch.
     async fn open_draft(&self, draft: &DraftRequest) -> Result<DraftPull, ForgeError>;
 
@@ -193,6 +202,50 @@ pub trait Forge: Send + Sync + std::fmt::Debug {
         environment: &str,
         url: &str,
     ) -> Result<RecordedDeployment, ForgeError>;
+}
+
+/// One check run on a commit, as GitHub's checks API reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckRun {
+    /// GitHub's id (a re-run has a higher one).
+    pub id: u64,
+    /// The check's name (`test`, `ci / lint` …).
+    pub name: String,
+    /// `queued`, `in_progress` or `completed` (and GitHub's other waiting states).
+    pub status: String,
+    /// When completed: `success`, `failure`, `neutral`, `cancelled`, `skipped`,
+    /// `timed_out`, `action_required` or `stale`.
+    pub conclusion: Option<String>,
+}
+
+/// Whether every check named in `required` has passed on the commit `runs` were read for:
+/// the latest run of each name (a re-run counts, not the first try) must be completed with
+/// `success`. A required check with no run at all is not green. `Err` names each check that
+/// is not, with where it stands.
+pub fn required_checks_green(required: &[String], runs: &[CheckRun]) -> Result<(), String> {
+    let mut not_green = Vec::new();
+    for name in required {
+        let latest = runs
+            .iter()
+            .filter(|run| &run.name == name)
+            .max_by_key(|run| run.id);
+        match latest {
+            None => not_green.push(format!("{name} has not run")),
+            Some(run) if run.status != "completed" => {
+                not_green.push(format!("{name} is {}", run.status))
+            }
+            Some(run) if run.conclusion.as_deref() != Some("success") => not_green.push(format!(
+                "{name} ended {}",
+                run.conclusion.as_deref().unwrap_or("without a conclusion")
+            )),
+            Some(_) => {}
+        }
+    }
+    if not_green.is_empty() {
+        Ok(())
+    } else {
+        Err(not_green.join("; "))
+    }
 }
 
 /// Where GitHub looks for CODEOWNERS, in its order.
@@ -215,7 +268,7 @@ pub fn valid_branch(branch: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{valid_branch, valid_login, RepoPermission};
+    use super::{required_checks_green, valid_branch, valid_login, CheckRun, RepoPermission};
 
     #[test]
     fn only_write_maintain_and_admin_may_approve() {
@@ -248,6 +301,47 @@ mod tests {
                 "{permission}/{role}"
             );
         }
+    }
+
+    #[test]
+    fn only_the_latest_run_of_each_required_check_counts_and_it_must_succeed() {
+        let run = |id, name: &str, status: &str, conclusion: Option<&str>| CheckRun {
+            id,
+            name: name.into(),
+            status: status.into(),
+            conclusion: conclusion.map(str::to_owned),
+        };
+        let required = vec!["test".to_owned(), "lint".to_owned()];
+        let green = [
+            run(1, "test", "completed", Some("failure")),
+            run(2, "test", "completed", Some("success")),
+            run(3, "lint", "completed", Some("success")),
+            run(4, "docs", "completed", Some("failure")),
+        ];
+        assert_eq!(required_checks_green(&required, &green), Ok(()));
+        assert_eq!(required_checks_green(&[], &[]), Ok(()));
+        let red = [
+            run(2, "test", "completed", Some("success")),
+            run(5, "test", "completed", Some("failure")),
+            run(3, "lint", "in_progress", None),
+        ];
+        let said = required_checks_green(&required, &red).unwrap_err();
+        assert!(
+            said.contains("test ended failure") && said.contains("lint is in_progress"),
+            "{said}"
+        );
+        for conclusion in ["neutral", "skipped", "cancelled", "timed_out", "stale"] {
+            let runs = [
+                run(1, "test", "completed", Some(conclusion)),
+                run(2, "lint", "completed", Some("success")),
+            ];
+            assert!(
+                required_checks_green(&required, &runs).is_err(),
+                "{conclusion}"
+            );
+        }
+        let missing = required_checks_green(&required, &green[..2]).unwrap_err();
+        assert!(missing.contains("lint has not run"), "{missing}");
     }
 
     #[test]

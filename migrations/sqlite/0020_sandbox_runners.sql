@@ -4,6 +4,9 @@
 -- owner who stops trusting a worker marks it distrusted: its token ends with the mark, and
 -- the bugs whose evidence it measured are measured again.
 ALTER TABLE sandbox_jobs ADD COLUMN excluded_worker TEXT;
+-- The workers that held the job and let their lease lapse (",a,b,"): none of them claims it
+-- again, and a job given up names them.
+ALTER TABLE sandbox_jobs ADD COLUMN lapsed_workers TEXT;
 ALTER TABLE sandbox_workers ADD COLUMN distrusted_at BIGINT;
 
 -- The bugs already measured again after a worker was distrusted (one row a bug and worker):

@@ -278,12 +278,16 @@ impl QueuedSandbox {
                     worker: Some(worker),
                     claims,
                     leased_until,
+                    lapsed,
                 } if claims >= MAX_SANDBOX_CLAIMS
                     && leased_until.is_some_and(|until| until <= now) =>
                 {
                     abandoned.store = None;
+                    let mut involved = lapsed;
+                    involved.push(worker);
                     return give_up(failed(format!(
-                        "the job was claimed {claims} times and each worker stopped answering (last: {worker})"
+                        "the job was claimed {claims} times and each worker stopped answering: {}",
+                        involved.join(", ")
                     )))
                     .await;
                 }

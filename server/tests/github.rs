@@ -84,6 +84,9 @@ async fn deliver(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// A check run the double reports: (id, name, status, conclusion).
+type CheckRunRow = (u64, String, String, Option<String>);
+
 /// The GitHub API double: compare results, CODEOWNERS files by commit, collaborators'
 /// permissions, and the requests it saw.
 #[derive(Clone, Default)]
@@ -103,6 +106,40 @@ struct Double {
     remote: Arc<Mutex<Option<std::path::PathBuf>>>,
     /// Every write the client made: (path, JSON body).
     writes: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Check runs by commit: (id, name, status, conclusion).
+    checks: Arc<Mutex<HashMap<String, Vec<CheckRunRow>>>>,
+}
+
+/// GitHub's checks API for a commit (one page; the shape of GitHub's answer).
+async fn check_runs(
+    State(double): State<Double>,
+    headers: HeaderMap,
+    Path((_o, _r, commit)): Path<(String, String, String)>,
+) -> impl IntoResponse {
+    authorized(&double, &headers);
+    let runs: Vec<Value> = double
+        .checks
+        .lock()
+        .unwrap()
+        .get(&commit)
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(id, name, status, conclusion)| {
+            json!({
+                "id": id, "head_sha": commit, "node_id": format!("CR_{id}"),
+                "external_id": "", "url": format!("https://api.github.com/repos/o/r/check-runs/{id}"),
+                "html_url": format!("https://github.com/o/r/runs/{id}"), "details_url": null,
+                "status": status, "conclusion": conclusion,
+                "started_at": "2026-12-04T10:00:00Z",
+                "completed_at": if status == "completed" { json!("2026-12-04T10:05:00Z") } else { Value::Null },
+                "output": {"title": null, "summary": null, "text": null, "annotations_count": 0, "annotations_url": ""},
+                "name": name, "check_suite": {"id": 5}, "app": {"id": 15368, "slug": "github-actions"},
+                "pull_requests": [],
+            })
+        })
+        .collect();
+    Json(json!({"total_count": runs.len(), "check_runs": runs}))
 }
 
 /// The head of `branch` in the double's remote repository, if it has one.
@@ -313,6 +350,7 @@ async fn start_double() -> (String, Double) {
     let double = Double::default();
     let app = Router::new()
         .route("/repos/{o}/{r}/compare/{spec}", get(compare))
+        .route("/repos/{o}/{r}/commits/{sha}/check-runs", get(check_runs))
         .route("/repos/{o}/{r}/contents/{*path}", get(contents))
         .route(
             "/repos/{o}/{r}/collaborators/{login}/permission",
@@ -726,6 +764,151 @@ async fn signed_events_drive_review_merge_and_release_and_bad_ones_change_nothin
     assert!(store.verify_ledger().await.unwrap().is_ok());
 }
 
+/// With required checks set, a recorder's deployment of a merged fix counts only once the
+/// latest run of every required check on that very commit succeeded: none yet, one red, one
+/// still running — each is said with the delivery and moves nothing; a green re-run does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_counts_only_once_the_required_checks_passed_on_its_commit() {
+    let all = examples();
+    let (api, double) = start_double().await;
+    grant(&double, "alice", "write");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+            ("R2R_GITHUB_REPOSITORIES", REPO),
+            ("R2R_GITHUB_API_URL", &api),
+            ("R2R_GITHUB_TOKEN", "ghs_test_token"),
+            ("R2R_GITHUB_REQUIRED_CHECKS", "test, lint"),
+        ],
+    );
+    let base = &server.base;
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let (head, merge) = (sha('4'), sha('5'));
+    let (bug, _) = bug_in_review(
+        base,
+        &store,
+        "SAVE300 total negative",
+        3,
+        &head,
+        &["shoplite/src/lib.rs"],
+    )
+    .await;
+    deliver(
+        base,
+        "pull_request_review",
+        "c-approve",
+        &approval(&all, 3, &head, "alice", "User"),
+        None,
+    )
+    .await;
+    wait_for(&store, &bug, BugState::Approved).await;
+    let merged = example(
+        &all,
+        "pull_request",
+        "closed",
+        &[
+            ("/pull_request/number", json!(3)),
+            ("/pull_request/merged", json!(true)),
+            ("/pull_request/head/sha", json!(head)),
+            ("/pull_request/merge_commit_sha", json!(merge)),
+            (
+                "/pull_request/merged_by",
+                json!({"login": "alice", "type": "User", "id": 7}),
+            ),
+        ],
+    );
+    deliver(base, "pull_request", "c-merge", &merged, None).await;
+    wait_for(&store, &bug, BugState::Merged).await;
+    double
+        .compare
+        .lock()
+        .unwrap()
+        .insert(format!("{merge}...{merge}"), "identical".into());
+    // Each try is a deployment of its own (GitHub never applies one body twice).
+    let deployment = |id: u64| {
+        example(
+            &all,
+            "deployment_status",
+            "created",
+            &[
+                ("/deployment_status/state", json!("success")),
+                ("/deployment/task", json!("verify:production")),
+                ("/deployment/environment", json!("production")),
+                ("/deployment/sha", json!(merge)),
+                ("/deployment/id", json!(id)),
+            ],
+        )
+    };
+    let run = |id: u64, name: &str, status: &str, conclusion: Option<&str>| {
+        (
+            id,
+            name.to_owned(),
+            status.to_owned(),
+            conclusion.map(str::to_owned),
+        )
+    };
+    for (n, (delivery, runs, said)) in [
+        ("c-none", vec![], "test has not run"),
+        (
+            "c-red",
+            vec![
+                run(1, "test", "completed", Some("failure")),
+                run(2, "lint", "completed", Some("success")),
+            ],
+            "test ended failure",
+        ),
+        (
+            "c-running",
+            vec![
+                run(1, "test", "completed", Some("failure")),
+                run(2, "lint", "completed", Some("success")),
+                run(3, "test", "in_progress", None),
+            ],
+            "test is in_progress",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        double.checks.lock().unwrap().insert(merge.clone(), runs);
+        let id = 70 + u64::try_from(n).unwrap();
+        let (status, body) =
+            deliver(base, "deployment_status", delivery, &deployment(id), None).await;
+        assert_eq!(status, 202, "{body}");
+        let kept = settled(&store, &bug).await;
+        assert_eq!(kept.state, BugState::Merged, "{delivery}");
+        assert!(kept.deployments.is_empty(), "{delivery}: nothing recorded");
+        let recorded = store
+            .webhook_delivery("github", delivery)
+            .await
+            .unwrap()
+            .unwrap();
+        let outcome: Value = serde_json::from_str(recorded.outcome.as_deref().unwrap()).unwrap();
+        let note = outcome["notes"][0].as_str().unwrap_or_default();
+        assert!(
+            note.contains("not recorded") && note.contains(said),
+            "{delivery}: {outcome}"
+        );
+    }
+    double.checks.lock().unwrap().insert(
+        merge.clone(),
+        vec![
+            run(1, "test", "completed", Some("failure")),
+            run(2, "lint", "completed", Some("success")),
+            run(3, "test", "completed", Some("success")),
+            run(4, "docs", "completed", Some("failure")),
+        ],
+    );
+    deliver(base, "deployment_status", "c-green", &deployment(79), None).await;
+    let deployed = wait_for(&store, &bug, BugState::Deployed).await;
+    assert_eq!(deployed.deployments.len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sensitive_change_needs_two_people_one_of_them_a_code_owner_at_the_base() {
     let all = examples();
@@ -865,6 +1048,7 @@ async fn the_client_opens_draft_pulls_and_the_recorder_records_through_github() 
         production_environment: "production".into(),
         fix_repository: None,
         git_url: "https://github.com".into(),
+        required_checks: Vec::new(),
     };
     let forge = config.forge(REPO);
 

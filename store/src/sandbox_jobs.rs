@@ -47,6 +47,8 @@ pub enum SandboxJobStatus {
         claims: u32,
         /// Until when the current claim holds.
         leased_until: Option<Millis>,
+        /// The workers that held it before and let their lease lapse, oldest first.
+        lapsed: Vec<String>,
     },
     /// Finished: the worker that ran it and the encoded outcome.
     Finished {
@@ -87,6 +89,7 @@ type StatusRow = (
     i64,
     Option<i64>,
     Option<i64>,
+    Option<String>,
     Option<String>,
 );
 type WorkerRow = (String, i64, Option<i64>, Option<i64>, i64, Option<i64>);
@@ -136,12 +139,20 @@ impl Store {
     ) -> Result<Option<ClaimedSandboxJob>, StoreError> {
         let lease = lease_id();
         let until = now + lease_ms;
-        let ready = format!(
-            "finished_at IS NULL AND claims < {MAX_SANDBOX_CLAIMS} \
-             AND (leased_until IS NULL OR leased_until <= $4) \
-             AND (excluded_worker IS NULL OR excluded_worker <> $1)"
-        );
-        let set = "SET claims = claims + 1, worker = $1, lease_id = $2, leased_until = $3";
+        // `find` is the backend's substring search (SQLite's instr, PostgreSQL's strpos).
+        let ready = |find: &str| {
+            format!(
+                "finished_at IS NULL AND claims < {MAX_SANDBOX_CLAIMS} \
+                 AND (leased_until IS NULL OR leased_until <= $4) \
+                 AND (excluded_worker IS NULL OR excluded_worker <> $1) \
+                 AND COALESCE(worker, '') <> $1 \
+                 AND {find}(COALESCE(lapsed_workers, ''), ',' || $1 || ',') = 0"
+            )
+        };
+        // A worker still named on a claimable job let its lease lapse: it is remembered.
+        let set = "SET claims = claims + 1, worker = $1, lease_id = $2, leased_until = $3, \
+                   lapsed_workers = CASE WHEN worker IS NULL THEN lapsed_workers \
+                   ELSE COALESCE(lapsed_workers, ',') || worker || ',' END";
         let returning = "RETURNING id, purpose, spec, claims, leased_until";
         let seen = "UPDATE sandbox_workers SET last_seen_at = $1 WHERE name = $2";
         let row: Option<ClaimRow> = match &self.pool {
@@ -150,7 +161,8 @@ impl Store {
                 let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
                 let sql = format!(
                     "UPDATE sandbox_jobs {set} WHERE id IN \
-                     (SELECT id FROM sandbox_jobs WHERE {ready} ORDER BY created_at LIMIT 1) {returning}"
+                     (SELECT id FROM sandbox_jobs WHERE {} ORDER BY created_at LIMIT 1) {returning}",
+                    ready("instr")
                 );
                 let row = sqlx::query_as(&sql)
                     .bind(worker)
@@ -170,8 +182,9 @@ impl Store {
             Pool::Postgres(pool) => {
                 let sql = format!(
                     "UPDATE sandbox_jobs {set} WHERE id IN \
-                     (SELECT id FROM sandbox_jobs WHERE {ready} ORDER BY created_at LIMIT 1 \
-                      FOR UPDATE SKIP LOCKED) {returning}"
+                     (SELECT id FROM sandbox_jobs WHERE {} ORDER BY created_at LIMIT 1 \
+                      FOR UPDATE SKIP LOCKED) {returning}",
+                    ready("strpos")
                 );
                 let row = sqlx::query_as(&sql)
                     .bind(worker)
@@ -289,21 +302,27 @@ impl Store {
     /// Where job `id` stands.
     pub async fn sandbox_job_status(&self, id: &str) -> Result<SandboxJobStatus, StoreError> {
         let sql =
-            "SELECT worker, claims, leased_until, finished_at, outcome FROM sandbox_jobs WHERE id = $1";
+            "SELECT worker, claims, leased_until, finished_at, outcome, lapsed_workers FROM sandbox_jobs WHERE id = $1";
         let row: Option<StatusRow> = match &self.pool {
             Pool::Sqlite(pool) => sqlx::query_as(sql).bind(id).fetch_optional(pool).await?,
             Pool::Postgres(pool) => sqlx::query_as(sql).bind(id).fetch_optional(pool).await?,
         };
         Ok(match row {
             None => SandboxJobStatus::Missing,
-            Some((worker, _, _, Some(_), outcome)) => SandboxJobStatus::Finished {
+            Some((worker, _, _, Some(_), outcome, _)) => SandboxJobStatus::Finished {
                 worker: worker.unwrap_or_default(),
                 outcome: outcome.unwrap_or_default(),
             },
-            Some((worker, claims, leased_until, None, _)) => SandboxJobStatus::Waiting {
+            Some((worker, claims, leased_until, None, _, lapsed)) => SandboxJobStatus::Waiting {
                 worker,
                 claims: u32::try_from(claims).unwrap_or(u32::MAX),
                 leased_until,
+                lapsed: lapsed
+                    .unwrap_or_default()
+                    .split(',')
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
             },
         })
     }

@@ -95,19 +95,51 @@ async fn a_job_is_claimed_a_bounded_number_of_times(backend: &str) {
         .unwrap();
     let mut now = 1;
     for claim in 1..=MAX_SANDBOX_CLAIMS {
+        let worker = format!("w{claim}");
         let job = store
-            .claim_sandbox_job("w", 10, now)
+            .claim_sandbox_job(&worker, 10, now)
             .await
             .unwrap()
             .unwrap();
         assert_eq!(job.claims, claim);
         now += 20;
+        // A worker that let its lease lapse never claims the same job again.
+        if claim < MAX_SANDBOX_CLAIMS {
+            assert!(store
+                .claim_sandbox_job(&worker, 10, now)
+                .await
+                .unwrap()
+                .is_none());
+        }
     }
     assert!(store
-        .claim_sandbox_job("w", 10, now)
+        .claim_sandbox_job("fresh", 10, now)
         .await
         .unwrap()
         .is_none());
+    // The job's status names every worker that let it lapse, oldest first.
+    match store.sandbox_job_status("j").await.unwrap() {
+        SandboxJobStatus::Waiting { worker, lapsed, .. } => {
+            assert_eq!(worker.as_deref(), Some("w3"));
+            assert_eq!(lapsed, vec!["w1".to_owned(), "w2".to_owned()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A name with a LIKE wildcard is matched as itself: `w_1` is not `w1`.
+    store
+        .enqueue_sandbox_job("k", "fix", "{}", None, now)
+        .await
+        .unwrap();
+    store
+        .claim_sandbox_job("w1", 10, now)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(store
+        .claim_sandbox_job("w_1", 10, now + 20)
+        .await
+        .unwrap()
+        .is_some());
 }
 
 async fn parallel_claims_never_hand_one_job_out_twice(backend: &str) {

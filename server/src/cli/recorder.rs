@@ -263,6 +263,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
                     production_environment: environment.clone(),
                     fix_repository: None,
                     git_url: "https://github.com".into(),
+                    required_checks: Vec::new(),
                 };
                 github = config.forge(&repository);
                 Publish::Forge {

@@ -22,6 +22,26 @@ pub struct GitHubConfig {
     /// Where git reaches GitHub over HTTPS (`R2R_GITHUB_GIT_URL`, default
     /// `https://github.com`).
     pub git_url: String,
+    /// The check runs that must be green on a commit before a deployment of it counts
+    /// (`R2R_GITHUB_REQUIRED_CHECKS`, comma-separated names; none: no check is required).
+    pub required_checks: Vec<String>,
+}
+
+/// Reads `R2R_GITHUB_REQUIRED_CHECKS`: names separated by commas, each 1 to 100 printable
+/// characters.
+pub fn required_checks(text: &str) -> Result<Vec<String>, String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        if name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(format!(
+                "expected check names separated by commas (each 1 to 100 printable characters), got {name:?}"
+            ));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
 }
 
 impl GitHubConfig {

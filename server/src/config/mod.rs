@@ -445,6 +445,10 @@ impl Config {
             ));
         }
         let github = GitHubConfig {
+            required_checks: github::required_checks(
+                env.get("R2R_GITHUB_REQUIRED_CHECKS").unwrap_or(""),
+            )
+            .map_err(|why| ConfigError::new("R2R_GITHUB_REQUIRED_CHECKS", why))?,
             fix_repository,
             git_url,
             webhook_secret: env
@@ -1002,6 +1006,24 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
             assert!(error.reason.contains("1 to 32"), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn required_github_checks_are_a_list_of_names_and_a_bad_one_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert!(config.github.required_checks.is_empty());
+        let set =
+            Environment::from_pairs([("R2R_GITHUB_REQUIRED_CHECKS", " test , ci / lint,,test ")]);
+        assert_eq!(
+            Config::from_env(&set, None).unwrap().github.required_checks,
+            vec!["test".to_owned(), "ci / lint".to_owned()]
+        );
+        let long = "x".repeat(101);
+        for value in ["test,bad\u{7}name", long.as_str()] {
+            let env = Environment::from_pairs([("R2R_GITHUB_REQUIRED_CHECKS", value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, "R2R_GITHUB_REQUIRED_CHECKS", "{value:?}");
         }
     }
 

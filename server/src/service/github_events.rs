@@ -351,6 +351,20 @@ pub async fn apply_event(
                 return Ok(outcome);
             };
             let id = deployment["id"].to_string();
+            // A deployment counts only once the project's required checks passed on that
+            // commit: a red (or unfinished) CI run is never a release a reporter is asked
+            // about.
+            if !config.required_checks.is_empty() {
+                let runs = forge.check_runs(&commit).await?;
+                if let Err(why) = forge::required_checks_green(&config.required_checks, &runs) {
+                    tracing::warn!(deployment = %id, commit = %commit.as_str(), %why, "deployment not recorded: required checks are not green");
+                    outcome.notes.push(format!(
+                        "deployment {id} of {} not recorded: required checks are not green ({why})",
+                        commit.as_str()
+                    ));
+                    return Ok(outcome);
+                }
+            }
             let recorder = Actor::Role {
                 role: Role::Recorder,
             };
