@@ -347,3 +347,58 @@ async fn a_proposal_whose_client_went_away_is_measured_to_the_end_and_holds_its_
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
 }
+
+/// A reproduction never lives where a fix may write: with fixes allowed under `tests/` too
+/// (an owner's setting), a proposed test there is refused before anything runs, naming the
+/// fix path — a fixer could otherwise make the bug's own test pass by editing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposed_test_inside_a_fix_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_FIX_ALLOWED_PATHS", "src/,tests/"),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
+    let post = |path: &str, body: Value| {
+        let request = client
+            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
+            .bearer_auth(&reproducer)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    assert_eq!(post("reproduction/start", json!({})).await.0, 200);
+    for path in ["tests/coupon.rs", "./tests/coupon.rs"] {
+        let (status, answer) = post(
+            "reproduction",
+            json!({
+                "test_path": path, "test_name": "coupon_never_makes_the_total_negative",
+                "test_source": FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
+            }),
+        )
+        .await;
+        assert_eq!(status, 422, "{path}: {answer}");
+        assert_eq!(answer["error"], "invalid_test_path", "{answer}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap()
+                .contains("under tests/, where a fix may write"),
+            "{answer}"
+        );
+    }
+}
