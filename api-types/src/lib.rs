@@ -15,6 +15,10 @@ use serde::{Deserialize, Serialize};
 pub struct BugList {
     /// Every bug, oldest first.
     pub bugs: Vec<BugSummary>,
+    /// Names this list: `GET /api/v1/bugs?after=<fingerprint>&wait_ms=N` answers once the
+    /// list differs from it (or when the wait is over).
+    #[serde(default)]
+    pub fingerprint: String,
 }
 
 /// One line of [`BugList`].
@@ -30,6 +34,10 @@ pub struct BugSummary {
     pub version: u64,
     /// How many reports it clusters.
     pub reports: usize,
+    /// When the crew may start on it (ms), while a stranger's budget puts its start off:
+    /// the desk refuses its model calls and its reproduction until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crew_budget_until: Option<i64>,
 }
 
 /// `GET /api/v1/bugs/{id}`: the bug as the engine keeps it and its reports' clean dossiers.

@@ -299,6 +299,7 @@ pub async fn desk_project(
     #[server(default)] crew: String,
     #[server(default)] github: String,
     #[server(default)] deploy: String,
+    #[server(default)] test_paths: String,
 ) -> Result<(), DeskError> {
     let (server, headers) = backend()?;
     let input = ProjectInput {
@@ -314,6 +315,7 @@ pub async fn desk_project(
         crew,
         github,
         deploy,
+        test_paths,
     };
     let next = answer(&headers, server.0.project(headers.clone(), input).await)?;
     leptos_axum::redirect(&next);

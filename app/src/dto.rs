@@ -629,6 +629,10 @@ pub struct ProjectRow {
     pub forge: String,
     /// Folders a fix may change, comma-separated.
     pub fix_paths: String,
+    /// Where a proposed reproduction may live, comma-separated globs (the profile's when
+    /// the project names none, marked so).
+    #[serde(default)]
+    pub test_paths: String,
     /// Whether the crew works its bugs.
     pub crew: bool,
     /// Who last changed it and when (ms), for stored projects.
@@ -741,6 +745,9 @@ pub struct ProjectInput {
     /// The service the deployer releases (a Rust project); `none` stops it.
     #[serde(default)]
     pub deploy: String,
+    /// Where its tests live (comma-separated globs); `default` goes back to the profile's.
+    #[serde(default)]
+    pub test_paths: String,
 }
 
 /// An owner's confirmed action, as `desk_act` receives it (the question's form).
@@ -779,6 +786,7 @@ pub fn question_words(action: &str) -> (&'static str, String, bool) {
         "confirm_owner" => "Confirm this owner?",
         "retry" => "Give this bug back to the crew?",
         "take_over" => "Take this bug over from the crew?",
+        "promote" => "Promote this bug before a reporter confirms it?",
         "duplicate" => "Mark this bug as a duplicate?",
         "reopen" => "Reopen this bug?",
         _ => "Which action?",
@@ -789,6 +797,7 @@ pub fn question_words(action: &str) -> (&'static str, String, bool) {
         "confirm_owner" => "Yes, confirm".to_owned(),
         "retry" => "Yes, give it back to the crew".to_owned(),
         "take_over" => "Yes, take it over".to_owned(),
+        "promote" => "Yes, promote it".to_owned(),
         "duplicate" => "Yes, merge the reports".to_owned(),
         other => format!("Yes, {other}"),
     };

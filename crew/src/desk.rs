@@ -114,6 +114,21 @@ impl Desk {
         self.get_as("/api/v1/bugs").await
     }
 
+    /// `GET /api/v1/bugs?after=…&wait_ms=…`: the bug list once it differs from the one named
+    /// `after` (its fingerprint), or after `wait` with none changed.
+    pub async fn bugs_after(
+        &self,
+        after: &str,
+        wait: Duration,
+    ) -> Result<api_types::BugList, DeskError> {
+        let after: String = after.chars().filter(char::is_ascii_alphanumeric).collect();
+        self.get_as(&format!(
+            "/api/v1/bugs?after={after}&wait_ms={}",
+            wait.as_millis()
+        ))
+        .await
+    }
+
     /// `GET /api/v1/bugs/{id}`.
     pub async fn bug(&self, id: &str) -> Result<api_types::BugDetail, DeskError> {
         self.get_as(&format!("/api/v1/bugs/{id}")).await
@@ -128,6 +143,16 @@ impl Desk {
     /// `GET /api/v1/crew/tasks`: the open tasks addressed to this role.
     pub async fn open_tasks(&self) -> Result<api_types::TaskList, DeskError> {
         self.get_as("/api/v1/crew/tasks").await
+    }
+
+    /// `GET /api/v1/crew/tasks?wait_ms=…`: as [`Desk::open_tasks`], answered as soon as a
+    /// task is sent (or after `wait` with none).
+    pub async fn open_tasks_waiting(
+        &self,
+        wait: Duration,
+    ) -> Result<api_types::TaskList, DeskError> {
+        self.get_as(&format!("/api/v1/crew/tasks?wait_ms={}", wait.as_millis()))
+            .await
     }
 
     /// `GET /api/v1/bugs/{id}/crew-step`: the crew's step for the bug and what to do about it.

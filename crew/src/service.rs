@@ -34,7 +34,17 @@ struct Memory {
     handled: HashSet<String>,
     /// When it last checked each bug's crew step, at which version.
     checked: std::collections::HashMap<String, (u64, std::time::Instant)>,
+    /// The fingerprint of the last bug list it read: the next read waits for a change.
+    seen: String,
 }
+
+/// How long a worker's ask for tasks waits at the desk for one to be sent.
+const TASK_WAIT: Duration = Duration::from_secs(20);
+/// How long the manager's read of the bug list waits for a change (its dead-task checks run
+/// at least this often).
+const BUG_WAIT: Duration = Duration::from_secs(5);
+/// The pause between two rounds that found work: the waits happen at the desk.
+const BETWEEN_ROUNDS: Duration = Duration::from_millis(50);
 
 /// What the crew needs to run.
 #[derive(Clone, Debug)]
@@ -128,10 +138,14 @@ pub fn spawn(
                 } else {
                     worker.work().await
                 };
-                if let Err(error) = result {
-                    tracing::warn!(role = worker.role, %error, "crew round failed");
+                match result {
+                    // The desk waited for work (long polling): go on at once.
+                    Ok(()) => tokio::time::sleep(BETWEEN_ROUNDS.min(worker.settings.poll)).await,
+                    Err(error) => {
+                        tracing::warn!(role = worker.role, %error, "crew round failed");
+                        tokio::time::sleep(worker.settings.poll).await;
+                    }
                 }
-                tokio::time::sleep(worker.settings.poll).await;
             }
         }));
     }
@@ -228,7 +242,8 @@ impl Worker {
     /// changed), hand reviews off. `memory` keeps what this manager already did (the desk's
     /// dedupe keys keep it idempotent across restarts too).
     async fn manage(&self, memory: &mut Memory) -> Result<(), DeskError> {
-        let list = self.desk.bugs().await?;
+        let list = self.desk.bugs_after(&memory.seen, BUG_WAIT).await?;
+        memory.seen = list.fingerprint.clone();
         let handled = &mut memory.handled;
         let mut checks = 0;
         for bug in &list.bugs {
@@ -237,6 +252,11 @@ impl Worker {
             let version = bug.version;
             let key = format!("{state}:{id}:v{version}");
             if handled.contains(&key) {
+                continue;
+            }
+            // A stranger's budget put its start off: the desk says when, and refuses the
+            // crew's work on it until then.
+            if bug.crew_budget_until.is_some() {
                 continue;
             }
             match state {
@@ -354,7 +374,7 @@ impl Worker {
     /// One worker round: every open task addressed to this role, checked and accepted, then
     /// done.
     async fn work(&self) -> Result<(), DeskError> {
-        let open = self.desk.open_tasks().await?;
+        let open = self.desk.open_tasks_waiting(TASK_WAIT).await?;
         for task in &open.tasks {
             let id = task.id.as_str();
             let body = task.body.as_str();

@@ -13,6 +13,7 @@ pub mod notice;
 pub mod project;
 pub mod spend;
 pub mod state;
+pub mod test_paths;
 pub mod tier;
 pub mod workflow;
 

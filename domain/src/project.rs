@@ -51,6 +51,10 @@ pub struct ProjectSpec {
     /// `/live/<service>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deploy: Option<String>,
+    /// Where a proposed reproduction may live (globs such as `tests/**/*.rs`); none means
+    /// the profile's own ([`crate::test_paths::defaults`]). Never inside a fix path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_paths: Vec<String>,
 }
 
 /// Whether `text` may name a deployed service: 1 to 64 lower-case letters, digits and
@@ -169,6 +173,12 @@ impl ProjectSpec {
             .iter()
             .map(|c| c.trim().to_owned())
             .filter(|c| !c.is_empty())
+            .collect();
+        self.test_paths = self
+            .test_paths
+            .iter()
+            .map(|p| p.trim().trim_start_matches("./").to_owned())
+            .filter(|p| !p.is_empty())
             .collect();
         self.fix_allowed_paths = self
             .fix_allowed_paths
@@ -295,6 +305,27 @@ impl ProjectSpec {
                 format!("{bad:?} is not a relative folder such as src/"),
             ));
         }
+        if self.test_paths.len() > crate::test_paths::MAX_PATTERNS {
+            return Err(refuse(
+                "test_paths",
+                format!(
+                    "name at most {} patterns where tests live, such as tests/**/*.rs",
+                    crate::test_paths::MAX_PATTERNS
+                ),
+            ));
+        }
+        if let Some(bad) = self
+            .test_paths
+            .iter()
+            .find(|p| !crate::test_paths::valid_pattern(p))
+        {
+            return Err(refuse(
+                "test_paths",
+                format!(
+                    "{bad:?} is not a relative pattern such as tests/**/*.rs (letters, digits, _ - . / * ?; no hidden or .. parts)"
+                ),
+            ));
+        }
         if let Some(github) = self.github.as_deref() {
             if !valid_github_repository(github) {
                 return Err(refuse(
@@ -342,7 +373,37 @@ mod tests {
             crew: true,
             github: None,
             deploy: None,
+            test_paths: Vec::new(),
         }
+    }
+
+    #[test]
+    fn test_paths_are_plain_patterns_and_at_most_twenty() {
+        let with = ProjectSpec {
+            test_paths: vec![" ./tests/**/test_*.py ".into(), "  ".into()],
+            ..spec()
+        }
+        .normalized();
+        assert_eq!(with.test_paths, ["tests/**/test_*.py"]);
+        assert_eq!(with.check(&taken(), PROFILES), Ok(()));
+        for bad in ["../up/**", "/abs/**", ".hidden/*.py", "a b.py"] {
+            let refused = ProjectSpec {
+                test_paths: vec![bad.into()],
+                ..spec()
+            }
+            .normalized()
+            .check(&taken(), PROFILES)
+            .unwrap_err();
+            assert_eq!(refused.field, "test_paths", "{bad}");
+        }
+        let many = ProjectSpec {
+            test_paths: (0..21).map(|i| format!("t{i}/**")).collect(),
+            ..spec()
+        };
+        assert_eq!(
+            many.check(&taken(), PROFILES).unwrap_err().field,
+            "test_paths"
+        );
     }
 
     const PROFILES: &[&str] = &["rust", "python"];

@@ -23,6 +23,34 @@ pub struct Budget {
     pub calls_per_hour: u32,
     /// Calls per rolling hour, one client.
     pub client_calls_per_hour: u32,
+    /// The share (percent, 1 to 100) of the total and of the hourly calls that calls about
+    /// unconfirmed bugs (no reporter confirmed, no owner promoted) may take together; the rest
+    /// is kept for confirmed and promoted bugs, which strangers' reports can never starve.
+    #[serde(default = "default_unconfirmed_percent")]
+    pub unconfirmed_percent: u8,
+}
+
+/// The default share of the budget open to unconfirmed bugs: half.
+pub const DEFAULT_UNCONFIRMED_PERCENT: u8 = 50;
+
+fn default_unconfirmed_percent() -> u8 {
+    DEFAULT_UNCONFIRMED_PERCENT
+}
+
+impl Budget {
+    /// The most calls about unconfirmed bugs may commit together.
+    pub fn unconfirmed_total(&self) -> Micros {
+        let percent = u64::from(self.unconfirmed_percent.clamp(1, 100));
+        self.total / 100 * percent + self.total % 100 * percent / 100
+    }
+
+    /// Calls about unconfirmed bugs per rolling hour (at least one).
+    pub fn unconfirmed_calls_per_hour(&self) -> u32 {
+        let percent = u64::from(self.unconfirmed_percent.clamp(1, 100));
+        u32::try_from(u64::from(self.calls_per_hour) * percent / 100)
+            .unwrap_or(u32::MAX)
+            .max(1)
+    }
 }
 
 /// The default per-bug budget: $0.50, room for a whole loop's calls at the per-call cap
@@ -42,6 +70,7 @@ impl Default for Budget {
             per_bug: DEFAULT_PER_BUG,
             calls_per_hour: 60,
             client_calls_per_hour: 10,
+            unconfirmed_percent: DEFAULT_UNCONFIRMED_PERCENT,
         }
     }
 }
@@ -57,6 +86,18 @@ pub struct Usage {
     pub calls_last_hour: u32,
     /// Calls this client started in the last hour.
     pub client_calls_last_hour: u32,
+    /// Set when the call is about an unconfirmed bug: what the calls about unconfirmed bugs
+    /// committed together, and how many started in the last hour.
+    pub unconfirmed: Option<UnconfirmedUsage>,
+}
+
+/// What the calls about unconfirmed bugs took of the budget.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnconfirmedUsage {
+    /// Settled costs plus open reservations at their worst case.
+    pub committed: Micros,
+    /// Calls started in the last hour.
+    pub calls_last_hour: u32,
 }
 
 /// Why a call may not start.
@@ -94,6 +135,23 @@ pub enum SpendRefusal {
     /// The overall hourly limit is reached.
     #[error("{limit} calls per hour already started")]
     HourlyLimit {
+        /// The limit.
+        limit: u32,
+    },
+    /// The share of the budget open to unconfirmed bugs is used up (the rest is kept for
+    /// confirmed and promoted bugs).
+    #[error("unconfirmed bugs may take {share} µ$ of the budget together and {left} µ$ of it is left; this call could cost {asked} µ$ (a reporter's confirmation or an owner's promotion lifts this)")]
+    OverUnconfirmedShare {
+        /// Worst case asked.
+        asked: Micros,
+        /// What is left of the share.
+        left: Micros,
+        /// The share.
+        share: Micros,
+    },
+    /// The hourly calls open to unconfirmed bugs are used up.
+    #[error("{limit} calls about unconfirmed bugs per hour already started (a reporter's confirmation or an owner's promotion lifts this)")]
+    UnconfirmedHourlyLimit {
         /// The limit.
         limit: u32,
     },
@@ -138,6 +196,21 @@ pub fn admit(budget: &Budget, usage: &Usage, worst_case: Micros) -> Result<(), S
         return Err(SpendRefusal::ClientHourlyLimit {
             limit: budget.client_calls_per_hour,
         });
+    }
+    if let Some(unconfirmed) = usage.unconfirmed {
+        let share = budget.unconfirmed_total();
+        let left = share.saturating_sub(unconfirmed.committed);
+        if worst_case > left {
+            return Err(SpendRefusal::OverUnconfirmedShare {
+                asked: worst_case,
+                left,
+                share,
+            });
+        }
+        let limit = budget.unconfirmed_calls_per_hour();
+        if unconfirmed.calls_last_hour >= limit {
+            return Err(SpendRefusal::UnconfirmedHourlyLimit { limit });
+        }
     }
     Ok(())
 }
@@ -241,6 +314,73 @@ mod tests {
             admit(&budget, &chatty, 1),
             Err(SpendRefusal::ClientHourlyLimit { limit: 10 })
         ));
+    }
+
+    #[test]
+    fn unconfirmed_bugs_take_their_share_and_confirmed_ones_keep_the_rest() {
+        let budget = Budget::default();
+        assert_eq!(budget.unconfirmed_total(), 2_500_000);
+        assert_eq!(budget.unconfirmed_calls_per_hour(), 30);
+        let strangers_spent = Usage {
+            committed: 2_490_000,
+            unconfirmed: Some(UnconfirmedUsage {
+                committed: 2_490_000,
+                calls_last_hour: 29,
+            }),
+            ..Usage::default()
+        };
+        assert_eq!(
+            admit(&budget, &strangers_spent, 10_001),
+            Err(SpendRefusal::OverUnconfirmedShare {
+                asked: 10_001,
+                left: 10_000,
+                share: 2_500_000
+            })
+        );
+        assert_eq!(admit(&budget, &strangers_spent, 10_000), Ok(()));
+        // The same usage, for a call about a confirmed bug: the rest of the total is open.
+        let confirmed = Usage {
+            unconfirmed: None,
+            ..strangers_spent
+        };
+        assert_eq!(admit(&budget, &confirmed, 30_000), Ok(()));
+        let hourly = Usage {
+            unconfirmed: Some(UnconfirmedUsage {
+                committed: 0,
+                calls_last_hour: 30,
+            }),
+            calls_last_hour: 30,
+            ..Usage::default()
+        };
+        assert_eq!(
+            admit(&budget, &hourly, 1),
+            Err(SpendRefusal::UnconfirmedHourlyLimit { limit: 30 })
+        );
+        assert_eq!(
+            admit(
+                &budget,
+                &Usage {
+                    unconfirmed: None,
+                    ..hourly
+                },
+                1
+            ),
+            Ok(())
+        );
+        // Odd totals and small hourly limits round down, never to nothing.
+        let small = Budget {
+            total: 199,
+            calls_per_hour: 1,
+            unconfirmed_percent: 33,
+            ..budget
+        };
+        assert_eq!(small.unconfirmed_total(), 65);
+        assert_eq!(small.unconfirmed_calls_per_hour(), 1);
+        let all = Budget {
+            unconfirmed_percent: 100,
+            ..budget
+        };
+        assert_eq!(all.unconfirmed_total(), budget.total);
     }
 
     #[test]

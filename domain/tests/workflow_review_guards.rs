@@ -768,3 +768,40 @@ fn a_rewritten_history_re_binds_an_identical_tree_and_otherwise_goes_to_a_person
     assert_eq!(d.bug.needs_human, Some(NeedsHumanReason::HistoryRewritten));
     assert!(d.jobs.iter().any(|j| j.kind == "notify_owners"));
 }
+
+#[test]
+fn an_owner_promotes_a_strangers_bug_once_and_never_a_confirmed_one() {
+    let mut d = Driver::new();
+    assert!(d.bug.unconfirmed() && d.bug.promotable());
+    for actor in [
+        role(Role::Manager),
+        role(Role::Reproducer),
+        reporter("report-a"),
+        github("octo"),
+    ] {
+        assert_eq!(
+            kind(d.try_(&actor, Command::OwnerPromote)),
+            RefusalKind::Forbidden,
+            "{actor:?} may not promote"
+        );
+    }
+    assert_eq!(
+        kind(d.try_(&Actor::Anonymous, Command::OwnerPromote)),
+        RefusalKind::Unauthenticated
+    );
+    let promoted = d.ok(&owner("o-1"), Command::OwnerPromote);
+    assert!(promoted.changed && d.bug.promoted && !d.bug.unconfirmed());
+    assert_eq!(d.bug.state, BugState::New, "promotion moves no state");
+    assert_eq!(promoted.events[0].kind, "promoted");
+    assert!(promoted.jobs.is_empty());
+    // Twice is once.
+    assert!(!d.ok(&owner("o-2"), Command::OwnerPromote).changed);
+
+    // A bug a reporter confirmed is paid from the confirmed share already.
+    let mut c = Driver::new();
+    c.walk_to_in_review(&["src/cart.rs"]);
+    assert!(!c.bug.unconfirmed() && !c.bug.promotable());
+    let refused = c.try_(&owner("o-1"), Command::OwnerPromote).unwrap_err();
+    assert_eq!(refused.kind, RefusalKind::Conflict);
+    assert_eq!(refused.code, "already_confirmed");
+}

@@ -197,7 +197,7 @@ test('two reporters, the crew, the owner and the recorder take a ShopLite bug ar
   // Who wrote the test and what measured it are two answers: the scripted model's test, a real sandbox run.
   const rerun = owner.locator('article.evidence[data-kind="reproduction_rerun"]').first();
   await expect(rerun.getByTestId('written-by')).toContainText('scripted demo model');
-  await expect(rerun.getByTestId('evidence-label')).toContainText(/^isolated test · \w+ sandbox$/);
+  await expect(rerun.getByTestId('evidence-label')).toContainText(/^isolated test · \w+ sandbox · the desk's own sandbox$/);
 
   const approve = await askFirst(owner, /approve/i, 'Approve this exact head?');
   await expect(approve.getByTestId('consequences')).toContainText(head);

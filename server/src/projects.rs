@@ -30,6 +30,8 @@ pub struct Target {
     pub profile: sandbox::Profile,
     /// Folders a fix may change.
     pub fix_allowed_paths: Vec<String>,
+    /// Where a proposed reproduction may live (globs); empty: the profile's defaults.
+    pub test_paths: Vec<String>,
     /// Whether the crew works its bugs (for the environment's: `R2R_CREW_COMPONENTS`).
     pub crew: bool,
     /// The branch fixes go into.
@@ -184,6 +186,8 @@ pub struct ProjectChange {
     pub github: Option<String>,
     /// The service its deployer releases; empty or `none`: not deployed.
     pub deploy: Option<String>,
+    /// Where its tests live (comma-separated globs); empty or `default`: the profile's.
+    pub test_paths: Option<String>,
 }
 
 fn list_of(text: &str) -> Vec<String> {
@@ -203,6 +207,7 @@ fn blank(id: &str) -> ProjectSpec {
         crew: true,
         github: None,
         deploy: None,
+        test_paths: Vec::new(),
     }
 }
 
@@ -229,6 +234,11 @@ impl ProjectChange {
                 Some(text) if text.trim().is_empty() || text.trim() == "none" => None,
                 Some(text) => Some(text),
                 None => base.deploy,
+            },
+            test_paths: match self.test_paths {
+                Some(text) if text.trim().is_empty() || text.trim() == "default" => Vec::new(),
+                Some(text) => list_of(&text),
+                None => base.test_paths,
             },
             ..base
         }
@@ -314,6 +324,7 @@ impl Projects {
                 .map(|path| Arc::new(forge::LocalForge::new(path, &config.local_forge_branch))),
             profile: config.target_profile,
             fix_allowed_paths: config.fix_allowed_paths.clone(),
+            test_paths: config.test_paths.clone(),
             crew: !config.policy.allowed_components.is_empty(),
             branch: config.local_forge_branch.clone(),
             github: config.github.fix_repository.clone(),
@@ -760,6 +771,7 @@ fn build(
             ))),
             profile,
             fix_allowed_paths: spec.fix_allowed_paths.clone(),
+            test_paths: spec.test_paths.clone(),
             crew: spec.crew,
             branch: spec.branch.clone(),
             github: spec.github.clone(),
@@ -781,6 +793,7 @@ fn build(
             forge: None,
             profile: sandbox::Profile::Rust,
             fix_allowed_paths: Vec::new(),
+            test_paths: Vec::new(),
             crew: false,
             branch: String::new(),
             github: None,

@@ -185,6 +185,7 @@ pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppSta
         | "reopen"
         | "retry"
         | "takeOver"
+        | "promote"
         | "markDuplicate"
         | "handToHuman"
         | "merge" => bug_command(filter, id)?,

@@ -185,7 +185,13 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     let bound = listener.local_addr()?;
-    let state = AppState::new(leptos_options, store.clone(), instance, config);
+    let mut state = AppState::new(leptos_options, store.clone(), instance, config);
+    state.server = std::sync::Arc::new(crate::web::ServerSeat::new(
+        config
+            .server_address
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", loopback(bound))),
+    ));
     state
         .projects
         .reload(&store, true)
@@ -214,6 +220,11 @@ pub async fn start(config: &Config) -> anyhow::Result<Desk> {
             store.clone(),
             config.github.clone(),
             state_for_workers.projects.clone(),
+        )),
+        tokio::spawn(crate::workers::wakeups::run(store.clone())),
+        tokio::spawn(crate::workers::instances::run(
+            store.clone(),
+            state_for_workers.server.clone(),
         )),
         tokio::spawn(crate::changes::run(
             store.clone(),

@@ -2276,3 +2276,83 @@ async fn docker_unreachable_then_back_the_bug_waits_with_a_person_then_goes_on()
     assert_eq!(tracking["question"]["kind"], "reproduction", "{tracking}");
     docker.down();
 }
+
+/// A worker that asks for tasks with `wait_ms` is answered the moment one is sent to it —
+/// through the same server (SQLite), and through another server on the same PostgreSQL,
+/// woken by the database's notice — not when its wait is over; with nothing sent, it gets an
+/// empty list once the wait is over. A wait out of bounds is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_worker_gets_a_task_the_moment_it_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = tokens();
+    let env = env_of(&tokens);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut databases = vec![format!("sqlite://{}/desk.db", dir.path().display())];
+    if std::env::var("R2R_TEST_POSTGRES_URL").is_ok() {
+        let store::DatabaseUrl::Postgres { url } = store::testing::fresh_postgres().await else {
+            unreachable!()
+        };
+        databases.push(url);
+    }
+    for (n, database) in databases.iter().enumerate() {
+        let sender = common::start_server_with(database, &pairs);
+        // On PostgreSQL the worker waits at a second server: the notice must cross.
+        let second = database
+            .starts_with("postgres")
+            .then(|| common::start_server_with(database, &pairs));
+        let waiter_base = second
+            .as_ref()
+            .map_or(sender.base.clone(), |s| s.base.clone());
+        let send_to = Desk {
+            base: sender.base.clone(),
+            tokens: tokens.clone(),
+        };
+        let wait_at = Desk {
+            base: waiter_base,
+            tokens: tokens.clone(),
+        };
+        let (status, refused) = wait_at
+            .call("GET", "/api/v1/crew/tasks?wait_ms=25001", Role::Fixer, None)
+            .await;
+        assert_eq!(
+            (status, refused["error"].as_str()),
+            (422, Some("invalid_wait"))
+        );
+        let started = std::time::Instant::now();
+        let (status, empty) = wait_at
+            .call("GET", "/api/v1/crew/tasks?wait_ms=600", Role::Fixer, None)
+            .await;
+        assert_eq!(status, 200);
+        assert_eq!(empty["tasks"].as_array().unwrap().len(), 0);
+        assert!(started.elapsed() >= std::time::Duration::from_millis(600));
+
+        let waiting = tokio::spawn(async move {
+            let asked = std::time::Instant::now();
+            let answer = wait_at
+                .call("GET", "/api/v1/crew/tasks?wait_ms=20000", Role::Fixer, None)
+                .await;
+            (answer, asked.elapsed())
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let body = format!(r#"{{"bug":"bug-{n}","version":1}}"#);
+        let (status, task) = send_to
+            .call(
+                "POST",
+                "/api/v1/crew/tasks",
+                Role::Manager,
+                Some(
+                    json!({"addressed_to": "fixer", "kind": "fix", "bug": format!("bug-{n}"),
+                            "body": body, "dedupe_key": format!("fix:bug-{n}:v1")}),
+                ),
+            )
+            .await;
+        assert_eq!(status, 201, "{task}");
+        let ((status, open), waited) = waiting.await.unwrap();
+        assert_eq!(status, 200, "{open}");
+        assert_eq!(open["tasks"][0]["id"], task["id"], "{database}: {open}");
+        assert!(
+            waited < std::time::Duration::from_secs(10),
+            "{database}: answered when the task was sent, not when the wait was over ({waited:?})"
+        );
+    }
+}

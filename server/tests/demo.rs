@@ -633,6 +633,113 @@ async fn a_desk_killed_while_it_deploys_releases_the_head_after_a_restart() {
     drop(server);
 }
 
+/// Two desk servers on one PostgreSQL: one deployer for the service between them (a
+/// leadership in the database, renewed by the leader's heartbeat). The leader builds and
+/// serves the release; the other builds nothing and answers `/live/shoplite` by asking the
+/// leader. Killed, the leader's leadership runs out within seconds and the other server
+/// releases the head itself and serves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_database_share_one_deployer_and_both_serve_live() {
+    if !docker_available().await || std::env::var("R2R_TEST_POSTGRES_URL").is_err() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("shoplite.git");
+    server::cli::demo_run::seed_forge(&common::repo_root().join("shoplite"), &bare)
+        .await
+        .unwrap();
+    let shipped = common::git(&bare, &["rev-parse", "refs/heads/main"]);
+    let recorder = server::cli::setup::new_role_token(domain::Role::Recorder);
+    let database = store::testing::fresh_postgres().await;
+    let store::DatabaseUrl::Postgres { url } = &database else {
+        unreachable!()
+    };
+    let env = |releases: &std::path::Path| {
+        vec![
+            (
+                "R2R_LOCAL_FORGE".to_owned(),
+                bare.to_str().unwrap().to_owned(),
+            ),
+            ("R2R_DEPLOY".to_owned(), "on".to_owned()),
+            (
+                "R2R_DEPLOY_DIR".to_owned(),
+                releases.to_str().unwrap().to_owned(),
+            ),
+            ("R2R_SANDBOX_BACKEND".to_owned(), "docker".to_owned()),
+            (
+                "R2R_RECORDER_TOKEN".to_owned(),
+                recorder.as_str().to_owned(),
+            ),
+        ]
+    };
+    let start = |releases: std::path::PathBuf| {
+        let env = env(&releases);
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        common::start_server_with(url, &pairs)
+    };
+    let client = reqwest::Client::new();
+    let health_of = |base: String| {
+        let request = client.get(format!("{base}/live/shoplite/api/health"));
+        let shipped = shipped.clone();
+        async move {
+            let answer: serde_json::Value = request.send().await.ok()?.json().await.ok()?;
+            (answer["commit"] == shipped.as_str()).then_some(answer)
+        }
+    };
+    let (first_dir, second_dir) = (dir.path().join("releases-a"), dir.path().join("releases-b"));
+    let first = start(first_dir.clone());
+    eventually(180, "the first server's release", || {
+        health_of(first.base.clone())
+    })
+    .await;
+    let second = start(second_dir.clone());
+    // The second server answers /live through the leader, and builds nothing of its own.
+    eventually(60, "the live release through the second server", || {
+        health_of(second.base.clone())
+    })
+    .await;
+    let store = store::Store::connect(&database).await.unwrap();
+    let leader = store
+        .leader_of("deployer:shoplite", server::clock::now_ms())
+        .await
+        .unwrap()
+        .expect("a leader");
+    assert_eq!(leader.address, first.base);
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert!(
+        !second_dir.join("live").exists(),
+        "the second server released nothing while the first led"
+    );
+    assert_eq!(
+        store
+            .live_instances(server::clock::now_ms() - 10_000)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // The leader dies: the other server takes the deployer over and serves the release.
+    let killed_at = std::time::Instant::now();
+    drop(first);
+    eventually(180, "the release served by the second server alone", || {
+        health_of(second.base.clone())
+    })
+    .await;
+    let leader = store
+        .leader_of("deployer:shoplite", server::clock::now_ms())
+        .await
+        .unwrap()
+        .expect("a leader");
+    assert_eq!(leader.address, second.base);
+    assert!(second_dir.join("live").exists());
+    eprintln!(
+        "the second server served the release {:.1} s after the leader was killed",
+        killed_at.elapsed().as_secs_f64()
+    );
+    drop(second);
+}
+
 /// A project added with `r2r project add --deploy SERVICE` gets a deployer of its own beside
 /// the environment's (which deploys nothing here): its branch's head is built, served at
 /// `/live/<service>` and recorded as that project's; a bug of the project that an owner merges

@@ -401,4 +401,193 @@ async fn a_proposed_test_inside_a_fix_path_is_refused() {
             "{answer}"
         );
     }
+    // Nor anywhere the project's runner would not look (a build script, a bench, a
+    // manifest): cargo's integration tests live under tests/.
+    for path in ["build.rs", "benches/coupon.rs", "Cargo.toml"] {
+        let (status, answer) = post(
+            "reproduction",
+            json!({
+                "test_path": path, "test_name": "coupon_never_makes_the_total_negative",
+                "test_source": FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
+            }),
+        )
+        .await;
+        assert_eq!(status, 422, "{path}: {answer}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap()
+                .contains("matches none of the project's test paths (tests/**/*.rs"),
+            "{answer}"
+        );
+    }
+}
+
+/// An owner's own test paths replace the profile's: with R2R_TEST_PATHS naming a regressions
+/// folder, a test anywhere else under tests/ is refused with the pattern named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proposed_test_must_match_the_projects_test_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_TEST_PATHS", "tests/regression_*.rs"),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
+    let post = |path: &str, body: Value| {
+        let request = client
+            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
+            .bearer_auth(&reproducer)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    assert_eq!(post("reproduction/start", json!({})).await.0, 200);
+    let (status, answer) = post(
+        "reproduction",
+        json!({
+            "test_path": "tests/coupon.rs", "test_name": "coupon_never_makes_the_total_negative",
+            "test_source": FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
+        }),
+    )
+    .await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains("matches none of the project's test paths (tests/regression_*.rs)"),
+        "{answer}"
+    );
+    // The crew is told where tests go before it writes one.
+    let context: Value = client
+        .get(format!("{base}/api/v1/bugs/{bug}/reproduction/context"))
+        .bearer_auth(&reproducer)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        context["how_to_test"]
+            .as_str()
+            .unwrap()
+            .contains("only at a path matching one of: tests/regression_*.rs"),
+        "{context}"
+    );
+    // At a matching path the test is measured (and, failing on the bug, reproduces it).
+    let (status, answer) = post(
+        "reproduction",
+        json!({
+            "test_path": "tests/regression_coupon.rs", "test_name": "coupon_never_makes_the_total_negative",
+            "test_source": FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
+        }),
+    )
+    .await;
+    assert_ne!(answer["error"], "invalid_test_path", "{status}: {answer}");
+}
+
+/// Two desk servers on one PostgreSQL measure a bug's proposal once between them: while one
+/// measures, a proposal for the same bug sent to the other is refused at once (409
+/// `already_measuring`, naming the server that measures), and runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_database_measure_a_bug_once() {
+    // Fails on its assertion after 4 s: long enough to be measured while the other asks.
+    const SLOW_FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    std::thread::sleep(std::time::Duration::from_secs(4));\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
+    if !docker_available().await || std::env::var("R2R_TEST_POSTGRES_URL").is_err() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
+    let database = store::testing::fresh_postgres().await;
+    let store::DatabaseUrl::Postgres { url } = &database else {
+        unreachable!()
+    };
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let env = [
+        ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+        ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+        ("R2R_SANDBOX_BACKEND", "docker"),
+    ];
+    let first = common::start_server_with(url, &env);
+    let second = common::start_server_with(url, &env);
+    let client = reqwest::Client::new();
+    let (bug, _) = common::file_report(&first.base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
+    let post = |base: &str, path: &str, body: Value| {
+        let request = client
+            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
+            .bearer_auth(&reproducer)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let propose = |path: &str| {
+        json!({
+            "test_path": path, "test_name": "coupon_never_makes_the_total_negative",
+            "test_source": SLOW_FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
+        })
+    };
+    assert_eq!(
+        post(&first.base, "reproduction/start", json!({})).await.0,
+        200
+    );
+    let ((status, answer), (second_status, refusal)) = tokio::join!(
+        post(&first.base, "reproduction", propose("tests/coupon.rs")),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+            post(
+                &second.base,
+                "reproduction",
+                propose("tests/coupon_again.rs"),
+            )
+            .await
+        }
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(second_status, 409, "{refusal}");
+    assert_eq!(refusal["error"], "already_measuring", "{refusal}");
+    assert!(
+        refusal["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("the desk server at {}", first.base)),
+        "{refusal}"
+    );
+    let store = Store::connect(&database).await.unwrap();
+    let evidence = store.evidence_for(&bug).await.unwrap();
+    assert!(
+        evidence
+            .iter()
+            .all(|e| e.body["test_path"] != "tests/coupon_again.rs"),
+        "the refused proposal ran nothing"
+    );
+    // Once the answer is in, the measurement's hold is given up at once.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        store
+            .leader_of(&format!("measure:{bug}"), server::clock::now_ms())
+            .await
+            .unwrap(),
+        None
+    );
 }

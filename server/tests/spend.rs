@@ -22,6 +22,9 @@ async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
             ("R2R_CONCIERGE_TOKEN", concierge.as_str()),
             ("R2R_SPEND_TOTAL", "0.05"),
             ("R2R_SPEND_PER_BUG", "0.04"),
+            // This test is about the total and the per-bug budget; the share of unconfirmed
+            // bugs has a test of its own.
+            ("R2R_SPEND_UNCONFIRMED_PERCENT", "100"),
         ],
     );
     let base = server.base.clone();
@@ -113,6 +116,131 @@ async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
     assert_eq!(book["book"]["committed"], 50_000);
     assert_eq!(book["book"]["settled"], 30_000);
     assert_eq!(book["book"]["calls"], 2);
+}
+
+/// Strangers cannot starve confirmed bugs: calls about bugs nobody confirmed or promoted take at
+/// most R2R_SPEND_UNCONFIRMED_PERCENT of the budget together (here half of $0.12); an owner's
+/// promotion moves a bug to the other half, through the API and the desk alike, and no one
+/// else may promote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconfirmed_bugs_take_their_share_and_a_promoted_bug_the_rest() {
+    let desk = common::owner_desk(&[
+        ("R2R_SPEND_TOTAL", "0.12"),
+        ("R2R_SPEND_UNCONFIRMED_PERCENT", "50"),
+    ]);
+    let base = desk.server.base.clone();
+    let mut bugs = Vec::new();
+    for (title, steps) in [
+        ("SAVE300 makes the total negative", "Apply SAVE300"),
+        ("The menu overlaps the logo", "Open the desk"),
+        ("Search for teapot returns shoes", "Search teapot"),
+    ] {
+        let (bug, _) = common::file_report(
+            &base,
+            json!({"component": "shoplite", "title": title, "what_happened": title,
+                   "expected": "no bug", "steps": steps}),
+        )
+        .await;
+        bugs.push(bug);
+    }
+    let client = reqwest::Client::new();
+    let manager = desk.tokens[&Role::Manager].clone();
+    let reserve = |bug: &str| {
+        client
+            .post(format!("{base}/api/v1/model-calls"))
+            .bearer_auth(&manager)
+            .json(&json!({"provider": "openai-compatible", "model": "m", "worst_case_micros": 30_000, "bug": bug}))
+            .send()
+    };
+    assert_eq!(reserve(&bugs[0]).await.unwrap().status(), 201);
+    assert_eq!(reserve(&bugs[1]).await.unwrap().status(), 201);
+    // $0.06 of unconfirmed work is booked: a third stranger's bug waits, with the reason.
+    let refused = reserve(&bugs[2]).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body["refusal"]["reason"], "over_unconfirmed_share",
+        "{body}"
+    );
+    assert_eq!(body["refusal"]["share"], 60_000, "{body}");
+
+    // Only an owner promotes: not the crew, not a stranger, not a session without its token.
+    let promote = format!("{base}/api/v1/bugs/{}/promote", bugs[2]);
+    let by_crew = client
+        .post(&promote)
+        .bearer_auth(&manager)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_crew.status(), 403, "{}", by_crew.text().await.unwrap());
+    let anonymous = client.post(&promote).json(&json!({})).send().await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    let (cookie, csrf) = common::sign_in(&client, &base, common::OWNER, common::PASSWORD).await;
+    let no_csrf = client
+        .post(&promote)
+        .header("cookie", &cookie)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(no_csrf.status(), 403);
+    let promoted = client
+        .post(&promote)
+        .header("cookie", &cookie)
+        .header("x-csrf-token", &csrf)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(promoted.status(), 200, "{}", promoted.text().await.unwrap());
+    // The promoted bug's calls come from the other half; the strangers' half stays spent.
+    assert_eq!(reserve(&bugs[2]).await.unwrap().status(), 201);
+    let refused: Value = reserve(&bugs[0]).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        refused["refusal"]["reason"], "over_unconfirmed_share",
+        "{refused}"
+    );
+    assert_eq!(reserve(&bugs[2]).await.unwrap().status(), 201);
+    // Then the whole budget is spent, for everyone.
+    let refused: Value = reserve(&bugs[2]).await.unwrap().json().await.unwrap();
+    assert_eq!(refused["refusal"]["reason"], "over_budget", "{refused}");
+    // The bug view offers no second promotion; its ledger names the owner's promotion.
+    let view = client
+        .get(format!("{base}/desk/bugs/{}", bugs[2]))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!view.contains("Promote…"), "{view}");
+    assert!(view.contains("promoted"), "{view}");
+    let other = client
+        .get(format!("{base}/desk/bugs/{}", bugs[1]))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(other.contains("Promote…"), "{other}");
+    // The crew page shows the share and what it used.
+    let crew = client
+        .get(format!("{base}/desk/crew"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        crew.contains("may take 50% of the budget together (R2R_SPEND_UNCONFIRMED_PERCENT): $0.06 of $0.06 used"),
+        "{crew}"
+    );
 }
 
 /// Spend cannot be parked on a bug no crew works on any more: a duplicate (or a verified or

@@ -93,6 +93,9 @@ impl Store {
         let row: Row = for_each_backend!(self, pool, _begin => {
             sqlx::query_as(&select).bind(&new.dedupe_key).fetch_one(pool).await?
         });
+        if written == 1 {
+            self.wake();
+        }
         Ok((task(row), written == 1))
     }
 

@@ -333,6 +333,7 @@ impl Store {
             };
             match result {
                 (Commit::Done, decision) => {
+                    self.wake();
                     return Ok(Applied {
                         bug: decision.bug,
                         changed: true,

@@ -10,6 +10,7 @@ mod changes;
 pub mod crew;
 pub mod evidence;
 mod file_mode;
+pub mod leaders;
 pub mod ledger;
 pub mod listing;
 pub mod notices;
@@ -23,10 +24,11 @@ pub mod spend;
 pub mod strangers;
 pub mod testing;
 mod url;
+pub mod wakeups;
 pub mod webhooks;
 
 /// The newest migration; health reports it and tests check the database reached it.
-pub const SCHEMA_VERSION: i64 = 21;
+pub const SCHEMA_VERSION: i64 = 24;
 
 pub use auth::OwnerAccount;
 pub use changes::ChangeListener;
@@ -118,6 +120,9 @@ pub struct Store {
     writer: std::sync::Arc<tokio::sync::Mutex<()>>,
     /// SQLite only: the open clusters intake chooses from, loaded once.
     clusters: std::sync::Arc<std::sync::Mutex<reports::ClusterCache>>,
+    /// Moves when work was added (a bug changed, a crew task or a sandbox job was queued):
+    /// what waits for work wakes at once instead of polling ([`wakeups`]).
+    work: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -194,6 +199,7 @@ impl Store {
                     pool: Pool::Sqlite(pool),
                     writer: Default::default(),
                     clusters: Default::default(),
+                    work: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
                 })
             }
             DatabaseUrl::Postgres { url } => {
@@ -210,6 +216,7 @@ impl Store {
                     pool: Pool::Postgres(pool),
                     writer: Default::default(),
                     clusters: Default::default(),
+                    work: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
                 })
             }
         }

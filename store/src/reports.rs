@@ -613,6 +613,7 @@ impl Store {
                 }
             });
             if let Some(filed) = filed {
+                self.wake();
                 return Ok(filed);
             }
         }

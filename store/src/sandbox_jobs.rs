@@ -124,6 +124,7 @@ impl Store {
             .await?;
             tx.commit().await?;
         });
+        self.wake();
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! so parallel calls can never overshoot the budget.
 
 use crate::{Store, StoreError};
-use domain::spend::{admit, booked, Budget, Micros, SpendRefusal, Usage};
+use domain::spend::{admit, booked, Budget, Micros, SpendRefusal, UnconfirmedUsage, Usage};
 use domain::workflow::Millis;
 use serde::Serialize;
 
@@ -27,6 +27,9 @@ pub struct NewCall<'a> {
     pub worst_case: Micros,
     /// The bug it works on (its per-bug budget applies).
     pub bug: &'a str,
+    /// Whether that bug is unconfirmed now (`domain::workflow::Bug::unconfirmed`): the call
+    /// then comes out of the unconfirmed bugs' share.
+    pub unconfirmed: bool,
 }
 
 /// How a call ended.
@@ -64,6 +67,10 @@ pub struct SpendSummary {
     pub calls: u64,
     /// Calls started in the last hour.
     pub calls_last_hour: u64,
+    /// What the calls about unconfirmed bugs committed (settled plus open at worst case).
+    pub unconfirmed_committed: Micros,
+    /// Calls about unconfirmed bugs started in the last hour.
+    pub unconfirmed_calls_last_hour: u64,
 }
 
 fn to_u64(value: i64) -> u64 {
@@ -82,11 +89,13 @@ impl Store {
         let usage_sql = "SELECT CAST(COALESCE(SUM(COALESCE(settled_micros, reserved_micros)), 0) AS BIGINT), \
              CAST(COALESCE(SUM(CASE WHEN created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT), \
              CAST(COALESCE(SUM(CASE WHEN created_at > $1 AND client = $2 THEN 1 ELSE 0 END), 0) AS BIGINT), \
-             CAST(COALESCE(SUM(CASE WHEN bug_id = $3 THEN COALESCE(settled_micros, reserved_micros) ELSE 0 END), 0) AS BIGINT) \
+             CAST(COALESCE(SUM(CASE WHEN bug_id = $3 THEN COALESCE(settled_micros, reserved_micros) ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN unconfirmed = 1 THEN COALESCE(settled_micros, reserved_micros) ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN unconfirmed = 1 AND created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT) \
              FROM model_calls";
         let insert_sql =
-            "INSERT INTO model_calls (id, client, provider, model, reserved_micros, created_at, bug_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)";
+            "INSERT INTO model_calls (id, client, provider, model, reserved_micros, created_at, bug_id, unconfirmed) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
         let decision = for_each_backend!(self, pool, begin => {
             let mut tx = begin().await?;
             if self.backend() == crate::Backend::Postgres {
@@ -95,7 +104,7 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
-            let (committed, hour, client_hour, bug): (i64, i64, i64, i64) = sqlx::query_as(usage_sql)
+            let (committed, hour, client_hour, bug, unconfirmed, unconfirmed_hour): (i64, i64, i64, i64, i64, i64) = sqlx::query_as(usage_sql)
                 .bind(now - HOUR_MS)
                 .bind(call.client)
                 .bind(call.bug)
@@ -106,6 +115,10 @@ impl Store {
                 bug_committed: to_u64(bug),
                 calls_last_hour: u32::try_from(hour).unwrap_or(u32::MAX),
                 client_calls_last_hour: u32::try_from(client_hour).unwrap_or(u32::MAX),
+                unconfirmed: call.unconfirmed.then(|| UnconfirmedUsage {
+                    committed: to_u64(unconfirmed),
+                    calls_last_hour: u32::try_from(unconfirmed_hour).unwrap_or(u32::MAX),
+                }),
             };
             let decision = admit(budget, &usage, call.worst_case);
             if decision.is_ok() {
@@ -117,6 +130,7 @@ impl Store {
                     .bind(worst)
                     .bind(now)
                     .bind(call.bug)
+                    .bind(i32::from(call.unconfirmed))
                     .execute(&mut *tx)
                     .await?;
             }
@@ -225,8 +239,11 @@ impl Store {
              CAST(COALESCE(SUM(COALESCE(settled_micros, 0)), 0) AS BIGINT), \
              CAST(COALESCE(SUM(CASE WHEN settled_micros IS NULL THEN 1 ELSE 0 END), 0) AS BIGINT), \
              COUNT(*), \
-             CAST(COALESCE(SUM(CASE WHEN created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM model_calls";
-        let row: (i64, i64, i64, i64, i64) = for_each_backend!(self, pool, _begin => {
+             CAST(COALESCE(SUM(CASE WHEN created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN unconfirmed = 1 THEN COALESCE(settled_micros, reserved_micros) ELSE 0 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN unconfirmed = 1 AND created_at > $1 THEN 1 ELSE 0 END), 0) AS BIGINT) \
+             FROM model_calls";
+        let row: (i64, i64, i64, i64, i64, i64, i64) = for_each_backend!(self, pool, _begin => {
             sqlx::query_as(sql).bind(now - HOUR_MS).fetch_one(pool).await?
         });
         Ok(SpendSummary {
@@ -235,6 +252,8 @@ impl Store {
             open_calls: to_u64(row.2),
             calls: to_u64(row.3),
             calls_last_hour: to_u64(row.4),
+            unconfirmed_committed: to_u64(row.5),
+            unconfirmed_calls_last_hour: to_u64(row.6),
         })
     }
 }

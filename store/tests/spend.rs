@@ -17,6 +17,7 @@ async fn parallel_reservations_never_overshoot(backend: &str) {
         per_bug: u64::MAX,
         calls_per_hour: 1_000,
         client_calls_per_hour: 1_000,
+        unconfirmed_percent: 100,
     };
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..24 {
@@ -30,6 +31,7 @@ async fn parallel_reservations_never_overshoot(backend: &str) {
                 model: "m",
                 worst_case: 30_000,
                 bug: "bug-1",
+                unconfirmed: false,
             };
             store
                 .reserve_model_call(&call, &budget, 1_000)
@@ -62,6 +64,7 @@ async fn limits_and_settlement(backend: &str) {
         model: "m",
         worst_case: 30_000,
         bug: "bug-a",
+        unconfirmed: false,
     };
     let ids = [
         "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "a9", "a10",
@@ -161,6 +164,7 @@ async fn one_bug_never_overshoots_its_own_budget(backend: &str) {
         model: "m",
         worst_case,
         bug,
+        unconfirmed: false,
     };
     let ids = ["l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7"];
     let mut tasks = tokio::task::JoinSet::new();
@@ -231,7 +235,77 @@ async fn one_bug_never_overshoots_its_own_budget(backend: &str) {
     assert_eq!(store.spend_by_bug(1).await.unwrap().len(), 1);
 }
 
+async fn strangers_take_their_share_and_confirmed_bugs_keep_the_rest(backend: &str) {
+    let (store, _url, _dir) = support::fresh(backend).await;
+    // $0.30 in all, half open to unconfirmed bugs; calls at $0.03 worst case.
+    let budget = Budget {
+        per_call: 30_000,
+        total: 300_000,
+        per_bug: u64::MAX,
+        calls_per_hour: 1_000,
+        client_calls_per_hour: 1_000,
+        unconfirmed_percent: 50,
+    };
+    // Twenty unconfirmed bugs (strangers' reports) reserve at once: five fit in the share.
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..20 {
+        let store = store.clone();
+        tasks.spawn(async move {
+            let id = format!("stranger-{i}");
+            let bug = format!("bug-s{i}");
+            let call = NewCall {
+                id: &id,
+                client: "manager",
+                provider: "openai-compatible",
+                model: "m",
+                worst_case: 30_000,
+                bug: &bug,
+                unconfirmed: true,
+            };
+            store
+                .reserve_model_call(&call, &budget, 1_000)
+                .await
+                .unwrap()
+        });
+    }
+    let mut admitted = 0;
+    while let Some(result) = tasks.join_next().await {
+        match result.unwrap() {
+            Ok(()) => admitted += 1,
+            Err(SpendRefusal::OverUnconfirmedShare { share: 150_000, .. }) => {}
+            Err(other) => panic!("{backend}: unexpected {other:?}"),
+        }
+    }
+    assert_eq!(admitted, 5, "{backend}");
+    // A confirmed bug still finds the other half: five calls, then the total is spent.
+    let mut confirmed = 0;
+    for i in 0..7 {
+        let id = format!("confirmed-{i}");
+        let call = NewCall {
+            id: &id,
+            client: "fixer",
+            provider: "openai-compatible",
+            model: "m",
+            worst_case: 30_000,
+            bug: "bug-confirmed",
+            unconfirmed: false,
+        };
+        match store
+            .reserve_model_call(&call, &budget, 2_000)
+            .await
+            .unwrap()
+        {
+            Ok(()) => confirmed += 1,
+            Err(SpendRefusal::OverBudget { .. }) => {}
+            Err(other) => panic!("{backend}: unexpected {other:?}"),
+        }
+    }
+    assert_eq!(confirmed, 5, "{backend}");
+    assert_eq!(store.spend_summary(3_000).await.unwrap().committed, 300_000);
+}
+
 on_both!(
+    strangers_take_their_share_and_confirmed_bugs_keep_the_rest,
     parallel_reservations_never_overshoot,
     limits_and_settlement,
     one_bug_never_overshoots_its_own_budget

@@ -380,7 +380,7 @@ pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
     let action = |name: &str| bug.actions.iter().any(|a| a == name);
     let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
     let (retry, take_over) = (action("retry"), action("take_over"));
-    let duplicate = action("duplicate");
+    let (duplicate, promote) = (action("duplicate"), action("promote"));
     let summary = Summary::of(&bug);
     let head = ServerHtml::render(view! {
         <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
@@ -410,6 +410,7 @@ pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
             {approve.then(|| view! { <Ask bug=id.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
             {merge.then(|| view! { <Ask bug=id.clone() action="merge" label="Merge…".to_owned()/> })}
             {retry.then(|| view! { <Ask bug=id.clone() action="retry" label="Try again…".to_owned()/> })}
+            {promote.then(|| view! { <Ask bug=id.clone() action="promote" label="Promote…".to_owned()/> })}
             {take_over.then(|| view! { <Ask bug=id.clone() action="take_over" label="Take it over…".to_owned()/> })}
             {duplicate.then(|| view! { <Ask bug=id.clone() action="duplicate" label="Mark as duplicate of…".to_owned()/> })}
         {reopen.then(|| view! { <Ask bug=id.clone() action="reopen" label="Reopen…".to_owned()/> })}

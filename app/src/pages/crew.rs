@@ -82,6 +82,7 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                 crew: field("crew").unwrap_or_default(),
                 github: field("github").unwrap_or_default(),
                 deploy: field("deploy").unwrap_or_default(),
+                test_paths: field("test_paths").unwrap_or_default(),
             });
         }
         #[cfg(not(feature = "hydrate"))]
@@ -149,6 +150,10 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                 <div class="field">
                     <label for="project-fix-paths">"Folders a fix may change (comma-separated, default src/)"</label>
                     <input id="project-fix-paths" name="fix_paths" type="text" maxlength="400" autocomplete="off"/>
+                </div>
+                <div class="field">
+                    <label for="project-test-paths">"Where its tests live (comma-separated patterns such as tests/**/*.rs; empty keeps them, default: what its profile's runner collects)"</label>
+                    <input id="project-test-paths" name="test_paths" type="text" maxlength="2000" autocomplete="off"/>
                 </div>
                 <div class="field">
                     <label for="project-crew">"The crew works its bugs"</label>

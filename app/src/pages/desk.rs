@@ -374,7 +374,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
                             <tr data-project=p.id.clone()>
                                 <th scope="row"><code>{p.id.clone()}</code>" "{p.name.clone()}</th>
                                 <td>{p.components.clone()}</td>
-                                <td>{p.profile.clone()}</td>
+                                <td>{p.profile.clone()}<br/><small data-testid="test-paths">{p.test_paths.clone()}</small></td>
                                 <td><code>{p.forge.clone()}</code></td>
                                 <td>{p.fix_paths.clone()}</td>
                                 <td>{if p.crew { "on" } else { "off" }}</td>

@@ -510,6 +510,25 @@ pub fn decide(
                 &[("reason", reason), ("from", from)],
             );
         }
+        Command::OwnerPromote => {
+            require_owner(actor, "promote a bug")?;
+            if bug.promoted {
+                return Ok(dropped(bug));
+            }
+            if !bug.confirmations.is_empty() {
+                return Err(refusal(
+                    RefusalKind::Conflict,
+                    "already_confirmed",
+                    "a reporter confirmed this bug already: its crew work is paid for from the \
+                     confirmed bugs' share",
+                ));
+            }
+            if !bug.promotable() {
+                return Err(conflict(bug, command));
+            }
+            out.bug.promoted = true;
+            out.event("promoted", &[], &[("state", bug.state.as_str().to_owned())]);
+        }
         Command::DistrustMeasurement { worker } => {
             require_actor(actor, &Actor::Desk, "the desk")?;
             let worker: String = worker.trim().chars().take(40).collect();

@@ -433,6 +433,10 @@ pub struct Bug {
     /// The bug this one was merged into, in `duplicate`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duplicate_of: Option<String>,
+    /// An owner promoted the bug before any reporter confirmed it: its crew work is paid for
+    /// from the confirmed bugs' share of the budget and starts at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub promoted: bool,
 }
 
 impl Bug {
@@ -440,6 +444,22 @@ impl Bug {
     /// while the crew holds it, or it waits for a person for a reason other than a take-over.
     /// The engine decides by this, and the desk offers the action by it.
     pub fn crew_holds(&self) -> bool {
+        self.crew_holds_now()
+    }
+
+    /// Whether the crew's work on the bug is paid for from the strangers' share of the budget:
+    /// no reporter confirmed a reproduction and no owner promoted it. (A bug confirmed once
+    /// stays confirmed: a later reopening does not make it a stranger's again.)
+    pub fn unconfirmed(&self) -> bool {
+        self.confirmations.is_empty() && !self.promoted
+    }
+
+    /// Whether an owner may promote the bug ([`Command::OwnerPromote`]).
+    pub fn promotable(&self) -> bool {
+        self.unconfirmed() && !matches!(self.state, BugState::Verified | BugState::Duplicate)
+    }
+
+    fn crew_holds_now(&self) -> bool {
         use BugState as S;
         matches!(
             self.state,
@@ -467,6 +487,7 @@ impl Bug {
             deployments: Vec::new(),
             needs_human: None,
             duplicate_of: None,
+            promoted: false,
         }
     }
 
@@ -635,6 +656,10 @@ pub enum Command {
         /// Why, in the owner's words.
         reason: String,
     },
+    /// An owner vouches for a bug no reporter has confirmed yet: its crew work starts now
+    /// (a start the stranger's budget put off is brought forward) and is paid for from the
+    /// share of the budget kept for confirmed bugs.
+    OwnerPromote,
     /// A reporter answers "does the live fix work for you?".
     AnswerFix {
         /// The question's id.
@@ -706,6 +731,7 @@ impl Command {
             Command::DistrustMeasurement { .. } => "distrust_measurement",
             Command::OwnerRollBack { .. } => "owner_roll_back",
             Command::ObserveRewrittenHistory { .. } => "observe_rewritten_history",
+            Command::OwnerPromote => "owner_promote",
             Command::AnswerFix { .. } => "answer_fix",
             Command::ReaskExpired => "reask_expired",
             Command::AddNote { .. } => "add_note",

@@ -328,6 +328,16 @@ pub enum BenchCommand {
         #[arg(long, value_name = "URL")]
         database_url: Option<String>,
     },
+    /// How soon an idle crew worker, waiting at the desk (long polling), has a task the
+    /// manager sends: through one server on SQLite, across two servers on PostgreSQL.
+    Pickup {
+        /// Tasks to time.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        tasks: u32,
+        /// A scratch database (default: a temporary SQLite file).
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+    },
     /// ShopLite's reproduction (cargo test of the coupon regression) timed bare on the host
     /// and in each sandbox backend; prints the median and spread of each.
     Sandbox {
@@ -459,6 +469,31 @@ pub async fn command(env_file: &Path, command: BenchCommand) -> anyhow::Result<E
                     .map(|(name, done)| format!("{name} {done}"))
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        BenchCommand::Pickup {
+            tasks,
+            database_url,
+        } => {
+            let scratch = tempfile::tempdir()?;
+            let url = scratch_url(database_url, &scratch, "pickup.db", "--database-url")?;
+            let figures = crate::cli::bench_pickup::pickup(&url, tasks as usize).await?;
+            let at = |q: f64| {
+                let index = ((figures.times.len() as f64 - 1.0) * q).round() as usize;
+                figures
+                    .times
+                    .get(index)
+                    .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+            };
+            println!(
+                "task pick-up by an idle worker ({}, {} server(s)): {} tasks; p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+                figures.storage,
+                figures.servers,
+                figures.times.len(),
+                at(0.5),
+                at(0.95),
+                at(1.0)
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -4,6 +4,7 @@ pub mod airlock;
 pub mod airlock_data;
 pub mod bench;
 pub mod bench_desk;
+pub mod bench_pickup;
 pub mod bench_reporter;
 pub mod bench_workers;
 pub mod cluster;

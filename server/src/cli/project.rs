@@ -62,6 +62,11 @@ pub struct Fields {
     /// binary's name, served at /live/<service>); none: not deployed.
     #[arg(long, value_name = "SERVICE")]
     deploy: Option<String>,
+    /// Where its tests live, comma-separated globs such as tests/**/*.rs (a proposed
+    /// reproduction must match one, never inside --fix-paths); default: what its profile's
+    /// runner collects.
+    #[arg(long, value_name = "GLOBS")]
+    test_paths: Option<String>,
 }
 
 fn parse_switch(text: &str) -> Result<bool, String> {
@@ -97,6 +102,7 @@ impl Fields {
             crew: self.crew,
             github: self.github,
             deploy: self.deploy,
+            test_paths: self.test_paths,
         }
     }
 }
@@ -114,6 +120,7 @@ fn flag_of(field: &str) -> &str {
     match field {
         "forge_path" => "forge",
         "fix_allowed_paths" => "fix-paths",
+        "test_paths" => "test-paths",
         other => other,
     }
 }
@@ -147,6 +154,11 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
                         .deploy
                         .as_deref()
                         .map_or(String::new(), |d| format!(", released at /live/{d}"))
+                    + &if spec.test_paths.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", tests at {}", spec.test_paths.join(","))
+                    }
             );
         }
         ProjectCommand::Edit { id, fields } => {

@@ -39,7 +39,8 @@ pub async fn work(
     tracing::info!(desk = %base, backend = sandbox.backend(), "sandbox worker started");
     while jobs.is_none_or(|n| done < n) {
         let claimed = client
-            .post(format!("{base}/api/v1/sandbox/jobs/claim"))
+            // The desk answers as soon as a job is queued, or after 20 s with none.
+            .post(format!("{base}/api/v1/sandbox/jobs/claim?wait_ms=20000"))
             .bearer_auth(token)
             .json(&serde_json::json!({}))
             .timeout(Duration::from_secs(120))

@@ -322,6 +322,7 @@ async fn define_tallybook(env_file: &Path, bare: &Path) -> anyhow::Result<()> {
             crew: true,
             github: None,
             deploy: None,
+            test_paths: Vec::new(),
         };
         match projects
             .define(&store, spec, None, "setup", crate::clock::now_ms())

@@ -71,6 +71,9 @@ pub struct Config {
     pub database_url: DatabaseUrl,
     /// Where to listen.
     pub addr: SocketAddr,
+    /// Where the other servers on the same database reach this one (`R2R_SERVER_ADDRESS`,
+    /// an http(s) base URL); unset: the loopback address it listens on (servers on one host).
+    pub server_address: Option<String>,
     /// How long a client may take and how many may be connected (`R2R_HEADER_TIMEOUT`,
     /// `R2R_BODY_TIMEOUT`, `R2R_MAX_CONNECTIONS`).
     pub http: HttpLimits,
@@ -119,6 +122,9 @@ pub struct Config {
     /// Path prefixes a fix may change (`R2R_FIX_ALLOWED_PATHS`, comma-separated, default
     /// `src/`); tests, build files and CI are never among them unless an owner says so here.
     pub fix_allowed_paths: Vec<String>,
+    /// Where a proposed reproduction may live in the environment's project
+    /// (`R2R_TEST_PATHS`, comma-separated globs); empty: its profile's defaults.
+    pub test_paths: Vec<String>,
     /// Whether `r2r serve` runs the crew inside the same process (`R2R_CREW`).
     pub crew: CrewMode,
     /// Notifications: SMTP, the owners' webhook, and whether the concierge runs here.
@@ -512,6 +518,26 @@ impl Config {
         Ok(Config {
             database_url,
             addr,
+            server_address: match env.get("R2R_SERVER_ADDRESS").map(str::trim) {
+                None | Some("") => None,
+                Some(text) => {
+                    let parsed = reqwest::Url::parse(text).ok().filter(|url| {
+                        matches!(url.scheme(), "http" | "https")
+                            && url.host_str().is_some()
+                            && url.query().is_none()
+                            && url.fragment().is_none()
+                            && url.username().is_empty()
+                            && url.path() == "/"
+                    });
+                    if parsed.is_none() {
+                        return Err(ConfigError::new(
+                            "R2R_SERVER_ADDRESS",
+                            format!("expected an http(s) base URL such as http://10.0.0.5:3000, with no path, query or user, got {text:?}"),
+                        ));
+                    }
+                    Some(text.trim_end_matches('/').to_owned())
+                }
+            },
             http,
             bootstrap_owner,
             leptos_toml,
@@ -682,6 +708,17 @@ impl Config {
                         "R2R_SPEND_CLIENT_CALLS_PER_HOUR",
                         defaults.client_calls_per_hour,
                     )?,
+                    unconfirmed_percent: whole_in(
+                        env,
+                        "R2R_SPEND_UNCONFIRMED_PERCENT",
+                        1,
+                        100,
+                        i64::from(defaults.unconfirmed_percent),
+                        "the percent of the budget and of the hourly calls that bugs nobody \
+                         confirmed or promoted may take together",
+                    )?
+                    .try_into()
+                    .unwrap_or(defaults.unconfirmed_percent),
                 }
             },
             target_profile: env.target_profile()?,
@@ -689,8 +726,35 @@ impl Config {
             notify: NotifyConfig::from_env(env)?,
             fix_allowed_paths: fix_allowed_paths(env.get("R2R_FIX_ALLOWED_PATHS"))
                 .map_err(|reason| ConfigError::new("R2R_FIX_ALLOWED_PATHS", reason))?,
+            test_paths: test_paths(env.get("R2R_TEST_PATHS"))
+                .map_err(|reason| ConfigError::new("R2R_TEST_PATHS", reason))?,
         })
     }
+}
+
+/// `tests/**/*.rs, spec/**` → the patterns (none: the profile's defaults).
+fn test_paths(text: Option<&str>) -> Result<Vec<String>, String> {
+    let patterns: Vec<String> = text
+        .unwrap_or("")
+        .split(',')
+        .map(|p| p.trim().trim_start_matches("./").to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if patterns.len() > domain::test_paths::MAX_PATTERNS {
+        return Err(format!(
+            "at most {} patterns",
+            domain::test_paths::MAX_PATTERNS
+        ));
+    }
+    if let Some(bad) = patterns
+        .iter()
+        .find(|p| !domain::test_paths::valid_pattern(p))
+    {
+        return Err(format!(
+            "{bad:?} is not a relative pattern such as tests/**/*.rs (letters, digits, _ - . / * ?; no hidden or .. parts)"
+        ));
+    }
+    Ok(patterns)
 }
 
 /// `src/,lib/` → `["src/", "lib/"]`: relative folder prefixes, each ending in `/`.
@@ -932,7 +996,18 @@ mod tests {
             Config::from_env(&paths, None).unwrap().fix_allowed_paths,
             ["src/", "lib/util/"]
         );
+        assert!(config.test_paths.is_empty());
+        let tests = Environment::from_pairs([("R2R_TEST_PATHS", " ./tests/**/*.rs , spec/* ")]);
+        assert_eq!(
+            Config::from_env(&tests, None).unwrap().test_paths,
+            ["tests/**/*.rs", "spec/*"]
+        );
         for (variable, value) in [
+            ("R2R_TEST_PATHS", "../outside/**"),
+            ("R2R_TEST_PATHS", "/etc/*"),
+            ("R2R_SERVER_ADDRESS", "ftp://10.0.0.5"),
+            ("R2R_SERVER_ADDRESS", "http://10.0.0.5:3000/desk"),
+            ("R2R_SERVER_ADDRESS", "10.0.0.5:3000"),
             ("R2R_COMPONENTS", "Shop Lite"),
             ("R2R_COMPONENTS", "a,,b"),
             ("R2R_COMPONENTS", "a,a"),
@@ -1024,6 +1099,28 @@ mod tests {
             let env = Environment::from_pairs([("R2R_GITHUB_REQUIRED_CHECKS", value)]);
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_GITHUB_REQUIRED_CHECKS", "{value:?}");
+        }
+    }
+
+    #[test]
+    fn the_unconfirmed_share_defaults_to_half_and_a_bad_value_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.spend.unconfirmed_percent, 50);
+        let set = Environment::from_pairs([("R2R_SPEND_UNCONFIRMED_PERCENT", "20")]);
+        assert_eq!(
+            Config::from_env(&set, None)
+                .unwrap()
+                .spend
+                .unconfirmed_percent,
+            20
+        );
+        for bad in ["0", "101", "half", "-5", "50%"] {
+            let set = Environment::from_pairs([("R2R_SPEND_UNCONFIRMED_PERCENT", bad)]);
+            let error = Config::from_env(&set, None).unwrap_err();
+            assert!(
+                error.to_string().contains("R2R_SPEND_UNCONFIRMED_PERCENT"),
+                "{bad:?}: {error}"
+            );
         }
     }
 

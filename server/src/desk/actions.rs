@@ -38,12 +38,13 @@ pub async fn confirm_report(
 }
 
 /// The actions on a bug, as the forms name them.
-const BUG_ACTIONS: [&str; 7] = [
+const BUG_ACTIONS: [&str; 8] = [
     "approve",
     "merge",
     "reopen",
     "retry",
     "take_over",
+    "promote",
     "contact",
     "duplicate",
 ];
@@ -52,7 +53,7 @@ fn unknown_action() -> Refused {
     Refused::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "unknown_action",
-        "That is not an action of the desk (approve, merge, reopen, retry, take_over, contact, duplicate; invite and confirm_owner on the Owners page).",
+        "That is not an action of the desk (approve, merge, reopen, retry, take_over, promote, contact, duplicate; invite and confirm_owner on the Owners page).",
     )
 }
 
@@ -197,6 +198,11 @@ pub(super) async fn question(
             "The bug waits for a person until an owner gives it back (Try again) or reopens it.".to_owned(),
             "Reporters see that a person is working on it.".to_owned(),
         ],
+        "promote" => vec![
+            "No reporter has confirmed this bug yet. You vouch for it: the crew's work on it is paid for from the share of the budget kept for confirmed bugs, which strangers' reports cannot use up.".to_owned(),
+            "If the stranger's budget put its start off, the crew starts on it now.".to_owned(),
+            "The promotion is in the ledger under your name; the reporter is still asked to confirm the failing test.".to_owned(),
+        ],
         "contact" => {
             let stored = addressee(state, loaded.as_ref(), report).await?;
             let id = stored.id.clone();
@@ -331,6 +337,9 @@ pub(super) async fn perform(
             } else {
                 crate::service::forge::merge(state, bug, head, &actor).await?;
             }
+        }
+        "promote" => {
+            crate::service::commands::promote(state, bug, &actor).await?;
         }
         "retry" | "take_over" => {
             let command = if action == "retry" {

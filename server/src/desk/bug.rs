@@ -157,6 +157,7 @@ fn notice(done: Option<&str>) -> Option<String> {
         "reopen" => "Reopened: the bug goes back to the start of the loop.",
         "retry" => "Given back to the crew: it picks the bug up at the stage it reached.",
         "take_over" => "Taken over: the crew does nothing more with this bug until an owner gives it back.",
+        "promote" => "Promoted: its crew work is paid from the confirmed bugs' share, and starts now.",
         "contact" => "Message sent: it is on the reporter's tracking page now, and the concierge emails it when they left an address.",
         "merged" => "Merged: the duplicate's reports joined this bug, and their reporters' links follow it.",
         _ => return None,
@@ -440,6 +441,9 @@ pub(super) fn owner_actions(
     }
     if bug.crew_holds() {
         actions.push("take_over".to_owned());
+    }
+    if bug.promotable() {
+        actions.push("promote".to_owned());
     }
     if !matches!(
         bug.state,

@@ -223,6 +223,7 @@ impl DeskBackend for Backend {
                 ("fix_paths", &input.fix_paths),
                 ("github", &input.github),
                 ("deploy", &input.deploy),
+                ("test_paths", &input.test_paths),
             ] {
                 if text.len() > 1_000 || text.chars().any(char::is_control) {
                     return Err(invalid(format!(
@@ -255,6 +256,7 @@ impl DeskBackend for Backend {
                 crew,
                 github: given(&input.github),
                 deploy: given(&input.deploy),
+                test_paths: given(&input.test_paths),
             };
             let now = crate::clock::now_ms();
             let by = account.email.as_str();

@@ -269,7 +269,7 @@ pub async fn waiting_for_now(state: &AppState, bug: &Bug) -> Result<Option<Strin
             .map_err(Refused::storage)?
         {
             return Ok(Some(format!(
-                "crew budget: the address that filed it already had {} new {} bug(s) started on this hour (R2R_STRANGER_BUGS_PER_HOUR); the crew's triage starts in {} min, the report is kept meanwhile",
+                "crew budget: the address that filed it already had {} new {} bug(s) started on this hour (R2R_STRANGER_BUGS_PER_HOUR); the crew's triage starts in {} min, the report is kept meanwhile (an owner who vouches for it can Promote it to start now)",
                 state.reporter.stranger_bugs_per_hour,
                 bug.component,
                 (at - now).div_euclid(60_000) + 1
@@ -309,6 +309,11 @@ pub fn waiting_for(bug: &Bug, releases: &crate::web::Releases) -> Option<String>
         BugState::InReview => Some("review: approve the exact head".to_owned()),
         BugState::Approved => Some("merge".to_owned()),
         BugState::Merged => Some(match &bug.merge {
+            Some(merge) if releases.leader_elsewhere().is_some() => format!(
+                "the release of {}, by the desk server at {} (it leads this service's deployer)",
+                short(&merge.merge_commit),
+                releases.leader_elsewhere().unwrap_or_default()
+            ),
             Some(merge) if releases.service.is_some() => {
                 let sha = merge.merge_commit.as_str();
                 // A head held back after the merge holds the merge back too.
@@ -659,6 +664,15 @@ pub(crate) async fn crew_data(
                                 .map_or(String::new(), |d| format!("; released at /live/{d}"))
                         ),
                         fix_paths: t.fix_allowed_paths.join(", "),
+                        test_paths: if t.test_paths.is_empty() {
+                            format!(
+                                "{} (the {} runner's)",
+                                domain::test_paths::defaults(t.profile.as_str()).join(", "),
+                                t.profile.as_str()
+                            )
+                        } else {
+                            t.test_paths.join(", ")
+                        },
                         crew: t.crew,
                         changed: t.updated.as_ref().map(|(at, by)| (by.clone(), *at)),
                         spent: booked.map_or(0, |r| u(&r["spent"])),
@@ -683,12 +697,26 @@ pub(crate) async fn crew_data(
                 .crew_starts_waiting(crate::clock::now_ms())
                 .await
                 .map_err(Refused::storage)?;
+            let book = state
+                .store
+                .spend_summary(crate::clock::now_ms())
+                .await
+                .map_err(Refused::storage)?;
+            let money = |micros: u64| {
+                format!(
+                    "${}.{:02}",
+                    micros / 1_000_000,
+                    (micros % 1_000_000) / 10_000
+                )
+            };
             format!(
-                "Stranger's budget: the crew starts on at most {limit} new bug(s) an hour from one address for one component (R2R_STRANGER_BUGS_PER_HOUR), at most {} an hour at the per-bug budget; further ones are kept and wait their turn. {waiting} new bug(s) wait for it now.",
-                {
-                    let micros = state.spend.per_bug.saturating_mul(u64::from(limit));
-                    format!("${}.{:02}", micros / 1_000_000, (micros % 1_000_000) / 10_000)
-                }
+                "Stranger's budget: the crew starts on at most {limit} new bug(s) an hour from one address for one component (R2R_STRANGER_BUGS_PER_HOUR), at most {} an hour at the per-bug budget; further ones are kept and wait their turn. {waiting} new bug(s) wait for it now. Bugs nobody confirmed or promoted may take {}% of the budget together (R2R_SPEND_UNCONFIRMED_PERCENT): {} of {} used, {} of {} calls this hour; confirmed and promoted bugs keep the rest.",
+                money(state.spend.per_bug.saturating_mul(u64::from(limit))),
+                state.spend.unconfirmed_percent,
+                money(book.unconfirmed_committed),
+                money(state.spend.unconfirmed_total()),
+                book.unconfirmed_calls_last_hour,
+                state.spend.unconfirmed_calls_per_hour(),
             )
         },
         sandbox: sandbox_lines(state).await?,

@@ -19,31 +19,67 @@ use serde::Deserialize;
 use crate::service::commands::screened_note;
 use crate::service::reproduction::{self, Proposed};
 
-/// `GET /api/v1/bugs`.
+/// `GET /api/v1/bugs[?after=FINGERPRINT&wait_ms=N]`: every bug; with `after` (the
+/// fingerprint of a list the caller has) and `wait_ms`, answered once the list differs from
+/// that one — woken the moment a bug changes — or when the wait is over.
 pub async fn list_bugs(
     State(state): State<AppState>,
     credential: Credential,
     headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, "listBugs")?;
-        let mut bugs = Vec::new();
-        for id in state.store.bug_ids().await.map_err(Refused::storage)? {
-            if let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? {
-                let bug = stored.bug;
-                bugs.push(BugSummary {
-                    reports: bug.reports.len(),
-                    id: bug.id,
-                    component: bug.component,
-                    state: bug.state,
-                    version: bug.version,
-                });
-            }
-        }
-        Ok::<_, Refused>(Json(BugList { bugs }))
+        let wait = crate::web::wait::wait_of(query.as_deref())?;
+        let after = query
+            .as_deref()
+            .unwrap_or_default()
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("after="))
+            .unwrap_or_default()
+            .to_owned();
+        let list = crate::web::wait::until_found(
+            state.store.work_added(),
+            wait,
+            |list: &BugList| list.fingerprint != after,
+            || bug_list(&state),
+        )
+        .await?;
+        Ok::<_, Refused>(Json(list))
     }
     .await;
     respond(result)
+}
+
+async fn bug_list(state: &AppState) -> Result<BugList, Refused> {
+    use sha2::Digest;
+    let waiting = state
+        .store
+        .crew_starts_put_off(crate::clock::now_ms())
+        .await
+        .map_err(Refused::storage)?;
+    let mut bugs = Vec::new();
+    let mut fingerprint = sha2::Sha256::new();
+    for id in state.store.bug_ids().await.map_err(Refused::storage)? {
+        if let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? {
+            let bug = stored.bug;
+            let crew_budget_until = waiting.get(&bug.id).copied();
+            fingerprint
+                .update(format!("{}:{}:{crew_budget_until:?}\n", bug.id, bug.version).as_bytes());
+            bugs.push(BugSummary {
+                crew_budget_until,
+                reports: bug.reports.len(),
+                id: bug.id,
+                component: bug.component,
+                state: bug.state,
+                version: bug.version,
+            });
+        }
+    }
+    Ok(BugList {
+        bugs,
+        fingerprint: hex::encode(&fingerprint.finalize()[..12]),
+    })
 }
 
 /// `GET /api/v1/bugs/{id}`.
@@ -117,6 +153,9 @@ pub async fn bug_operation(
     let result = async {
         guard(&state, &credential, &headers, op_id)?;
         let actor = credential.actor();
+        if matches!(op_id, "triage" | "startReproduction") {
+            crate::service::reporter::crew_may_start(&state, &id).await?;
+        }
         match op_id {
             "proposeReproduction" => {
                 let proposed: Proposed = json_body(&body)?;
@@ -141,6 +180,10 @@ pub async fn bug_operation(
                     response.headers_mut().insert("x-r2r-merge-commit", value);
                 }
                 return Ok(response);
+            }
+            "promote" => {
+                let recorded = crate::service::commands::promote(&state, &id, &actor).await?;
+                return Ok(Json(recorded).into_response());
             }
             "markDuplicate" => {
                 let duplicate: DuplicateBody = json_body(&body)?;

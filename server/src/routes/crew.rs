@@ -137,23 +137,34 @@ pub async fn send(
     respond(result)
 }
 
-/// `GET /api/v1/crew/tasks`: open tasks addressed to the caller's role.
+/// `GET /api/v1/crew/tasks[?wait_ms=N]`: open tasks addressed to the caller's role; with
+/// `wait_ms`, answered as soon as one is sent (or when the wait is over, with none).
 pub async fn open(
     State(state): State<AppState>,
     credential: Credential,
     headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, "openTasks")?;
         let role = role_of(&credential)?;
-        let tasks = state
-            .store
-            .open_tasks_for(role.as_str(), crate::clock::now_ms() - state.task_lease_ms)
-            .await
-            .map_err(Refused::storage)?
-            .into_iter()
-            .map(wire)
-            .collect();
+        let wait = crate::web::wait::wait_of(query.as_deref())?;
+        let tasks = crate::web::wait::until_found(
+            state.store.work_added(),
+            wait,
+            |tasks: &Vec<store::crew::CrewTask>| !tasks.is_empty(),
+            || async {
+                state
+                    .store
+                    .open_tasks_for(role.as_str(), crate::clock::now_ms() - state.task_lease_ms)
+                    .await
+                    .map_err(Refused::storage)
+            },
+        )
+        .await?
+        .into_iter()
+        .map(wire)
+        .collect();
         Ok::<_, Refused>(Json(TaskList { tasks }))
     }
     .await;

@@ -114,6 +114,13 @@ pub async fn roll_back(
                 format!("No deployer on this desk serves {service:?}."),
             )
         })?;
+        if let Some(leader) = board.leader_elsewhere() {
+            return Err(Refused::new(
+                StatusCode::CONFLICT,
+                "deployer_elsewhere",
+                format!("The desk server at {leader} leads {service:?}'s deployer and holds its releases: ask it to roll back."),
+            ));
+        }
         let (reply, answer) = tokio::sync::oneshot::channel();
         board
             .request_rollback(crate::web::Rollback {

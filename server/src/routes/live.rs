@@ -11,7 +11,7 @@
 
 use crate::web::AppState;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// The policy of everything served from a live release.
@@ -21,19 +21,21 @@ pub const LIVE_POLICY: &str =
 /// `GET /live/{service}`.
 pub async fn root(
     state: State<AppState>,
+    headers: HeaderMap,
     Path(service): Path<String>,
     query: RawQuery,
 ) -> Response {
-    forward(state, service, String::new(), query).await
+    forward_to(state, &headers, service, None, String::new(), query).await
 }
 
 /// `GET /live/{service}/{*rest}`.
 pub async fn path(
     state: State<AppState>,
+    headers: HeaderMap,
     Path((service, rest)): Path<(String, String)>,
     query: RawQuery,
 ) -> Response {
-    forward(state, service, rest, query).await
+    forward_to(state, &headers, service, None, rest, query).await
 }
 
 /// `GET /release/{service}/{commit}`: the immutable address of one release, answered only
@@ -41,32 +43,34 @@ pub async fn path(
 /// the public address).
 pub async fn release_root(
     state: State<AppState>,
+    headers: HeaderMap,
     Path((service, commit)): Path<(String, String)>,
     query: RawQuery,
 ) -> Response {
-    forward_to(state, service, Some(commit), String::new(), query).await
+    forward_to(state, &headers, service, Some(commit), String::new(), query).await
 }
 
 /// `GET /release/{service}/{commit}/{*rest}`.
 pub async fn release_path(
     state: State<AppState>,
+    headers: HeaderMap,
     Path((service, commit, rest)): Path<(String, String, String)>,
     query: RawQuery,
 ) -> Response {
-    forward_to(state, service, Some(commit), rest, query).await
+    forward_to(state, &headers, service, Some(commit), rest, query).await
 }
 
-async fn forward(
-    state: State<AppState>,
-    service: String,
-    rest: String,
-    query: RawQuery,
-) -> Response {
-    forward_to(state, service, None, rest, query).await
-}
+/// Marks a request one desk server passed to the server that leads the service's deployer
+/// (its value: the sender's server id); such a request is never passed on again.
+pub const FORWARDED_BY: &str = "x-r2r-forwarded-by";
+/// The most of a live answer one server passes on from another.
+const FORWARDED_BYTES: usize = 16 * 1024 * 1024;
+/// How long one server waits for the leader's answer.
+const FORWARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
 async fn forward_to(
     State(state): State<AppState>,
+    headers: &HeaderMap,
     service: String,
     commit: Option<String>,
     rest: String,
@@ -83,7 +87,30 @@ async fn forward_to(
     let Some(releases) = state.releases_serving(&service) else {
         return (StatusCode::NOT_FOUND, "no such live service\n").into_response();
     };
-    let Some(live) = releases.live() else {
+    let live = releases.live();
+    if live.is_none() && !headers.contains_key(FORWARDED_BY) {
+        if let Some(leader) = releases.leader_elsewhere() {
+            let mut target = match &commit {
+                Some(commit) => format!(
+                    "{leader}/release/{}/{}/{}",
+                    encode_path(&service),
+                    encode_path(commit),
+                    encode_path(&rest)
+                ),
+                None => format!(
+                    "{leader}/live/{}/{}",
+                    encode_path(&service),
+                    encode_path(&rest)
+                ),
+            };
+            if let Some(query) = &query {
+                target.push('?');
+                target.push_str(query);
+            }
+            return from_leader(&state, &target).await;
+        }
+    }
+    let Some(live) = live else {
         let doing = releases.progress().map_or_else(
             || "the deployer has not released anything yet".to_owned(),
             |p| format!("{} {}: {}", p.step.as_str(), p.commit, p.detail),
@@ -126,6 +153,77 @@ async fn forward_to(
             })
             .collect();
     let mut response = (answer.status, answer.body).into_response();
+    for (name, value) in kept {
+        response.headers_mut().insert(name, value);
+    }
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(LIVE_POLICY),
+    );
+    response
+}
+
+/// The answer of the server that leads the service's deployer to `target` (a GET), with the
+/// same policy as a local one: status, type and caching come back, within
+/// [`FORWARDED_BYTES`].
+async fn from_leader(state: &AppState, target: &str) -> Response {
+    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
+    let client = CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .timeout(FORWARD_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default()
+    });
+    let unavailable = || {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CACHE_CONTROL, "no-store")],
+            "the desk server that serves this release did not answer\n",
+        )
+            .into_response()
+    };
+    let answer = match client
+        .get(target)
+        .header(FORWARDED_BY, state.server.id.as_str())
+        .send()
+        .await
+    {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::warn!(%error, "the server leading the deployer did not answer");
+            return unavailable();
+        }
+    };
+    let status = answer.status();
+    let kept: Vec<(header::HeaderName, HeaderValue)> =
+        [header::CONTENT_TYPE, header::CACHE_CONTROL]
+            .into_iter()
+            .filter_map(|name| {
+                let value = answer.headers().get(name.as_str())?;
+                HeaderValue::from_bytes(value.as_bytes())
+                    .ok()
+                    .map(|v| (name, v))
+            })
+            .collect();
+    if answer
+        .content_length()
+        .is_some_and(|n| n > FORWARDED_BYTES as u64)
+    {
+        return unavailable();
+    }
+    let mut body = Vec::new();
+    let mut answer = answer;
+    loop {
+        match answer.chunk().await {
+            Ok(Some(chunk)) if body.len() + chunk.len() <= FORWARDED_BYTES => {
+                body.extend_from_slice(&chunk)
+            }
+            Ok(None) => break,
+            _ => return unavailable(),
+        }
+    }
+    let mut response = (status, body).into_response();
     for (name, value) in kept {
         response.headers_mut().insert(name, value);
     }

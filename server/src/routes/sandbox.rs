@@ -138,16 +138,26 @@ pub async fn claim(
     State(state): State<AppState>,
     credential: Credential,
     headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
     LimitedBody(_): LimitedBody,
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, "claimSandboxJob")?;
         let worker = worker_name(&credential)?;
-        let claimed = state
-            .store
-            .claim_sandbox_job(worker, LEASE_MS, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+        let wait = crate::web::wait::wait_of(query.as_deref())?;
+        let claimed = crate::web::wait::until_found(
+            state.store.work_added(),
+            wait,
+            Option::is_some,
+            || async {
+                state
+                    .store
+                    .claim_sandbox_job(worker, LEASE_MS, now_ms())
+                    .await
+                    .map_err(Refused::storage)
+            },
+        )
+        .await?;
         let Some(ClaimedSandboxJob {
             id,
             purpose,

@@ -79,6 +79,7 @@ pub async fn reserve(
                 ),
             ));
         }
+        crate::service::reporter::crew_may_start(&state, &bug.id).await?;
         let id = format!("call-{}-{:08x}", crate::clock::now_ms(), rand::random::<u32>());
         let client = client_of(&credential);
         let call = NewCall {
@@ -88,6 +89,7 @@ pub async fn reserve(
             model: &model,
             worst_case: asked.worst_case_micros,
             bug: &bug.id,
+            unconfirmed: bug.unconfirmed(),
         };
         match state
             .store

@@ -116,6 +116,19 @@ pub async fn run_command(
     record(state, bug, command, actor, &Fetched::default()).await
 }
 
+/// An owner promotes bug `bug` that no reporter confirmed yet: the engine records it, and a
+/// crew start the stranger's budget put off is brought forward to now (the triage job wakes
+/// up). Its model calls then come from the confirmed bugs' share.
+pub async fn promote(state: &AppState, bug: &str, actor: &Actor) -> Result<Recorded, Refused> {
+    let recorded = run_command(state, bug, Command::OwnerPromote, actor).await?;
+    state
+        .store
+        .start_crew_now(bug, crate::clock::now_ms())
+        .await
+        .map_err(Refused::storage)?;
+    Ok(recorded)
+}
+
 /// Merges bug `duplicate` into bug `of`, asked by `actor` (an owner): its reports join `of` in
 /// one decision under the owner's name (a question open there is asked of their reporters
 /// too), each reporter's tracking link then follows `of`, and last `duplicate` is closed in
@@ -160,6 +173,14 @@ pub async fn mark_duplicate(
         ));
     }
     let _one_at_a_time = state.merges.lock().await;
+    // And one at a time among every server on the database.
+    let _everywhere = super::leadership::wait_for(
+        state,
+        "merges",
+        std::time::Duration::from_secs(30),
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
     let bug = load(state, duplicate).await?;
     let target = load(state, of).await?;
     // Checked before anything moves: a refused merge changes nothing.

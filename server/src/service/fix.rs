@@ -198,6 +198,7 @@ pub async fn candidate(
         &Fetched::default(),
     )?;
     let _measuring = state.measure(id)?;
+    let _everywhere = super::leadership::measure(state, id).await?;
     let test = confirmed_test(state, &bug).await?;
     let target = state.target_of(&bug.component).await;
     let allowed: Vec<&str> = target

@@ -9,6 +9,7 @@ pub mod fix;
 pub mod forge;
 pub mod github_events;
 pub mod instance;
+pub mod leadership;
 pub mod notify;
 pub mod owners;
 pub mod recorder;

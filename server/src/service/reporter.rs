@@ -143,6 +143,30 @@ pub fn new_capability() -> Capability {
 /// The window of a stranger's budget.
 pub const STRANGER_WINDOW_MS: i64 = 60 * 60 * 1000;
 
+/// Refuses the crew's paid work on bug `bug` (its model calls, its triage, the start of its
+/// reproduction) while a stranger's budget puts its start off: 429 with `Retry-After` and
+/// when it starts. An owner's promotion lifts it at once.
+pub async fn crew_may_start(state: &AppState, bug: &str) -> Result<(), Refused> {
+    let now = now_ms();
+    match state
+        .store
+        .crew_start_put_off(bug, now)
+        .await
+        .map_err(Refused::storage)?
+    {
+        None => Ok(()),
+        Some(at) => Err(Refused::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "crew_budget_waiting",
+            format!(
+                "bug {bug} waits for its stranger's budget (R2R_STRANGER_BUGS_PER_HOUR): the crew may start on it in {} min, or when an owner promotes it",
+                (at - now).div_euclid(60_000) + 1
+            ),
+        )
+        .with_retry_after(u64::try_from((at - now).div_euclid(1_000) + 1).unwrap_or(1))),
+    }
+}
+
 /// The stranger's-budget key of a client (its rate-limit key, hashed: no address is stored).
 fn stranger_key(client: &str) -> String {
     use sha2::Digest;

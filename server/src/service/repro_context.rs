@@ -100,7 +100,16 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
         base: head.as_str().to_owned(),
         profile: profile.to_owned(),
         package: assembled.package,
-        how_to_test: assembled.how_to_test,
+        how_to_test: format!(
+            "{}\nThe desk accepts a new test only at a path matching one of: {}; and never under {} (where a fix may write).",
+            assembled.how_to_test,
+            if target.test_paths.is_empty() {
+                domain::test_paths::defaults(profile).join(", ")
+            } else {
+                target.test_paths.join(", ")
+            },
+            target.fix_allowed_paths.join(", "),
+        ),
         map: assembled.map,
         map_omitted: assembled.map_omitted,
         files: assembled.files,

@@ -124,18 +124,6 @@ pub(crate) fn run_evidence(
     serde_json::Value::Object(evidence)
 }
 
-/// Whether `path` is inside the fix path `prefix` (`src/` or `src`, compared by whole
-/// components: `srcs/x` is not in `src`).
-pub(crate) fn in_fix_path(path: &str, prefix: &str) -> bool {
-    let prefix = prefix.trim().trim_start_matches("./").trim_end_matches('/');
-    let path = path.trim().trim_start_matches("./");
-    !prefix.is_empty()
-        && (path == prefix
-            || path
-                .strip_prefix(prefix)
-                .is_some_and(|rest| rest.starts_with('/')))
-}
-
 /// Who measured a run, for its evidence: the desk's own sandbox, or the worker host(s) the
 /// desk handed it to (named from their tokens).
 pub(crate) fn runner_of(outcome: &sandbox::RunOutcome) -> String {
@@ -321,25 +309,20 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
     };
     crate::service::commands::dry_run(state, &bug, &probe, &reproducer, &measured)?;
     let _measuring = state.measure(id)?;
+    let _everywhere = super::leadership::measure(state, id).await?;
 
     let target = state.target_of(&bug.component).await;
     let forge = super::forge::forge_of(&target)?;
     let head = super::forge::current_head(state, &target).await?;
-    // A reproduction never lives where a fix may write: the fixer could otherwise make it
-    // pass by editing the test itself.
-    if let Some(fix_path) = target
-        .fix_allowed_paths
-        .iter()
-        .find(|prefix| in_fix_path(proposed.test_path.trim(), prefix))
-    {
-        return Err(invalid(
-            "invalid_test_path",
-            format!(
-                "{} is under {fix_path}, where a fix may write: a reproduction lives outside the fix's paths so that no fix can change it",
-                proposed.test_path.trim()
-            ),
-        ));
-    }
+    // A reproduction lives where the project keeps its tests, and never where a fix may
+    // write: the fixer could otherwise make it pass by editing the test itself.
+    domain::test_paths::check(
+        proposed.test_path.trim(),
+        &target.test_paths,
+        target.profile.as_str(),
+        &target.fix_allowed_paths,
+    )
+    .map_err(|why| invalid("invalid_test_path", why))?;
     // Held until the answer: the snapshot, the baseline and the run.
     let _slot = sandbox_slot(&state.sandbox).await?;
     let profile = target.profile;
@@ -555,17 +538,6 @@ mod tests {
 
     use super::*;
     use axum::response::IntoResponse;
-
-    #[test]
-    fn a_test_path_inside_a_fix_path_is_told_apart_by_whole_components() {
-        assert!(in_fix_path("tallybook/test_split.py", "tallybook/"));
-        assert!(in_fix_path("./src/lib_test.rs", "src"));
-        assert!(in_fix_path("src", "src/"));
-        assert!(!in_fix_path("srcs/x.rs", "src/"));
-        assert!(!in_fix_path("tests/coupon.rs", "src/"));
-        assert!(!in_fix_path("tests/coupon.rs", ""));
-        assert!(!in_fix_path("tests/coupon.rs", "  /"));
-    }
 
     #[test]
     fn an_assertion_written_like_instructions_or_carrying_contacts_is_screened() {

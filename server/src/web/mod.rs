@@ -9,6 +9,7 @@ pub mod ops;
 pub mod render;
 pub mod session;
 pub mod state;
+pub mod wait;
 
 pub use error::{json_body, no_store, respond, Refused};
 pub use extract::{client_key_of, client_of, read_body, ClientAddr, LimitedBody};
@@ -16,5 +17,5 @@ pub use ops::{guard, operation, Operation, OPERATIONS};
 pub use render::{render_hydrated, render_script_free};
 pub use state::{
     desk_sandbox, AppState, LiveInstance, ReleaseProgress, ReleaseStep, Releases, ReporterDesk,
-    Rollback,
+    Rollback, ServerSeat,
 };

@@ -18,6 +18,9 @@ pub struct AppState {
     pub store: Store,
     /// This installation's id.
     pub instance: String,
+    /// This server process among the servers on one database: its id (new at every start)
+    /// and where the others reach it.
+    pub server: Arc<ServerSeat>,
     /// The reporter side: components, limits, policy.
     pub reporter: Arc<ReporterDesk>,
     /// Owner sessions and sign-in limits.
@@ -66,6 +69,28 @@ impl Drop for Measuring {
     }
 }
 
+/// This server process among the servers on one database.
+#[derive(Debug)]
+pub struct ServerSeat {
+    /// Its id: random, new at every start.
+    pub id: String,
+    /// Its base URL, where other servers reach it.
+    pub address: String,
+    /// When it started (ms).
+    pub started_at: i64,
+}
+
+impl ServerSeat {
+    /// A new seat reached at `address`.
+    pub fn new(address: String) -> ServerSeat {
+        ServerSeat {
+            id: format!("srv-{:016x}", rand::random::<u64>()),
+            address,
+            started_at: crate::clock::now_ms(),
+        }
+    }
+}
+
 /// When health last probed a write, and whether the database took it.
 pub type WriteProbe = (std::time::Instant, Result<(), String>);
 
@@ -82,6 +107,7 @@ impl AppState {
             leptos_options,
             store: store.clone(),
             instance,
+            server: Arc::new(ServerSeat::new(String::new())),
             reporter: Arc::new(ReporterDesk::new(&config.intake, projects.clone(), &store)),
             auth: Arc::new(crate::auth::AuthDesk::new(&config.auth, &store)),
             github: Arc::new(config.github.clone()),
@@ -254,6 +280,9 @@ pub struct Releases {
     /// The deployed service's name (`None`: no deployer on this desk).
     pub service: Option<String>,
     live: std::sync::RwLock<Option<LiveInstance>>,
+    /// Another server on the database leads this service's deployer: its base URL, where
+    /// `/live/<service>` is answered.
+    leader_elsewhere: std::sync::RwLock<Option<String>>,
     progress: std::sync::Mutex<Option<ReleaseProgress>>,
     rollback: std::sync::Mutex<Option<Rollback>>,
 }
@@ -363,6 +392,25 @@ impl Releases {
         if let Ok(mut live) = self.live.write() {
             *live = Some(instance);
         }
+    }
+
+    /// Forgets the live instance (this server no longer leads the service's deployer).
+    pub fn clear_live(&self) {
+        if let Ok(mut live) = self.live.write() {
+            *live = None;
+        }
+    }
+
+    /// Another server leads the deployer (at `address`), or this one does (`None`).
+    pub fn set_leader_elsewhere(&self, address: Option<String>) {
+        if let Ok(mut leader) = self.leader_elsewhere.write() {
+            *leader = address;
+        }
+    }
+
+    /// The base URL of the server that leads the deployer, when it is another one.
+    pub fn leader_elsewhere(&self) -> Option<String> {
+        self.leader_elsewhere.read().ok().and_then(|l| l.clone())
     }
 
     /// The release in progress, or the last one.

@@ -122,9 +122,93 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
     }
 }
 
+/// How long a deployer's leadership lasts unless renewed (it is renewed every [`POLL`]).
+const LEADERSHIP_MS: i64 = 10_000;
+
+/// The leadership of a service's deployer (and its recorder) among the servers on one
+/// database.
+fn leadership(board: &Releases, project: &str) -> String {
+    format!("deployer:{}", board.service.as_deref().unwrap_or(project))
+}
+
+/// Asks for the leadership of this service's deployer; `Some(address)` when another server
+/// holds it, `None` when this one does.
+async fn ask_to_lead(state: &AppState, name: &str) -> Result<Option<String>, store::StoreError> {
+    let leader = crate::service::leadership::ask(
+        state,
+        name,
+        &state.server.id,
+        crate::clock::now_ms() + LEADERSHIP_MS,
+    )
+    .await?;
+    Ok((leader.holder != state.server.id).then_some(leader.address))
+}
+
+/// Renews the leadership every [`POLL`]; returns when it is lost (another server took it, or
+/// the database could not be reached before it ran out).
+async fn keep_leading(state: &AppState, name: &str) {
+    let mut held_until = crate::clock::now_ms() + LEADERSHIP_MS;
+    loop {
+        tokio::time::sleep(POLL).await;
+        match ask_to_lead(state, name).await {
+            Ok(None) => held_until = crate::clock::now_ms() + LEADERSHIP_MS,
+            Ok(Some(other)) => {
+                tracing::warn!(
+                    leadership = name,
+                    other,
+                    "another server leads this deployer now"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(leadership = name, %error, "cannot renew the deployer's leadership");
+                if crate::clock::now_ms() >= held_until - POLL_MS {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+const POLL_MS: i64 = 2_000;
+
+/// One deployer per service among every server on the database: this server releases
+/// `project`'s heads only while it holds the service's leadership (renewed every [`POLL`],
+/// lost within [`LEADERSHIP_MS`] of its holder stopping). Meanwhile `/live/<service>` here is
+/// answered by the leader, and the board says which server that is.
+async fn serve(
+    state: AppState,
+    project: String,
+    board: Arc<Releases>,
+    deploy: DeployConfig,
+    recorder: Option<RecorderSeat>,
+) {
+    let name = leadership(&board, &project);
+    loop {
+        match ask_to_lead(&state, &name).await {
+            Ok(None) => {
+                board.set_leader_elsewhere(None);
+                tracing::info!(leadership = %name, server = %state.server.id, "this server leads the deployer");
+                tokio::select! {
+                    () = lead(state.clone(), project.clone(), board.clone(), deploy.clone(), recorder.clone()) => {}
+                    () = keep_leading(&state, &name) => {
+                        // The instance stops with the dropped lane; the leader serves it now.
+                        board.clear_live();
+                    }
+                }
+            }
+            Ok(Some(address)) => board.set_leader_elsewhere(Some(address)),
+            Err(error) => {
+                tracing::warn!(leadership = %name, %error, "cannot ask for the deployer's leadership");
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
 /// Releases every new head of `project`'s default branch onto `board`, until aborted (its
 /// live instance stops with it).
-async fn serve(
+async fn lead(
     state: AppState,
     project: String,
     board: Arc<Releases>,
@@ -250,6 +334,10 @@ async fn beat(state: AppState, seat: RecorderSeat) {
             .map(|(_, board)| {
                 let service = board.service.clone().unwrap_or_default();
                 match (board.progress(), board.live()) {
+                    _ if board.leader_elsewhere().is_some() => format!(
+                        "{service}: released by the desk server at {}, which leads its deployer",
+                        board.leader_elsewhere().unwrap_or_default()
+                    ),
                     (Some(p), _) => format!(
                         "{service}: {} {} — {}",
                         p.step.as_str(),

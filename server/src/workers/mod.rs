@@ -8,4 +8,6 @@ pub mod concierge;
 pub mod deployer;
 pub mod distrust;
 pub mod github;
+pub mod instances;
 pub mod reasker;
+pub mod wakeups;
