@@ -83,6 +83,8 @@ export default defineConfig({
       R2R_RATE_ANSWERS: '5000/60s',
       // Every desk scenario signs the same owner in from 127.0.0.1 (the limit is tested in Rust).
       R2R_RATE_LOGIN: '1000/60s',
+      // …and the crew's per-address budget of new bugs (the stranger's budget, tested in Rust).
+      R2R_STRANGER_BUGS_PER_HOUR: '10000',
       LEPTOS_SITE_ROOT: 'target/site',
       // The owner and the roles (no crew runs here: the scenarios play the crew's part).
       ...secrets,

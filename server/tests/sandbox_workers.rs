@@ -666,3 +666,68 @@ async fn outcomes_without_a_lease_are_refused_before_their_bodies_are_read() {
         "the desk held the bodies: {before} KiB → {after} KiB"
     );
 }
+
+/// An outcome is bounded by what its job can produce: a test run's (no artifact) at 16 MiB,
+/// refused 413 beyond, before it is kept; the lease stays the worker's, so it can still send
+/// the real, small one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_runs_outcome_is_bounded_by_what_a_test_run_can_produce() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &[("R2R_SANDBOX_RUNNER", "workers")]);
+    let token = add_worker(dir.path(), &url, "host-a");
+    let snapshot = tempfile::tempdir().unwrap();
+    std::fs::write(snapshot.path().join("data.txt"), "x").unwrap();
+    let job = sandbox::SandboxJob::new(
+        snapshot.path(),
+        vec!["/bin/true".into()],
+        Duration::from_secs(30),
+    );
+    let spec = serde_json::to_string(&sandbox::wire::WireJob::pack(&job).unwrap()).unwrap();
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    store
+        .enqueue_sandbox_job("job-t", "test", &spec, None, server::clock::now_ms())
+        .await
+        .unwrap();
+    let client = reqwest::Client::new();
+    let claimed: Value = client
+        .post(format!("{}/api/v1/sandbox/jobs/claim", server.base))
+        .bearer_auth(&token)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(claimed["id"], "job-t", "{claimed}");
+    let outcome = |stdout: String| {
+        json!({"lease_id": claimed["lease_id"], "outcome": {"ran": {
+            "exit_code": 0, "timed_out": false, "oom_killed": false, "duration_ms": 5,
+            "backend": "docker", "stdout": stdout, "stderr": ""}}})
+    };
+    let oversized = client
+        .post(format!("{}/api/v1/sandbox/jobs/job-t/outcome", server.base))
+        .bearer_auth(&token)
+        .json(&outcome("x".repeat(20 * 1024 * 1024)))
+        .send()
+        .await;
+    assert!(
+        matches!(
+            oversized.as_ref().map(|r| r.status().as_u16()),
+            Ok(413) | Err(_)
+        ),
+        "{:?}",
+        oversized.map(|r| r.status())
+    );
+    let fitting = client
+        .post(format!("{}/api/v1/sandbox/jobs/job-t/outcome", server.base))
+        .bearer_auth(&token)
+        .json(&outcome("ok\n".to_owned()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fitting.status(), 200, "{}", fitting.text().await.unwrap());
+}

@@ -242,26 +242,26 @@ impl Store {
         Ok(done == 1)
     }
 
-    /// Whether `worker` holds a live lease on unfinished job `id` now (checked before an
-    /// outcome's body is read).
+    /// The purpose (`test`, `build`) of unfinished job `id` when `worker` holds a live lease
+    /// on it now; `None` otherwise (checked before an outcome's body is read, whose bound
+    /// the purpose sets).
     pub async fn sandbox_job_held(
         &self,
         id: &str,
         worker: &str,
         now: Millis,
-    ) -> Result<bool, StoreError> {
-        let sql = "SELECT COUNT(*) FROM sandbox_jobs WHERE id = $1 AND worker = $2 \
+    ) -> Result<Option<String>, StoreError> {
+        let sql = "SELECT purpose FROM sandbox_jobs WHERE id = $1 AND worker = $2 \
                    AND finished_at IS NULL AND leased_until > $3";
-        let held: i64 = for_each_backend!(self, pool, begin => {
+        Ok(for_each_backend!(self, pool, begin => {
             let _ = begin;
             sqlx::query_scalar(sql)
                 .bind(id)
                 .bind(worker)
                 .bind(now)
-                .fetch_one(pool)
+                .fetch_optional(pool)
                 .await?
-        });
-        Ok(held > 0)
+        }))
     }
 
     /// Records a job's outcome under its lease; false when the lease is no longer this

@@ -16,8 +16,11 @@ use store::sandbox_jobs::ClaimedSandboxJob;
 
 /// How long a claim holds a job before it must be renewed (20 s).
 pub const LEASE_MS: i64 = 20_000;
-/// The largest outcome a worker may send (its output, and a build's artifact).
+/// The largest outcome a worker may send for a build (its output, and the artifact).
 pub const OUTCOME_BYTES: usize = 72 * 1024 * 1024;
+/// The largest outcome of a test run: its two output streams, each capped by the sandbox
+/// (at most 16 MiB together as the wire allows; 2 MiB by default), JSON-escaped.
+pub const TEST_OUTCOME_BYTES: usize = 16 * 1024 * 1024;
 /// How long an outcome's body may take to arrive (72 MiB at about 250 KiB/s).
 pub const OUTCOME_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 /// How many outcomes this process reads at once: with [`OUTCOME_BYTES`] each, what worker
@@ -232,21 +235,27 @@ pub async fn finish(
     let result = async {
         guard(&state, &credential, &headers, "finishSandboxJob")?;
         let worker = worker_name(&credential)?;
-        let held = state
+        let Some(purpose) = state
             .store
             .sandbox_job_held(&id, worker, now_ms())
             .await
-            .map_err(Refused::storage)?;
-        if !held {
+            .map_err(Refused::storage)?
+        else {
             return Err(lease_lost(&id));
-        }
+        };
+        // A test run carries no artifact: its outcome's bound is the output's.
+        let limit = if purpose == "build" {
+            OUTCOME_BYTES
+        } else {
+            TEST_OUTCOME_BYTES
+        };
         let _upload = Upload::begin(&id)?;
         let (mut parts, body) = request.into_parts();
         // An outcome may carry a build's artifact: it gets longer than other bodies to arrive.
         parts
             .extensions
             .insert(crate::web::extract::BodyTimeout(OUTCOME_TIMEOUT));
-        let body = read_body(&parts, body, OUTCOME_BYTES).await?;
+        let body = read_body(&parts, body, limit).await?;
         let finished: Finished = json_body(&body)?;
         let outcome = serde_json::to_string(&finished.outcome).map_err(|e| {
             Refused::new(
