@@ -58,33 +58,60 @@ pub fn valid_pattern(pattern: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '*' | '?'))
 }
 
-/// Whether `path` (relative, `/`-separated) matches `pattern`.
+/// The longest proposed test path the desk looks at, and its most parts.
+pub const MAX_PATH_BYTES: usize = 400;
+/// See [`MAX_PATH_BYTES`].
+pub const MAX_PATH_PARTS: usize = 24;
+
+/// Whether `path` (relative, `/`-separated) matches `pattern`. Polynomial in the lengths,
+/// whatever the pattern (no backtracking blow-up): parts are matched by dynamic programming
+/// over (pattern part, path part), and each part by the linear-space wildcard algorithm.
 pub fn matches(pattern: &str, path: &str) -> bool {
     let pattern: Vec<&str> = pattern.split('/').collect();
     let path: Vec<&str> = path.split('/').collect();
-    parts_match(&pattern, &path)
-}
-
-fn parts_match(pattern: &[&str], path: &[&str]) -> bool {
-    match pattern.split_first() {
-        None => path.is_empty(),
-        Some((&"**", rest)) => (0..=path.len()).any(|skip| parts_match(rest, &path[skip..])),
-        Some((first, rest)) => match path.split_first() {
-            Some((part, tail)) => {
-                part_matches(first.as_bytes(), part.as_bytes()) && parts_match(rest, tail)
+    // reach[j]: the first i pattern parts can match the first j path parts.
+    let mut reach = vec![false; path.len() + 1];
+    reach[0] = true;
+    for part in &pattern {
+        let mut next = vec![false; path.len() + 1];
+        if *part == "**" {
+            // Zero or more whole parts: anything reachable before stays, and extends.
+            let mut any = false;
+            for j in 0..=path.len() {
+                any |= reach[j];
+                next[j] = any;
             }
-            None => false,
-        },
+        } else {
+            for j in 1..=path.len() {
+                next[j] = reach[j - 1] && part_matches(part.as_bytes(), path[j - 1].as_bytes());
+            }
+        }
+        reach = next;
     }
+    reach[path.len()]
 }
 
+/// One part: `*` any run of characters, `?` one; the classic greedy algorithm that
+/// remembers only the last `*`, O(pattern × text) at worst.
 fn part_matches(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|skip| part_matches(rest, &text[skip..])),
-        Some((b'?', rest)) => !text.is_empty() && part_matches(rest, &text[1..]),
-        Some((c, rest)) => text.first() == Some(c) && part_matches(rest, &text[1..]),
+    let (mut p, mut t) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while t < text.len() {
+        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) {
+            p += 1;
+            t += 1;
+        } else if p < pattern.len() && pattern[p] == b'*' {
+            star = Some((p, t));
+            p += 1;
+        } else if let Some((star_p, star_t)) = star {
+            p = star_p + 1;
+            t = star_t + 1;
+            star = Some((star_p, star_t + 1));
+        } else {
+            return false;
+        }
     }
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// Whether `path` lies inside the folder `prefix` (`src/` or `src`), compared by whole
@@ -116,6 +143,19 @@ pub fn check(
         ));
     }
     let normalized = path.trim().trim_start_matches("./");
+    if normalized.len() > MAX_PATH_BYTES || normalized.split('/').count() > MAX_PATH_PARTS {
+        return Err(format!(
+            "a test path has at most {MAX_PATH_BYTES} bytes in at most {MAX_PATH_PARTS} parts"
+        ));
+    }
+    if normalized
+        .split('/')
+        .any(|part| part.is_empty() || part.starts_with('.'))
+    {
+        return Err(format!(
+            "{path} has an empty, hidden or relative part (`.git`, `..`, `//`): a test lives in a plain folder of the project"
+        ));
+    }
     let owned: Vec<&str>;
     let patterns: &[&str] = if patterns.is_empty() {
         defaults(profile)
@@ -150,6 +190,38 @@ mod tests {
         assert!(!matches("**/test_?.py", "a/test_xy.py"));
         assert!(matches("**", "anything/at/all"));
         assert!(!matches("*.rs", "src/a.rs"));
+    }
+
+    #[test]
+    fn matching_stays_fast_on_patterns_built_to_backtrack() {
+        let evil = "*a*a*a*a*a*a*a*a*a*a*b";
+        let started = std::time::Instant::now();
+        assert!(!matches(evil, &"a".repeat(MAX_PATH_BYTES)));
+        let parts = format!("{}{}b", "**/".repeat(40), "*a".repeat(20));
+        let path = vec!["a".repeat(15); MAX_PATH_PARTS].join("/");
+        assert!(!matches(&parts, &path));
+        assert!(matches("**/**/*a*", "x/y/za"));
+        // Generous: the naive matcher took seconds to hours here.
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_proposed_path_has_no_hidden_or_empty_parts_and_a_bounded_length() {
+        let none: &[String] = &[];
+        for bad in [
+            "tests/.git/x.rs",
+            ".github/test_x.py",
+            "tests//x.rs",
+            "tests/../x.rs",
+        ] {
+            assert!(check(bad, none, "python", &[]).is_err(), "{bad}");
+        }
+        let long = format!("tests/{}.rs", "a".repeat(MAX_PATH_BYTES));
+        assert!(check(&long, none, "rust", &[])
+            .unwrap_err()
+            .contains("at most"));
+        let deep = format!("tests/{}x.rs", "a/".repeat(MAX_PATH_PARTS));
+        assert!(check(&deep, none, "rust", &[]).is_err());
     }
 
     #[test]

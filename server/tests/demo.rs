@@ -698,6 +698,36 @@ async fn two_servers_on_one_database_share_one_deployer_and_both_serve_live() {
         health_of(second.base.clone())
     })
     .await;
+    // The shop's front page travels too; a path that climbs out of the release does not.
+    let front = client
+        .get(format!("{}/live/shoplite", second.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(front.status(), 200);
+    let answer = client
+        .get(format!(
+            "{}/live/shoplite/..%2F..%2Fapi%2Fhealth",
+            second.base
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 404);
+    // As sent, not as a client library would tidy it.
+    for climb in ["../../api/health", "%2E%2E/%2E%2E/report", "./x"] {
+        use std::io::{Read, Write};
+        let address = second.base.trim_start_matches("http://");
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET /live/shoplite/{climb} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 404"), "{climb}: {answer}");
+    }
     let store = store::Store::connect(&database).await.unwrap();
     let leader = store
         .leader_of("deployer:shoplite", server::clock::now_ms())

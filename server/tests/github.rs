@@ -904,9 +904,124 @@ async fn a_deployment_counts_only_once_the_required_checks_passed_on_its_commit(
             run(4, "docs", "completed", Some("failure")),
         ],
     );
-    deliver(base, "deployment_status", "c-green", &deployment(79), None).await;
+    // The checks complete green: GitHub says so (check_suite completed) and the latest held
+    // deployment of that commit is recorded — nobody has to deploy again.
+    let completed = |delivery: &str, head_sha: &str| {
+        let suite = example(
+            &all,
+            "check_suite",
+            "completed",
+            &[("/check_suite/head_sha", json!(head_sha))],
+        );
+        let delivery = delivery.to_owned();
+        async move { deliver(base, "check_suite", &delivery, &suite, None).await }
+    };
+    // Another commit's suite completing changes nothing here.
+    let (status, _) = completed("c-other-suite", &sha('9')).await;
+    assert_eq!(status, 202);
+    assert_eq!(settled(&store, &bug).await.state, BugState::Merged);
+    let (status, body) = completed("c-suite", &merge).await;
+    assert_eq!(status, 202, "{body}");
     let deployed = wait_for(&store, &bug, BugState::Deployed).await;
     assert_eq!(deployed.deployments.len(), 1);
+    assert_eq!(
+        deployed.deployments[0].id, "72",
+        "the latest held deployment"
+    );
+    let recorded = store
+        .webhook_delivery("github", "c-suite")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        recorded
+            .outcome
+            .as_deref()
+            .unwrap()
+            .contains("recorded: its required checks turned green"),
+        "{:?}",
+        recorded.outcome
+    );
+    // A later green deployment of the same commit adds a record, and nothing is held any more.
+    deliver(base, "deployment_status", "c-green", &deployment(79), None).await;
+    assert!(store
+        .held_deployments(REPO, &merge)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// Before its checks turn green, a held deployment is said on each completed suite that is
+/// still red, and never recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_deployment_waits_while_its_checks_stay_red() {
+    let all = examples();
+    let (api, double) = start_double().await;
+    grant(&double, "alice", "write");
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_GITHUB_WEBHOOK_SECRET", SECRET),
+            ("R2R_GITHUB_REPOSITORIES", REPO),
+            ("R2R_GITHUB_API_URL", &api),
+            ("R2R_GITHUB_TOKEN", "ghs_test_token"),
+            ("R2R_GITHUB_REQUIRED_CHECKS", "test"),
+        ],
+    );
+    let base = &server.base;
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    let merge = sha('6');
+    double.checks.lock().unwrap().insert(
+        merge.clone(),
+        vec![(
+            1,
+            "test".to_owned(),
+            "completed".to_owned(),
+            Some("failure".to_owned()),
+        )],
+    );
+    let deployment = example(
+        &all,
+        "deployment_status",
+        "created",
+        &[
+            ("/deployment_status/state", json!("success")),
+            ("/deployment/task", json!("verify:production")),
+            ("/deployment/environment", json!("production")),
+            ("/deployment/sha", json!(merge)),
+            ("/deployment/id", json!(90)),
+        ],
+    );
+    deliver(base, "deployment_status", "h-deploy", &deployment, None).await;
+    let suite = example(
+        &all,
+        "check_suite",
+        "completed",
+        &[("/check_suite/head_sha", json!(merge))],
+    );
+    deliver(base, "check_suite", "h-suite", &suite, None).await;
+    let mut outcome = None;
+    for _ in 0..100 {
+        outcome = store
+            .webhook_delivery("github", "h-suite")
+            .await
+            .unwrap()
+            .and_then(|d| d.outcome);
+        if outcome.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let outcome = outcome.expect("the suite event was applied");
+    assert!(
+        outcome.contains("deployment 90 of") && outcome.contains("still held"),
+        "{outcome}"
+    );
+    assert_eq!(store.held_deployments(REPO, &merge).await.unwrap(), ["90"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

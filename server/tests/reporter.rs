@@ -1017,6 +1017,11 @@ async fn one_address_gets_the_crew_for_a_bounded_number_of_new_bugs_an_hour(back
             format!("{}/api/v1/bugs/{}/reproduction/start", server.base, late),
             serde_json::json!({}),
         ),
+        (
+            &manager,
+            format!("{}/api/v1/crew/tasks", server.base),
+            serde_json::json!({"addressed_to": "reproducer", "kind": "reproduce", "bug": late, "body": "{}"}),
+        ),
     ] {
         let (status, retry, answer) = crew_post(token, path.clone(), body).await;
         assert_eq!((status, retry), (429, true), "{path}: {answer}");
@@ -1057,6 +1062,34 @@ async fn one_address_gets_the_crew_for_a_bounded_number_of_new_bugs_an_hour(back
     assert!(!started.contains("crew budget:"), "{started}");
     let crew = page(format!("{}/desk/crew", server.base)).await;
     assert!(crew.contains("3 new bug(s) wait for it now"), "{crew}");
+
+    // A real reporter elsewhere files the same bug as one the stranger filed ahead: their
+    // report joins it, and the bug starts on the neighbour's budget, which has room — a
+    // look-alike filed ahead holds nobody back.
+    let ahead = held[1];
+    let title = titles[bugs.iter().position(|b| b == ahead).unwrap()];
+    let (status, body) = file(&neighbour, &server.base, &report(title, title)).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["bug_id"].as_str(), Some(ahead.as_str()), "{body}");
+    let listed: serde_json::Value = client
+        .get(format!("{}/api/v1/bugs", server.base))
+        .bearer_auth(&manager)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let joined = listed["bugs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["id"] == ahead.as_str())
+        .cloned()
+        .unwrap();
+    assert!(joined.get("crew_budget_until").is_none(), "{joined}");
+    let crew = page(format!("{}/desk/crew", server.base)).await;
+    assert!(crew.contains("2 new bug(s) wait for it now"), "{crew}");
     assert_eq!(
         crew_post(
             &manager,
@@ -1067,6 +1100,51 @@ async fn one_address_gets_the_crew_for_a_bounded_number_of_new_bugs_an_hour(back
         .0,
         201
     );
+}
+
+/// Reports filed at the same moment are counted one after another: six new bugs from one
+/// address at once, with a budget of two, start two now and put four off.
+async fn simultaneous_reports_cannot_outrun_the_strangers_budget(backend: &str) {
+    let (url, _dir) = database(backend).await;
+    let manager = server::cli::setup::new_role_token(domain::Role::Manager);
+    let server = start_server_with(
+        &url_text(&url),
+        &[
+            ("R2R_RATE_INTAKE", "100/60s"),
+            ("R2R_STRANGER_BUGS_PER_HOUR", "2"),
+            ("R2R_MANAGER_TOKEN", manager.as_str()),
+        ],
+    );
+    let client = reqwest::Client::new();
+    let titles = [
+        "Wishlist heart icon never turns red",
+        "Search for teapot returns shoes",
+        "Footer copyright year shows 1970",
+        "Newsletter signup accepts an empty email",
+        "Gift card balance shows NaN",
+        "Cart badge counts removed items",
+    ];
+    let bodies: Vec<Value> = titles.iter().map(|title| report(title, title)).collect();
+    let filed =
+        futures_util::future::join_all(bodies.iter().map(|body| file(&client, &server.base, body)))
+            .await;
+    assert!(filed.iter().all(|(status, _)| *status == 201), "{filed:?}");
+    let listed: serde_json::Value = client
+        .get(format!("{}/api/v1/bugs", server.base))
+        .bearer_auth(&manager)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bugs = listed["bugs"].as_array().unwrap();
+    assert_eq!(bugs.len(), 6, "{listed}");
+    let now = bugs
+        .iter()
+        .filter(|b| b.get("crew_budget_until").is_none())
+        .count();
+    assert_eq!(now, 2, "{backend}: {listed}");
 }
 
 macro_rules! on_both {
@@ -1092,6 +1170,7 @@ on_both!(
     the_capability_is_never_logged,
     the_script_free_forms_file_and_track,
     one_address_gets_the_crew_for_a_bounded_number_of_new_bugs_an_hour,
+    simultaneous_reports_cannot_outrun_the_strangers_budget,
 );
 
 /// Two desk servers on one PostgreSQL share every client's budget: a client that spent it

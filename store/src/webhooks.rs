@@ -222,3 +222,68 @@ impl Store {
         Ok(usize::try_from(recorded).unwrap_or(usize::MAX))
     }
 }
+
+impl Store {
+    /// Keeps GitHub deployment `id` of `commit` in `repository`, not recorded for `why` (its
+    /// required checks were not green), to be looked at again when the checks complete.
+    pub async fn hold_deployment(
+        &self,
+        id: &str,
+        repository: &str,
+        commit: &str,
+        why: &str,
+        now: Millis,
+    ) -> Result<(), StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query(
+                "INSERT INTO held_deployments (id, repository, commit_sha, held_at, why) \
+                 VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (id) DO UPDATE SET held_at = excluded.held_at, why = excluded.why",
+            )
+            .bind(id)
+            .bind(repository)
+            .bind(commit)
+            .bind(now)
+            .bind(why)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The held deployments of `commit` in `repository`, the latest first.
+    pub async fn held_deployments(
+        &self,
+        repository: &str,
+        commit: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let sql = "SELECT id FROM held_deployments WHERE repository = $1 AND commit_sha = $2 \
+                   ORDER BY held_at DESC, id DESC";
+        Ok(for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query_scalar(sql)
+                .bind(repository)
+                .bind(commit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// Forgets the held deployments of `commit` in `repository` (one of them was recorded).
+    pub async fn release_held_deployments(
+        &self,
+        repository: &str,
+        commit: &str,
+    ) -> Result<(), StoreError> {
+        for_each_backend!(self, pool, begin => {
+            let _ = begin;
+            sqlx::query("DELETE FROM held_deployments WHERE repository = $1 AND commit_sha = $2")
+                .bind(repository)
+                .bind(commit)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+}

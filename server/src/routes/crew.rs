@@ -95,6 +95,10 @@ pub async fn send(
             .as_deref()
             .map(|b| short_text(b, "bug", 100))
             .transpose()?;
+        // No hand-off about a bug whose crew start a stranger's budget put off.
+        if let Some(bug) = &bug {
+            crate::service::reporter::crew_may_start(&state, bug).await?;
+        }
         let id = format!(
             "task-{}-{:08x}",
             crate::clock::now_ms(),

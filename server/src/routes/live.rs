@@ -65,6 +65,9 @@ pub async fn release_path(
 pub const FORWARDED_BY: &str = "x-r2r-forwarded-by";
 /// The most of a live answer one server passes on from another.
 const FORWARDED_BYTES: usize = 16 * 1024 * 1024;
+/// How many answers one server passes on from the leader at once (each up to
+/// [`FORWARDED_BYTES`]).
+const FORWARDS_AT_ONCE: usize = 16;
 /// How long one server waits for the leader's answer.
 const FORWARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
@@ -87,22 +90,31 @@ async fn forward_to(
     let Some(releases) = state.releases_serving(&service) else {
         return (StatusCode::NOT_FOUND, "no such live service\n").into_response();
     };
+    // A path that climbs (`..`) or names `.` is not a page of the release: refused before
+    // it travels anywhere (another server's URL handling would resolve it out of /live).
+    if rest.split('/').any(|part| part == "." || part == "..") {
+        return (
+            StatusCode::NOT_FOUND,
+            [(header::CACHE_CONTROL, "no-store")],
+            "no such page in the release\n",
+        )
+            .into_response();
+    }
     let live = releases.live();
     if live.is_none() && !headers.contains_key(FORWARDED_BY) {
         if let Some(leader) = releases.leader_elsewhere() {
             let mut target = match &commit {
                 Some(commit) => format!(
-                    "{leader}/release/{}/{}/{}",
+                    "{leader}/release/{}/{}",
                     encode_path(&service),
-                    encode_path(commit),
-                    encode_path(&rest)
+                    encode_path(commit)
                 ),
-                None => format!(
-                    "{leader}/live/{}/{}",
-                    encode_path(&service),
-                    encode_path(&rest)
-                ),
+                None => format!("{leader}/live/{}", encode_path(&service)),
             };
+            if !rest.is_empty() {
+                target.push('/');
+                target.push_str(&encode_path(&rest));
+            }
             if let Some(query) = &query {
                 target.push('?');
                 target.push_str(query);
@@ -182,6 +194,16 @@ async fn from_leader(state: &AppState, target: &str) -> Response {
             "the desk server that serves this release did not answer\n",
         )
             .into_response()
+    };
+    // Each forward may hold up to FORWARDED_BYTES: only so many at once.
+    static FORWARDS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(FORWARDS_AT_ONCE);
+    let Ok(_slot) = FORWARDS.try_acquire() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::CACHE_CONTROL, "no-store"), (header::RETRY_AFTER, "1")],
+            "this desk server is passing on as many release pages as it may; try again in a second\n",
+        )
+            .into_response();
     };
     let answer = match client
         .get(target)

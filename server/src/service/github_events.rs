@@ -190,6 +190,75 @@ pub async fn apply(
     Ok(())
 }
 
+/// Whether the project's required checks passed on `commit` (always, when none are set).
+async fn checks_green(
+    forge: &dyn Forge,
+    config: &GitHubConfig,
+    commit: &CommitSha,
+) -> Result<Result<(), String>, ForgeError> {
+    if config.required_checks.is_empty() {
+        return Ok(Ok(()));
+    }
+    let runs = forge.check_runs(commit).await?;
+    Ok(forge::required_checks_green(&config.required_checks, &runs))
+}
+
+/// Records deployment `id` of `commit` with every bug of the project that follows
+/// `repository` that may be waiting for it (the engine decides whether it contains the fix).
+async fn record_deployment(
+    store: &Store,
+    forge: &dyn Forge,
+    scope: &Scope,
+    repository: &str,
+    id: &str,
+    commit: &CommitSha,
+    outcome: &mut EventOutcome,
+) -> Result<(), ForgeError> {
+    let store_error = |e: store::StoreError| ForgeError::Status {
+        status: 503,
+        what: e.to_string(),
+    };
+    let recorder = Actor::Role {
+        role: Role::Recorder,
+    };
+    for bug_id in store
+        .bug_ids_in_states(&[BugState::InReview, BugState::Approved, BugState::Merged])
+        .await
+        .map_err(store_error)?
+    {
+        let Some(stored) = store.load_bug(&bug_id).await.map_err(store_error)? else {
+            continue;
+        };
+        if !follows(scope, &stored.bug, repository) {
+            continue;
+        }
+        let mut fetched = Fetched::default();
+        if let Some(merge) = &stored.bug.merge {
+            let relation = forge.relation(&merge.merge_commit, commit).await?;
+            fetched
+                .ancestry
+                .0
+                .insert((merge.merge_commit.clone(), commit.clone()), relation);
+        }
+        let command = Command::RecordDeployment {
+            deployment: id.to_owned(),
+            commit: commit.clone(),
+        };
+        apply(
+            store,
+            &bug_id,
+            &command,
+            &recorder,
+            &fetched,
+            &scope.policy,
+            outcome,
+        )
+        .await
+        .map_err(store_error)?;
+    }
+    Ok(())
+}
+
 /// Applies one queued GitHub event to the bugs of the project that follows its repository
 /// (`scope`: the desk's projects now).
 pub async fn apply_event(
@@ -353,55 +422,67 @@ pub async fn apply_event(
             let id = deployment["id"].to_string();
             // A deployment counts only once the project's required checks passed on that
             // commit: a red (or unfinished) CI run is never a release a reporter is asked
-            // about.
-            if !config.required_checks.is_empty() {
-                let runs = forge.check_runs(&commit).await?;
-                if let Err(why) = forge::required_checks_green(&config.required_checks, &runs) {
-                    tracing::warn!(deployment = %id, commit = %commit.as_str(), %why, "deployment not recorded: required checks are not green");
-                    outcome.notes.push(format!(
-                        "deployment {id} of {} not recorded: required checks are not green ({why})",
-                        commit.as_str()
-                    ));
-                    return Ok(outcome);
-                }
+            // about. It is kept, and looked at again when the checks complete.
+            if let Err(why) = checks_green(forge, config, &commit).await? {
+                tracing::warn!(deployment = %id, commit = %commit.as_str(), %why, "deployment not recorded: required checks are not green");
+                store
+                    .hold_deployment(&id, repository, commit.as_str(), &why, now_ms())
+                    .await
+                    .map_err(store_error)?;
+                outcome.notes.push(format!(
+                    "deployment {id} of {} not recorded: required checks are not green ({why}); it is looked at again when they complete",
+                    commit.as_str()
+                ));
+                return Ok(outcome);
             }
-            let recorder = Actor::Role {
-                role: Role::Recorder,
-            };
-            for bug_id in store
-                .bug_ids_in_states(&[BugState::InReview, BugState::Approved, BugState::Merged])
-                .await
-                .map_err(store_error)?
-            {
-                let Some(stored) = store.load_bug(&bug_id).await.map_err(store_error)? else {
-                    continue;
-                };
-                if !follows(scope, &stored.bug, repository) {
-                    continue;
-                }
-                let mut fetched = Fetched::default();
-                if let Some(merge) = &stored.bug.merge {
-                    let relation = forge.relation(&merge.merge_commit, &commit).await?;
-                    fetched
-                        .ancestry
-                        .0
-                        .insert((merge.merge_commit.clone(), commit.clone()), relation);
-                }
-                let command = Command::RecordDeployment {
-                    deployment: id.clone(),
-                    commit: commit.clone(),
-                };
-                apply(
-                    store,
-                    &bug_id,
-                    &command,
-                    &recorder,
-                    &fetched,
-                    policy,
-                    &mut outcome,
-                )
+            record_deployment(store, forge, scope, repository, &id, &commit, &mut outcome).await?;
+            store
+                .release_held_deployments(repository, commit.as_str())
                 .await
                 .map_err(store_error)?;
+        }
+        ("check_suite" | "check_run", "completed") => {
+            let event_key = if event == "check_suite" {
+                "check_suite"
+            } else {
+                "check_run"
+            };
+            let Some(commit) = sha(&payload[event_key]["head_sha"]) else {
+                return Ok(outcome);
+            };
+            let held = store
+                .held_deployments(repository, commit.as_str())
+                .await
+                .map_err(store_error)?;
+            let Some(latest) = held.first() else {
+                return Ok(outcome);
+            };
+            match checks_green(forge, config, &commit).await? {
+                Err(why) => outcome.notes.push(format!(
+                    "deployment {latest} of {} still held: required checks are not green ({why})",
+                    commit.as_str()
+                )),
+                Ok(()) => {
+                    tracing::info!(deployment = %latest, commit = %commit.as_str(), "required checks turned green: the held deployment is recorded");
+                    outcome.notes.push(format!(
+                        "deployment {latest} of {} recorded: its required checks turned green",
+                        commit.as_str()
+                    ));
+                    record_deployment(
+                        store,
+                        forge,
+                        scope,
+                        repository,
+                        latest,
+                        &commit,
+                        &mut outcome,
+                    )
+                    .await?;
+                    store
+                        .release_held_deployments(repository, commit.as_str())
+                        .await
+                        .map_err(store_error)?;
+                }
             }
         }
         _ => {}

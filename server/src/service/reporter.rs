@@ -207,22 +207,23 @@ pub async fn file_report(
     let now = now_ms();
     let scope = state.reporter.scope();
     let policy = &scope.policy;
-    // When the crew would start on a new bug of this address and component. (Two reports
-    // filed at the same instant may both start now: the intake limit bounds that burst.)
+    // When the crew would start on a new bug of this address and component, decided and
+    // recorded before the report is filed (one decision at a time, through any server, so
+    // that reports filed at the same moment are counted one after another); forgotten again
+    // when the report joins an existing bug instead.
     let stranger = stranger_key(client);
-    let crew_at = {
-        let starts = state
-            .store
-            .crew_starts_since(&stranger, &report.component, now - STRANGER_WINDOW_MS)
-            .await
-            .map_err(Refused::storage)?;
-        domain::spend::stranger_start(
-            &starts,
+    let crew_at = state
+        .store
+        .claim_crew_start(
+            &bug_id,
+            &stranger,
+            &report.component,
             state.reporter.stranger_bugs_per_hour,
             STRANGER_WINDOW_MS,
             now,
         )
-    };
+        .await
+        .map_err(Refused::storage)?;
     let filed = state
         .store
         .file_report(
@@ -245,16 +246,23 @@ pub async fn file_report(
         )
         .await
         .map_err(Refused::storage)?;
-    if filed.opened {
-        if let Some(bug) = &filed.bug_id {
+    if !filed.opened {
+        state
+            .store
+            .forget_crew_start(&bug_id)
+            .await
+            .map_err(Refused::storage)?;
+        // Joining a bug that waits for another address's budget brings its start forward to
+        // this address's turn (charged here): look-alike bugs filed ahead hold nobody back.
+        if let Some(joined) = &filed.bug_id {
             state
                 .store
-                .record_crew_start(
-                    bug,
+                .join_crew_start(
+                    joined,
                     &stranger,
-                    &report.component,
-                    crew_at,
-                    now - STRANGER_WINDOW_MS,
+                    state.reporter.stranger_bugs_per_hour,
+                    STRANGER_WINDOW_MS,
+                    now,
                 )
                 .await
                 .map_err(Refused::storage)?;
