@@ -135,10 +135,12 @@ impl Store {
     /// off: when this client's own budget for the bug's component has room sooner, the start
     /// moves to this client's turn and is charged to it (and its triage wakes, when that turn
     /// is now) — a stranger's look-alike bug cannot hold a real reporter's report back.
-    /// Serialised like [`Store::claim_crew_start`]. Answers the bug's start afterwards, if it
-    /// has one.
+    /// Serialised like [`Store::claim_crew_start`], and in the same transaction the start
+    /// claimed for `reserved` (the new bug this report did not open) is forgotten. Answers
+    /// the bug's start afterwards, if it has one.
     pub async fn join_crew_start(
         &self,
+        reserved: &str,
         bug: &str,
         client_hash: &str,
         limit: u32,
@@ -153,6 +155,10 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
             }
+            sqlx::query("DELETE FROM crew_starts WHERE bug_id = $1")
+                .bind(reserved)
+                .execute(&mut *tx)
+                .await?;
             let row: Option<(String, Millis)> = sqlx::query_as(
                 "SELECT component, start_at FROM crew_starts WHERE bug_id = $1",
             )

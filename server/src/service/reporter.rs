@@ -247,23 +247,26 @@ pub async fn file_report(
         .await
         .map_err(Refused::storage)?;
     if !filed.opened {
-        state
-            .store
-            .forget_crew_start(&bug_id)
-            .await
-            .map_err(Refused::storage)?;
         // Joining a bug that waits for another address's budget brings its start forward to
         // this address's turn (charged here): look-alike bugs filed ahead hold nobody back.
+        // The start claimed for the bug this report did not open is given back either way.
         if let Some(joined) = &filed.bug_id {
             state
                 .store
                 .join_crew_start(
+                    &bug_id,
                     joined,
                     &stranger,
                     state.reporter.stranger_bugs_per_hour,
                     STRANGER_WINDOW_MS,
                     now,
                 )
+                .await
+                .map_err(Refused::storage)?;
+        } else {
+            state
+                .store
+                .forget_crew_start(&bug_id)
                 .await
                 .map_err(Refused::storage)?;
         }
