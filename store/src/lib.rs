@@ -40,6 +40,7 @@ pub use outbox::{ClaimedJob, LEASE_MS};
 pub use owners::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerListing};
 pub use reports::{
     choose_cluster, Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport,
+    StrangerBudget,
 };
 pub use url::{DatabaseUrl, DatabaseUrlError};
 pub use webhooks::{NewWebhook, WebhookDelivery};

@@ -161,3 +161,84 @@ macro_rules! write_decision {
         }
     }};
 }
+
+/// Inside the intake's transaction: when the crew starts on new bug `$bug` of the budget's
+/// client in `$component` — now while fewer than the budget's limit of starts fall in the
+/// window before it, else in turn ([`domain::spend::stranger_start`]) — recorded for the bug;
+/// starts older than the window are dropped. Evaluates to the start.
+macro_rules! claim_crew_start {
+    ($tx:ident, $budget:expr, $bug:expr, $component:expr, $now:expr) => {{
+        let budget: &$crate::reports::StrangerBudget = $budget;
+        sqlx::query("DELETE FROM crew_starts WHERE start_at < $1")
+            .bind($now - budget.window)
+            .execute(&mut *$tx)
+            .await?;
+        let starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
+            "SELECT start_at FROM crew_starts \
+             WHERE client_hash = $1 AND component = $2 AND start_at > $3 ORDER BY start_at",
+        )
+        .bind(&budget.client_hash)
+        .bind($component)
+        .bind($now - budget.window)
+        .fetch_all(&mut *$tx)
+        .await?;
+        let start_at = domain::spend::stranger_start(&starts, budget.limit, budget.window, $now);
+        sqlx::query(
+            "INSERT INTO crew_starts (bug_id, client_hash, component, start_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (bug_id) DO NOTHING",
+        )
+        .bind($bug)
+        .bind(&budget.client_hash)
+        .bind($component)
+        .bind(start_at)
+        .execute(&mut *$tx)
+        .await?;
+        start_at
+    }};
+}
+
+/// Inside the intake's transaction: a report of the budget's client joined bug `$bug`, whose
+/// crew start a stranger's budget may have put off. When this client's own budget for the
+/// bug's component has room sooner, the start moves to this client's turn and is charged to
+/// it, and the bug's triage wakes then: a stranger's look-alike bug cannot hold a real
+/// reporter's report back.
+macro_rules! join_crew_start {
+    ($tx:ident, $budget:expr, $bug:expr, $now:expr) => {{
+        let budget: &$crate::reports::StrangerBudget = $budget;
+        let row: Option<(String, domain::workflow::Millis)> =
+            sqlx::query_as("SELECT component, start_at FROM crew_starts WHERE bug_id = $1")
+                .bind($bug)
+                .fetch_optional(&mut *$tx)
+                .await?;
+        if let Some((component, start_at)) = row.filter(|(_, at)| *at > $now) {
+            let starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
+                "SELECT start_at FROM crew_starts \
+                 WHERE client_hash = $1 AND component = $2 AND start_at > $3 ORDER BY start_at",
+            )
+            .bind(&budget.client_hash)
+            .bind(&component)
+            .bind($now - budget.window)
+            .fetch_all(&mut *$tx)
+            .await?;
+            let mine = domain::spend::stranger_start(&starts, budget.limit, budget.window, $now);
+            if mine < start_at {
+                sqlx::query(
+                    "UPDATE crew_starts SET client_hash = $1, start_at = $2 WHERE bug_id = $3",
+                )
+                .bind(&budget.client_hash)
+                .bind(mine)
+                .bind($bug)
+                .execute(&mut *$tx)
+                .await?;
+                sqlx::query(
+                    "UPDATE outbox_jobs SET available_at = $1 \
+                     WHERE idempotency_key = $2 AND done_at IS NULL AND available_at > $1",
+                )
+                .bind(mine)
+                .bind(format!("triage:{}", $bug))
+                .execute(&mut *$tx)
+                .await?;
+            }
+        }
+    }};
+}

@@ -189,6 +189,18 @@ pub struct OpenCluster {
     pub terms: String,
 }
 
+/// The stranger's budget a report is filed under: its client's (hashed) key, how many new
+/// bugs of one component may start the crew in `window`, and the window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StrangerBudget {
+    /// The client's key (a hash; no address is stored).
+    pub client_hash: String,
+    /// Crew starts per window and component.
+    pub limit: u32,
+    /// The window, in milliseconds.
+    pub window: Millis,
+}
+
 /// Where a filed report went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filed {
@@ -448,10 +460,15 @@ impl Store {
     /// `attach` decision; when nothing fits (or the engine refuses) `open` opens a new bug.
     /// Intake is serialised (SQLite's write lock; a PostgreSQL advisory lock), so two reports
     /// of one new bug filed at the same moment still end up in one cluster.
+    ///
+    /// Under a stranger's `budget`, the same transaction decides when the crew starts on a bug
+    /// the report opens (passed to `open`; `now` without a budget) and, for a report that
+    /// joins a bug whose start was put off, brings that start forward to this client's turn.
     pub async fn file_report<C, A, O>(
         &self,
         report: &NewReport,
         now: Millis,
+        budget: Option<&StrangerBudget>,
         choose: C,
         attach: A,
         open: O,
@@ -459,7 +476,7 @@ impl Store {
     where
         C: Fn(&[OpenCluster]) -> Option<String>,
         A: Fn(&Bug) -> Result<Decision, Refusal>,
-        O: Fn() -> Decision,
+        O: Fn(Millis) -> Decision,
     {
         let (status, families, dossier) = match &report.content {
             ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
@@ -579,11 +596,24 @@ impl Store {
                         Some(Some(bug_id)) => {
                             insert_report!(tx, report, status, &families, &dossier, Some(&bug_id),
                                 false, &repeat_id, now);
+                            if let Some(budget) = budget {
+                                join_crew_start!(tx, budget, &bug_id, now);
+                            }
                             tx.commit().await?;
                             Some(Filed { bug_id: Some(bug_id), opened: false, repeat_of: repeat_id })
                         }
                         Some(None) => {
-                            let decision = open();
+                            // `open` names the new bug: decided once to learn its id, and again
+                            // with its crew start when the budget puts that off.
+                            let decision = match budget {
+                                Some(budget) => {
+                                    let probe = open(now);
+                                    let crew_at = claim_crew_start!(
+                                        tx, budget, &probe.bug.id, &report.component, now);
+                                    if crew_at > now { open(crew_at) } else { probe }
+                                }
+                                None => open(now),
+                            };
                             let bug = &decision.bug;
                             let chained = domain::ledger::chain(
                                 &bug.id, 0, domain::ledger::GENESIS_HASH, &decision.events);

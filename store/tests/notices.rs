@@ -34,9 +34,10 @@ async fn quarantined_report(store: &Store, id: &str) {
         .file_report(
             &report,
             NOW,
+            None,
             |_| None,
             |_| unreachable!("a quarantined report joins no bug"),
-            || unreachable!("a quarantined report opens no bug"),
+            |_| unreachable!("a quarantined report opens no bug"),
         )
         .await
         .unwrap();

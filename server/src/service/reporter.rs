@@ -19,7 +19,9 @@ use domain::workflow::{
 use domain::{BugState, Capability, CapabilityHash};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use store::{choose_cluster, ApplyError, NewReport, OpenCluster, ReportContent, StoredReport};
+use store::{
+    choose_cluster, ApplyError, NewReport, OpenCluster, ReportContent, StoredReport, StrangerBudget,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Validation
@@ -207,28 +209,20 @@ pub async fn file_report(
     let now = now_ms();
     let scope = state.reporter.scope();
     let policy = &scope.policy;
-    // When the crew would start on a new bug of this address and component, decided and
-    // recorded before the report is filed (one decision at a time, through any server, so
-    // that reports filed at the same moment are counted one after another); forgotten again
-    // when the report joins an existing bug instead.
-    let stranger = stranger_key(client);
-    let crew_at = state
-        .store
-        .claim_crew_start(
-            &bug_id,
-            &stranger,
-            &report.component,
-            state.reporter.stranger_bugs_per_hour,
-            STRANGER_WINDOW_MS,
-            now,
-        )
-        .await
-        .map_err(Refused::storage)?;
+    // When the crew starts on a bug this report opens, and whether it brings forward the
+    // start of a bug it joins, decided in the intake's own serialised transaction: reports
+    // filed at the same moment, through any server, are counted one after another.
+    let budget = StrangerBudget {
+        client_hash: stranger_key(client),
+        limit: state.reporter.stranger_bugs_per_hour,
+        window: STRANGER_WINDOW_MS,
+    };
     let filed = state
         .store
         .file_report(
             &report,
             now,
+            Some(&budget),
             |open: &[OpenCluster]| choose_cluster(&report.component, &title, open),
             |bug: &Bug| {
                 decide(
@@ -242,35 +236,10 @@ pub async fn file_report(
                     now,
                 )
             },
-            || open_bug_at(&bug_id, &report.component, &report.id, now, crew_at),
+            |crew_at| open_bug_at(&bug_id, &report.component, &report.id, now, crew_at),
         )
         .await
         .map_err(Refused::storage)?;
-    if !filed.opened {
-        // Joining a bug that waits for another address's budget brings its start forward to
-        // this address's turn (charged here): look-alike bugs filed ahead hold nobody back.
-        // The start claimed for the bug this report did not open is given back either way.
-        if let Some(joined) = &filed.bug_id {
-            state
-                .store
-                .join_crew_start(
-                    &bug_id,
-                    joined,
-                    &stranger,
-                    state.reporter.stranger_bugs_per_hour,
-                    STRANGER_WINDOW_MS,
-                    now,
-                )
-                .await
-                .map_err(Refused::storage)?;
-        } else {
-            state
-                .store
-                .forget_crew_start(&bug_id)
-                .await
-                .map_err(Refused::storage)?;
-        }
-    }
     let quarantined = filed.bug_id.is_none();
     tracing::info!(
         report = %report.id,
