@@ -118,6 +118,19 @@ pub fn run(path: &Path, owner_email: &str) -> Result<SetupReport, SetupError> {
     // The demo desk's crew: deterministic, and labelled `simulated demo` in every piece of
     // evidence. Set R2R_MODEL_PROVIDER=openai-compatible (and R2R_MODEL_*) for a real model.
     want("R2R_MODEL_PROVIDER", &mut || Ok("scripted".to_owned()))?;
+    // The embedded database beside the env file, by its absolute path: a desk started from
+    // another folder opens the same database instead of making a new one there.
+    want("DATABASE_URL", &mut || {
+        let home = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let home = home.canonicalize().map_err(|source| SetupError::Io {
+            path: home.display().to_string(),
+            source,
+        })?;
+        Ok(format!("sqlite://{}/data/r2r.db", home.display()))
+    })?;
     let mut password = None;
     want("R2R_OWNER_PASSWORD_HASH", &mut || {
         let fresh = one_time_password();
@@ -367,6 +380,14 @@ mod tests {
         assert_eq!(values["R2R_GITHUB_WEBHOOK_SECRET"].len(), 64);
         assert_eq!(values["R2R_SESSION_KEY"].len(), 128);
         assert_eq!(values["R2R_OWNER_EMAIL"], "owner@desk.test");
+        // The database beside the env file, whatever folder the desk is started from.
+        assert_eq!(
+            values["DATABASE_URL"],
+            format!(
+                "sqlite://{}/data/r2r.db",
+                dir.path().canonicalize().unwrap().display()
+            )
+        );
         let password = report.owner_password.unwrap();
         let hash = PasswordHash::new(&values["R2R_OWNER_PASSWORD_HASH"]).unwrap();
         assert!(argon2::Argon2::default()
@@ -386,7 +407,7 @@ mod tests {
         let before = std::fs::read_to_string(&path).unwrap();
         let report = run(&path, "other@desk.test").unwrap();
         assert!(report.generated.is_empty(), "{:?}", report.generated);
-        assert_eq!(report.kept.len(), 11);
+        assert_eq!(report.kept.len(), 12);
         assert_eq!(report.owner_password, None);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
     }
@@ -401,7 +422,7 @@ mod tests {
         )
         .unwrap();
         let report = run(&path, "owner@desk.test").unwrap();
-        assert_eq!(report.kept, ["R2R_FIXER_TOKEN"]);
+        assert_eq!(report.kept, ["R2R_FIXER_TOKEN", "DATABASE_URL"]);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("# mine\nR2R_FIXER_TOKEN=custom\nDATABASE_URL=sqlite://x.db\n"));
         let values = parse_env_file(&text).unwrap();
