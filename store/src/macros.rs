@@ -162,6 +162,24 @@ macro_rules! write_decision {
     }};
 }
 
+/// Inside the intake's transaction: when the budget's client may next start the crew on a new
+/// bug of `$component` ([`domain::spend::stranger_start`] over its starts in the window).
+macro_rules! crew_turn {
+    ($tx:ident, $budget:expr, $component:expr, $now:expr) => {{
+        let budget: &$crate::reports::StrangerBudget = $budget;
+        let starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
+            "SELECT start_at FROM crew_starts \
+             WHERE client_hash = $1 AND component = $2 AND start_at > $3 ORDER BY start_at",
+        )
+        .bind(&budget.client_hash)
+        .bind($component)
+        .bind($now - budget.window)
+        .fetch_all(&mut *$tx)
+        .await?;
+        domain::spend::stranger_start(&starts, budget.limit, budget.window, $now)
+    }};
+}
+
 /// Inside the intake's transaction: when the crew starts on new bug `$bug` of the budget's
 /// client in `$component` — now while fewer than the budget's limit of starts fall in the
 /// window before it, else in turn ([`domain::spend::stranger_start`]) — recorded for the bug;
@@ -173,16 +191,7 @@ macro_rules! claim_crew_start {
             .bind($now - budget.window)
             .execute(&mut *$tx)
             .await?;
-        let starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
-            "SELECT start_at FROM crew_starts \
-             WHERE client_hash = $1 AND component = $2 AND start_at > $3 ORDER BY start_at",
-        )
-        .bind(&budget.client_hash)
-        .bind($component)
-        .bind($now - budget.window)
-        .fetch_all(&mut *$tx)
-        .await?;
-        let start_at = domain::spend::stranger_start(&starts, budget.limit, budget.window, $now);
+        let start_at = crew_turn!($tx, budget, $component, $now);
         sqlx::query(
             "INSERT INTO crew_starts (bug_id, client_hash, component, start_at) \
              VALUES ($1, $2, $3, $4) ON CONFLICT (bug_id) DO NOTHING",
@@ -211,16 +220,7 @@ macro_rules! join_crew_start {
                 .fetch_optional(&mut *$tx)
                 .await?;
         if let Some((component, start_at)) = row.filter(|(_, at)| *at > $now) {
-            let starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
-                "SELECT start_at FROM crew_starts \
-                 WHERE client_hash = $1 AND component = $2 AND start_at > $3 ORDER BY start_at",
-            )
-            .bind(&budget.client_hash)
-            .bind(&component)
-            .bind($now - budget.window)
-            .fetch_all(&mut *$tx)
-            .await?;
-            let mine = domain::spend::stranger_start(&starts, budget.limit, budget.window, $now);
+            let mine = crew_turn!($tx, budget, &component, $now);
             if mine < start_at {
                 sqlx::query(
                     "UPDATE crew_starts SET client_hash = $1, start_at = $2 WHERE bug_id = $3",

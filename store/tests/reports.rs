@@ -6,7 +6,7 @@
 mod support;
 
 use domain::airlock::{admit, RawReport};
-use domain::workflow::{decide, open_bug, Actor, Command, Evidence, Policy};
+use domain::workflow::{decide, Actor, Command, Evidence, Policy};
 use domain::BugState;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -43,30 +43,7 @@ async fn file(store: &Store, report: &NewReport, bug_id: &str) -> Filed {
 }
 
 async fn file_at(store: &Store, report: &NewReport, bug_id: &str, now: i64) -> Filed {
-    let title = report.content.title().to_owned();
-    let component = report.component.clone();
-    store
-        .file_report(
-            report,
-            now,
-            None,
-            |open: &[OpenCluster]| choose_cluster(&component, &title, open),
-            |bug| {
-                decide(
-                    bug,
-                    &Command::AttachReport {
-                        report: report.id.clone(),
-                    },
-                    &Actor::Desk,
-                    &Evidence::default(),
-                    &Policy::default(),
-                    now,
-                )
-            },
-            |_| open_bug(bug_id, &report.component, &report.id, now),
-        )
-        .await
-        .unwrap()
+    file_budgeted(store, report, bug_id, None, now).await
 }
 
 async fn similar_titles_share_a_bug_and_others_open_their_own(backend: &str) {
@@ -470,13 +447,13 @@ async fn the_bug_list_is_filtered_sorted_and_paged_by_the_database(backend: &str
     }
 }
 
-/// Files under a stranger's budget the way the server does: the crew start the intake's
-/// transaction decides goes into the opening decision.
+/// Files the way the server does (under a stranger's budget, when given): the crew start the
+/// intake's transaction decides goes into the opening decision.
 async fn file_budgeted(
     store: &Store,
     report: &NewReport,
     bug_id: &str,
-    budget: &store::StrangerBudget,
+    budget: Option<&store::StrangerBudget>,
     now: i64,
 ) -> Filed {
     let title = report.content.title().to_owned();
@@ -485,7 +462,7 @@ async fn file_budgeted(
         .file_report(
             report,
             now,
-            Some(budget),
+            budget,
             |open: &[OpenCluster]| choose_cluster(&component, &title, open),
             |bug| {
                 decide(
@@ -535,7 +512,7 @@ async fn the_strangers_budget_is_decided_in_the_intake_transaction(backend: &str
             &store,
             &report,
             &format!("bug-{i}"),
-            &stranger,
+            Some(&stranger),
             NOW + i as i64,
         )
         .await;
@@ -578,7 +555,7 @@ async fn the_strangers_budget_is_decided_in_the_intake_transaction(backend: &str
         &store,
         &new_report("r-q", &hostile),
         "bug-q",
-        &stranger,
+        Some(&stranger),
         NOW + 20,
     )
     .await;
@@ -589,7 +566,7 @@ async fn the_strangers_budget_is_decided_in_the_intake_transaction(backend: &str
         &store,
         &new_report("r-n", &raw("shoplite", "Gift card balance shows NaN again")),
         "bug-n",
-        &neighbour,
+        Some(&neighbour),
         NOW + 30,
     )
     .await;
@@ -604,7 +581,7 @@ async fn the_strangers_budget_is_decided_in_the_intake_transaction(backend: &str
     assert_eq!(store.crew_starts_waiting(NOW + 30).await.unwrap(), 0);
     // A window later the first address starts at once again.
     let later = new_report("r-3", &raw("shoplite", "Search for teapot returns shoes"));
-    file_budgeted(&store, &later, "bug-3", &stranger, NOW + hour + 10).await;
+    file_budgeted(&store, &later, "bug-3", Some(&stranger), NOW + hour + 10).await;
     assert_eq!(
         store
             .crew_start_put_off("bug-3", NOW + hour + 10)
