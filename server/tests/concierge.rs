@@ -451,6 +451,61 @@ async fn serve_runs_the_concierge_and_reporters_see_notices_in_their_inbox() {
     );
 }
 
+/// An idle concierge waits at the desk and is answered the moment a job is queued, not at
+/// its next poll: the claim asks to wait 20 s and a message queued 1 s later comes back well
+/// before that. A claim with nothing queued answers empty at the end of its wait; a wait out
+/// of range is refused by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_concierge_is_woken_the_moment_a_job_is_queued() {
+    let desk = desk(&[("R2R_CONCIERGE", "off")]);
+    let (report, _) = file(&desk, "Coupon makes the total negative", None).await;
+    // Whatever filing queued is taken first, so the claim below starts idle.
+    let (status, _) = concierge_call(&desk, "/api/v1/outbox/concierge/claim", json!({})).await;
+    assert_eq!(status, 200);
+    let started = Instant::now();
+    let (status, empty) = concierge_call(
+        &desk,
+        "/api/v1/outbox/concierge/claim?wait_ms=300",
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(empty["jobs"], json!([]), "{empty}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let (status, refused) = concierge_call(
+        &desk,
+        "/api/v1/outbox/concierge/claim?wait_ms=900000",
+        json!({}),
+    )
+    .await;
+    assert_eq!((status, refused["error"].as_str()), (422, Some("invalid_wait")));
+
+    let base = desk.server.base.clone();
+    let token = desk.tokens[&Role::Concierge].clone();
+    let started = Instant::now();
+    let waiting = tokio::spawn(async move {
+        let response = reqwest::Client::new()
+            .post(format!("{base}/api/v1/outbox/concierge/claim?wait_ms=20000"))
+            .bearer_auth(token)
+            .json(&json!({}))
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.json::<Value>().await.unwrap(), started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(message(&desk, &report, "Could you try again?").await, 201);
+    let (status, claimed, waited) = waiting.await.unwrap();
+    assert_eq!(status, 200);
+    let jobs = claimed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{claimed}");
+    assert_eq!(jobs[0]["kind"], "owner_message", "{claimed}");
+    assert!(
+        waited < Duration::from_secs(10),
+        "the claim was answered after {waited:?}, not when the job was queued"
+    );
+}
+
 #[test]
 fn bad_notification_settings_are_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();

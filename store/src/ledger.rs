@@ -146,6 +146,7 @@ impl Store {
             }
             tx.commit().await?;
         });
+        self.wake();
         Ok(())
     }
 

@@ -83,6 +83,9 @@ impl Store {
             tx.commit().await?;
             inserted
         });
+        if inserted == 1 {
+            self.wake();
+        }
         Ok(inserted == 1)
     }
 

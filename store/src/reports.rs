@@ -847,6 +847,7 @@ impl Store {
                 .map_err(|e| StoreError::Corrupt(e.to_string()))?;
             insert_job!(tx, job, bug_id.as_deref(), &payload, now);
             tx.commit().await?;
+            self.wake();
             Ok(Some(to_u64(next)))
         })
     }

@@ -92,6 +92,9 @@ impl Store {
             tx.commit().await?;
             filed
         });
+        if filed == 1 {
+            self.wake();
+        }
         Ok(filed == 1)
     }
 

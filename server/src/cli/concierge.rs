@@ -13,7 +13,9 @@ pub enum ConciergeCommand {
         /// The desk's base URL.
         #[arg(long, default_value = "http://127.0.0.1:3000")]
         desk: String,
-        /// Pause between rounds, in milliseconds.
+        /// How long an idle round waits at the desk for a job (a new job is picked up at
+        /// once; one whose retry time came, within this), and the pause after a failed
+        /// round, in milliseconds.
         #[arg(long, default_value_t = 2_000)]
         poll_ms: u64,
         /// One round, print what it did, exit (non-zero if a delivery failed).

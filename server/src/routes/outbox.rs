@@ -37,21 +37,32 @@ fn audience_of(notice: &Notice) -> api_types::Audience {
     }
 }
 
-/// `POST /api/v1/outbox/concierge/claim`: the next jobs under one lease, each with its
-/// composed notice, the reporter's address (when they left one) and the channels already
-/// delivered.
+/// `POST /api/v1/outbox/concierge/claim[?wait_ms=N]`: the next jobs under one lease, each
+/// with its composed notice, the reporter's address (when they left one) and the channels
+/// already delivered; with `wait_ms`, answered as soon as a job is queued (or when the wait
+/// is over, with none).
 pub async fn claim(
     State(state): State<AppState>,
     credential: Credential,
     headers: HeaderMap,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
     let result = async {
         guard(&state, &credential, &headers, "claimNotifications")?;
-        let jobs = state
-            .store
-            .claim_jobs("concierge", CLAIM_BATCH, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+        let wait = crate::web::wait::wait_of(query.as_deref())?;
+        let jobs = crate::web::wait::until_found(
+            state.store.work_added(),
+            wait,
+            |jobs: &Vec<store::outbox::ClaimedJob>| !jobs.is_empty(),
+            || async {
+                state
+                    .store
+                    .claim_jobs("concierge", CLAIM_BATCH, now_ms())
+                    .await
+                    .map_err(Refused::storage)
+            },
+        )
+        .await?;
         let mut out = Vec::with_capacity(jobs.len());
         for job in jobs {
             let delivered = state

@@ -482,7 +482,7 @@ pub const OPERATIONS: &[Operation] = &[
         id: "claimNotifications",
         method: "POST",
         path: "/api/v1/outbox/concierge/claim",
-        summary: "Lease the next notifications to deliver to reporters",
+        summary: "Lease the next notifications to deliver to reporters (?wait_ms=N: answered as soon as one is queued, at most 25 s)",
         realm: Realm::Concierge,
         accepts: &[R(Role::Concierge)],
         reporter: false,

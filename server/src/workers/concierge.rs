@@ -123,10 +123,21 @@ impl Concierge {
 
     /// Leases the next jobs and delivers them.
     pub async fn round(&self) -> Result<Round, ConciergeError> {
-        let claimed: ClaimedJobs = self
-            .desk
-            .post_as("/api/v1/outbox/concierge/claim", &json!({}))
-            .await?;
+        self.round_within(None).await
+    }
+
+    /// As [`Concierge::round`], first waiting up to `wait` for a job to be queued when none
+    /// is ready (the desk answers the moment one is).
+    pub async fn round_within(&self, wait: Option<Duration>) -> Result<Round, ConciergeError> {
+        let path = match wait {
+            Some(wait) => format!(
+                "/api/v1/outbox/concierge/claim?wait_ms={}",
+                wait.as_millis()
+                    .clamp(1, u128::from(crate::web::wait::MOST_WAIT_MS))
+            ),
+            None => "/api/v1/outbox/concierge/claim".to_owned(),
+        };
+        let claimed: ClaimedJobs = self.desk.post_as(&path, &json!({})).await?;
         let jobs = claimed.jobs;
         let mut round = Round {
             leased: jobs.len(),
@@ -303,10 +314,12 @@ fn url_segment(key: &str) -> String {
         .collect()
 }
 
-/// Runs rounds every `poll` until aborted.
+/// Runs rounds until aborted. An idle round waits at the desk for a job to be queued (up to
+/// `poll`, the longest a job whose retry time came waits to be picked up); a failed round
+/// is tried again after `poll`.
 pub async fn run(concierge: Concierge, poll: Duration) {
     loop {
-        match concierge.round().await {
+        match concierge.round_within(Some(poll)).await {
             Ok(round) if round.leased > 0 => tracing::info!(
                 leased = round.leased,
                 done = round.done,
@@ -315,9 +328,11 @@ pub async fn run(concierge: Concierge, poll: Duration) {
                 "concierge round"
             ),
             Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "concierge round failed"),
+            Err(error) => {
+                tracing::warn!(%error, "concierge round failed");
+                tokio::time::sleep(poll).await;
+            }
         }
-        tokio::time::sleep(poll).await;
     }
 }
 

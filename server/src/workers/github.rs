@@ -12,6 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use store::Store;
 
+/// The longest an idle worker waits before looking for an event whose retry time came.
+const RETRY_LOOK: Duration = Duration::from_millis(500);
+
 /// Claims queued GitHub events and applies them, until the process ends.
 pub async fn run_worker(store: Store, config: GitHubConfig, projects: Arc<Projects>) {
     // Deliveries filed before the desk kept body hashes: record theirs, so a captured old
@@ -27,12 +30,19 @@ pub async fn run_worker(store: Store, config: GitHubConfig, projects: Arc<Projec
         ),
         Err(error) => tracing::warn!(%error, "github: could not record earlier deliveries' bodies"),
     }
-    let mut ticker = tokio::time::interval(Duration::from_millis(500));
+    // Woken the moment an event is queued (by this server or, on PostgreSQL, any other);
+    // an event whose retry time came is picked up within `RETRY_LOOK`.
+    let mut woken = store.work_added();
     loop {
-        ticker.tick().await;
-        if let Err(error) = work_once(&store, &config, &projects).await {
-            tracing::warn!(%error, "github worker: will retry");
-        }
+        let pause = match work_once(&store, &config, &projects).await {
+            Ok(0) => RETRY_LOOK,
+            Ok(_) => continue,
+            Err(error) => {
+                tracing::warn!(%error, "github worker: will retry");
+                RETRY_LOOK
+            }
+        };
+        crate::web::wait::for_work(&mut woken, tokio::time::Instant::now() + pause).await;
     }
 }
 
