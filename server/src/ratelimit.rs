@@ -94,6 +94,19 @@ impl Limiter {
         }
     }
 
+    /// `key`'s bucket in the database when the buckets are shared (PostgreSQL), for a
+    /// transaction that takes its token together with what it writes (a report's intake);
+    /// `None` when they are kept in memory ([`Limiter::take`] then).
+    pub fn shared_bucket(&self, key: &str) -> Option<store::rate::Bucket> {
+        self.shared.as_ref()?;
+        use sha2::Digest;
+        let hashed = hex::encode(sha2::Sha256::digest(key.as_bytes()));
+        Some(store::rate::Bucket {
+            key: format!("{}:{hashed}", self.name),
+            refill: self.refill(),
+        })
+    }
+
     /// Takes one request for `key` now (`now_ms`, the wall clock, for a shared bucket); when
     /// over the limit, how long until it may retry. A shared bucket the database cannot read
     /// is an error (the caller answers 503).
@@ -102,14 +115,11 @@ impl Limiter {
         key: &str,
         now_ms: i64,
     ) -> Result<Result<(), Duration>, store::StoreError> {
-        let Some(store) = &self.shared else {
+        let (Some(store), Some(bucket)) = (&self.shared, self.shared_bucket(key)) else {
             return Ok(self.check(key, Instant::now()));
         };
-        use sha2::Digest;
-        let hashed = hex::encode(sha2::Sha256::digest(key.as_bytes()));
-        let bucket = format!("{}:{hashed}", self.name);
         Ok(store
-            .rate_take(&bucket, self.refill(), now_ms)
+            .rate_take(&bucket.key, bucket.refill, now_ms)
             .await?
             .map_err(Duration::from_millis))
     }

@@ -478,20 +478,29 @@ async fn an_idle_concierge_is_woken_the_moment_a_job_is_queued() {
         json!({}),
     )
     .await;
-    assert_eq!((status, refused["error"].as_str()), (422, Some("invalid_wait")));
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (422, Some("invalid_wait"))
+    );
 
     let base = desk.server.base.clone();
     let token = desk.tokens[&Role::Concierge].clone();
     let started = Instant::now();
     let waiting = tokio::spawn(async move {
         let response = reqwest::Client::new()
-            .post(format!("{base}/api/v1/outbox/concierge/claim?wait_ms=20000"))
+            .post(format!(
+                "{base}/api/v1/outbox/concierge/claim?wait_ms=20000"
+            ))
             .bearer_auth(token)
             .json(&json!({}))
             .send()
             .await
             .unwrap();
-        (response.status().as_u16(), response.json::<Value>().await.unwrap(), started.elapsed())
+        (
+            response.status().as_u16(),
+            response.json::<Value>().await.unwrap(),
+            started.elapsed(),
+        )
     });
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(message(&desk, &report, "Could you try again?").await, 201);

@@ -39,8 +39,8 @@ pub use listing::{ListedBug, Listing, ListingQuery, ListingSort};
 pub use outbox::{ClaimedJob, LEASE_MS};
 pub use owners::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerListing};
 pub use reports::{
-    choose_cluster, Filed, NewReport, OpenCluster, ReportContent, ReportMessage, StoredReport,
-    StrangerBudget,
+    choose_cluster, Filed, IntakeLimits, NewReport, OpenCluster, RateLimited, ReportContent,
+    ReportMessage, StoredReport, StrangerBudget,
 };
 pub use url::{DatabaseUrl, DatabaseUrlError};
 pub use webhooks::{NewWebhook, WebhookDelivery};

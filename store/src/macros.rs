@@ -242,3 +242,41 @@ macro_rules! join_crew_start {
         }
     }};
 }
+
+/// Takes one token of a [`crate::rate::Bucket`] inside a transaction, holding the bucket until
+/// it ends (PostgreSQL: its row; SQLite: the write lock the transaction already holds):
+/// `Ok(())` when one was taken, `Err(ms)` until one refills.
+macro_rules! take_bucket {
+    ($tx:ident, $postgres:expr, $bucket:expr, $now:expr) => {{
+        let bucket: &$crate::rate::Bucket = $bucket;
+        sqlx::query(
+            "INSERT INTO rate_buckets (key, tokens, updated_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (key) DO NOTHING",
+        )
+        .bind(&bucket.key)
+        .bind(bucket.refill.capacity)
+        .bind($now)
+        .execute(&mut *$tx)
+        .await?;
+        let (tokens, updated): (f64, i64) = sqlx::query_as(if $postgres {
+            "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1 FOR UPDATE"
+        } else {
+            "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1"
+        })
+        .bind(&bucket.key)
+        .fetch_one(&mut *$tx)
+        .await?;
+        let (left, took) = $crate::rate::refill_and_take(bucket.refill, tokens, $now - updated);
+        if took {
+            sqlx::query("UPDATE rate_buckets SET tokens = $1, updated_ms = $2 WHERE key = $3")
+                .bind(left)
+                .bind($now.max(updated))
+                .bind(&bucket.key)
+                .execute(&mut *$tx)
+                .await?;
+            Ok(())
+        } else {
+            Err($crate::rate::retry_ms(bucket.refill, left))
+        }
+    }};
+}

@@ -1,13 +1,28 @@
 //! Rate-limit buckets shared by every server on one database: one token bucket per key,
-//! refilled evenly, taken by compare-and-swap so two servers never both spend the last token.
+//! refilled evenly, taken inside a transaction that holds the bucket so two servers never
+//! both spend the last token. A report's intake takes its token in its own transaction
+//! ([`Store::file_report`]): one durable write per report.
 
 use crate::{Store, StoreError};
 use domain::workflow::Millis;
 
-/// Compare-and-swap tries before a take gives up as contended (each try is two statements).
-const TRIES: usize = 8;
 /// Buckets untouched this long are deleted now and then (a full bucket loses nothing).
 const FORGET_AFTER_MS: i64 = 24 * 3_600_000;
+
+/// A client's bucket under one limit: its key (a hash of the limit's name and the client)
+/// and how it refills.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bucket {
+    /// The stored key.
+    pub key: String,
+    /// The limit.
+    pub refill: Refill,
+}
+
+/// How long until a bucket left at `left` tokens has one again.
+pub fn retry_ms(refill: Refill, left: f64) -> u64 {
+    ((1.0 - left) / refill.per_ms).ceil().max(1.0) as u64
+}
 
 /// One limit: `capacity` tokens, refilled at `per_ms` tokens a millisecond.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -32,96 +47,37 @@ pub fn refill_and_take(refill: Refill, tokens: f64, elapsed_ms: i64) -> (f64, bo
 
 impl Store {
     /// Takes one token of bucket `key` at `now`: `Ok(Ok(()))` when there was one, else
-    /// `Ok(Err(ms))` with how long until one refills.
+    /// `Ok(Err(ms))` with how long until one refills. One transaction holding the bucket
+    /// (PostgreSQL: its row, `FOR UPDATE`; SQLite: the write lock): takers of one key queue
+    /// instead of failing (32 at once from one address once answered 503).
     pub async fn rate_take(
         &self,
         key: &str,
         refill: Refill,
         now: Millis,
     ) -> Result<Result<(), u64>, StoreError> {
-        if let crate::Pool::Postgres(pool) = &self.pool {
-            // One transaction holding the bucket's row: takers of one key queue on its lock
-            // instead of failing a compare-and-swap (32 at once from one address answered 503).
-            let mut tx = pool.begin().await?;
-            sqlx::query(
-                "INSERT INTO rate_buckets (key, tokens, updated_ms) VALUES ($1, $2, $3) \
-                 ON CONFLICT (key) DO NOTHING",
-            )
-            .bind(key)
-            .bind(refill.capacity)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-            let (tokens, updated): (f64, i64) = sqlx::query_as(
-                "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1 FOR UPDATE",
-            )
-            .bind(key)
-            .fetch_one(&mut *tx)
-            .await?;
-            let (left, took) = refill_and_take(refill, tokens, now - updated);
-            sqlx::query("UPDATE rate_buckets SET tokens = $1, updated_ms = $2 WHERE key = $3")
-                .bind(left)
-                .bind(now.max(updated))
-                .bind(key)
-                .execute(&mut *tx)
-                .await?;
+        let bucket = Bucket {
+            key: key.to_owned(),
+            refill,
+        };
+        let postgres = self.backend() == crate::Backend::Postgres;
+        let taken = for_each_backend!(self, pool, begin => {
+            let mut tx = begin().await?;
+            let taken = take_bucket!(tx, postgres, &bucket, now);
             tx.commit().await?;
-            if rand_forget() {
-                self.rate_forget(now - FORGET_AFTER_MS).await?;
-            }
-            return Ok(if took {
-                Ok(())
-            } else {
-                Err(((1.0 - left) / refill.per_ms).ceil().max(1.0) as u64)
-            });
+            taken
+        });
+        self.now_and_then_forget(now).await?;
+        Ok(taken)
+    }
+
+    /// About one take in 512 also deletes the buckets untouched for a day (a full bucket
+    /// loses nothing).
+    pub(crate) async fn now_and_then_forget(&self, now: Millis) -> Result<(), StoreError> {
+        if rand_forget() {
+            self.rate_forget(now - FORGET_AFTER_MS).await?;
         }
-        for _ in 0..TRIES {
-            let taken = for_each_backend!(self, pool, _begin => {
-                sqlx::query(
-                    "INSERT INTO rate_buckets (key, tokens, updated_ms) VALUES ($1, $2, $3) \
-                     ON CONFLICT (key) DO NOTHING",
-                )
-                .bind(key)
-                .bind(refill.capacity)
-                .bind(now)
-                .execute(pool)
-                .await?;
-                let (tokens, updated): (f64, i64) = sqlx::query_as(
-                    "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1",
-                )
-                .bind(key)
-                .fetch_one(pool)
-                .await?;
-                let (left, took) = refill_and_take(refill, tokens, now - updated);
-                let swapped = sqlx::query(
-                    "UPDATE rate_buckets SET tokens = $1, updated_ms = $2 \
-                     WHERE key = $3 AND tokens = $4 AND updated_ms = $5",
-                )
-                .bind(left)
-                .bind(now.max(updated))
-                .bind(key)
-                .bind(tokens)
-                .bind(updated)
-                .execute(pool)
-                .await?
-                .rows_affected()
-                    == 1;
-                swapped.then_some((left, took))
-            });
-            if let Some((left, took)) = taken {
-                if rand_forget() {
-                    self.rate_forget(now - FORGET_AFTER_MS).await?;
-                }
-                return Ok(if took {
-                    Ok(())
-                } else {
-                    Err(((1.0 - left) / refill.per_ms).ceil().max(1.0) as u64)
-                });
-            }
-        }
-        Err(StoreError::Contended(format!(
-            "rate bucket still contended after {TRIES} tries"
-        )))
+        Ok(())
     }
 
     /// Deletes buckets untouched since `before`.

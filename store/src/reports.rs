@@ -201,6 +201,22 @@ pub struct StrangerBudget {
     pub window: Millis,
 }
 
+/// What a report's intake is limited by, decided in its own transaction.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IntakeLimits {
+    /// The client's intake rate bucket: a report finding it empty is not filed.
+    pub rate: Option<crate::rate::Bucket>,
+    /// The client's stranger's budget: when the crew may start on what the report opens.
+    pub budget: Option<StrangerBudget>,
+}
+
+/// A report refused by its client's intake rate: nothing was stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimited {
+    /// Milliseconds until the client may file again.
+    pub retry_ms: u64,
+}
+
 /// Where a filed report went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filed {
@@ -461,18 +477,21 @@ impl Store {
     /// Intake is serialised (SQLite's write lock; a PostgreSQL advisory lock), so two reports
     /// of one new bug filed at the same moment still end up in one cluster.
     ///
-    /// Under a stranger's `budget`, the same transaction decides when the crew starts on a bug
-    /// the report opens (passed to `open`; `now` without a budget) and, for a report that
-    /// joins a bug whose start was put off, brings that start forward to this client's turn.
+    /// The same transaction takes the client's intake token (`limits.rate`): a report that
+    /// finds none is not filed (`Err(RateLimited)`), and the token and the report are one
+    /// durable write. Under a stranger's budget (`limits.budget`) it decides when the crew
+    /// starts on a bug the report opens (passed to `open`; `now` without a budget) and, for a
+    /// report that joins a bug whose start was put off, brings that start forward to this
+    /// client's turn.
     pub async fn file_report<C, A, O>(
         &self,
         report: &NewReport,
         now: Millis,
-        budget: Option<&StrangerBudget>,
+        limits: &IntakeLimits,
         choose: C,
         attach: A,
         open: O,
-    ) -> Result<Filed, StoreError>
+    ) -> Result<Result<Filed, RateLimited>, StoreError>
     where
         C: Fn(&[OpenCluster]) -> Option<String>,
         A: Fn(&Bug) -> Result<Decision, Refusal>,
@@ -482,10 +501,19 @@ impl Store {
             ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
             ReportContent::Quarantined { families } => ("quarantined", json(families)?, None),
         };
+        let budget = limits.budget.as_ref();
+        let postgres = self.backend() == crate::Backend::Postgres;
         for _ in 0..FILE_ATTEMPTS {
             let filed: Option<Filed> = for_each_backend!(self, pool, begin => {
                 let mut tx = begin().await?;
-                if self.backend() == crate::Backend::Postgres {
+                // The client's token first (its bucket, then the intake lock: one order).
+                if let Some(bucket) = &limits.rate {
+                    if let Err(retry_ms) = take_bucket!(tx, postgres, bucket, now) {
+                        tx.rollback().await?;
+                        return Ok(Err(RateLimited { retry_ms }));
+                    }
+                }
+                if postgres {
                     sqlx::query("SELECT pg_advisory_xact_lock($1)")
                         .bind(INTAKE_LOCK)
                         .execute(&mut *tx)
@@ -644,7 +672,10 @@ impl Store {
             });
             if let Some(filed) = filed {
                 self.wake();
-                return Ok(filed);
+                if limits.rate.is_some() {
+                    self.now_and_then_forget(now).await?;
+                }
+                return Ok(Ok(filed));
             }
         }
         Err(StoreError::Corrupt(format!(

@@ -34,12 +34,13 @@ async fn quarantined_report(store: &Store, id: &str) {
         .file_report(
             &report,
             NOW,
-            None,
+            &store::IntakeLimits::default(),
             |_| None,
             |_| unreachable!("a quarantined report joins no bug"),
             |_| unreachable!("a quarantined report opens no bug"),
         )
         .await
+        .unwrap()
         .unwrap();
 }
 

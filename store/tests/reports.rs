@@ -462,7 +462,10 @@ async fn file_budgeted(
         .file_report(
             report,
             now,
-            budget,
+            &store::IntakeLimits {
+                rate: None,
+                budget: budget.cloned(),
+            },
             |open: &[OpenCluster]| choose_cluster(&component, &title, open),
             |bug| {
                 decide(
@@ -481,6 +484,7 @@ async fn file_budgeted(
             },
         )
         .await
+        .unwrap()
         .unwrap()
 }
 
@@ -591,7 +595,86 @@ async fn the_strangers_budget_is_decided_in_the_intake_transaction(backend: &str
     );
 }
 
+/// A report's intake token is taken in its own transaction: 40 reports at once against a
+/// bucket of 5 file exactly 5 (all of them different bugs), the other 35 are told how long
+/// to wait and leave nothing behind; another client's bucket is its own.
+async fn the_intake_token_and_the_report_are_one_write(backend: &str) {
+    let (store, _url, _dir) = fresh(backend).await;
+    let store = Arc::new(store);
+    let bucket = |client: &str| store::rate::Bucket {
+        key: format!("intake:{client}"),
+        refill: store::rate::Refill {
+            capacity: 5.0,
+            per_ms: 1e-9,
+        },
+    };
+    let mut tasks = Vec::new();
+    for n in 0..40 {
+        let (store, bucket) = (Arc::clone(&store), bucket("a"));
+        tasks.push(tokio::spawn(async move {
+            let title = format!("Subject number {n} breaks page {n}");
+            let report = new_report(&format!("r-{n}"), &raw("shoplite", &title));
+            let limits = store::IntakeLimits {
+                rate: Some(bucket),
+                budget: None,
+            };
+            store
+                .file_report(
+                    &report,
+                    NOW,
+                    &limits,
+                    |_| None,
+                    |_| unreachable!("every subject is new"),
+                    |crew_at| {
+                        domain::workflow::open_bug_at(
+                            &format!("bug-{n}"),
+                            "shoplite",
+                            &report.id,
+                            NOW,
+                            crew_at,
+                        )
+                    },
+                )
+                .await
+                .unwrap()
+        }));
+    }
+    let (mut filed, mut waits) = (0, Vec::new());
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => filed += 1,
+            Err(limited) => waits.push(limited.retry_ms),
+        }
+    }
+    assert_eq!(filed, 5);
+    assert_eq!(waits.len(), 35);
+    assert!(waits.iter().all(|ms| *ms > 0), "{waits:?}");
+    assert_eq!(
+        store.bug_ids().await.unwrap().len(),
+        5,
+        "refused reports left no bug"
+    );
+    assert_eq!(
+        store
+            .rate_take("intake:a", bucket("a").refill, NOW)
+            .await
+            .unwrap()
+            .is_err(),
+        true,
+        "the five filed reports spent the bucket"
+    );
+    assert_eq!(
+        store
+            .rate_take("intake:b", bucket("b").refill, NOW)
+            .await
+            .unwrap(),
+        Ok(())
+    );
+    assert!(store.verify_ledger().await.unwrap().is_ok());
+}
+
 on_both!(
+    the_intake_token_and_the_report_are_one_write,
     the_strangers_budget_is_decided_in_the_intake_transaction,
     the_bug_list_is_filtered_sorted_and_paged_by_the_database,
     similar_titles_share_a_bug_and_others_open_their_own,

@@ -19,8 +19,10 @@ use domain::workflow::{
 use domain::{BugState, Capability, CapabilityHash};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::time::Duration;
 use store::{
-    choose_cluster, ApplyError, NewReport, OpenCluster, ReportContent, StoredReport, StrangerBudget,
+    choose_cluster, ApplyError, IntakeLimits, NewReport, OpenCluster, ReportContent, StoredReport,
+    StrangerBudget,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -186,6 +188,12 @@ pub async fn file_report(
     form: ReportForm,
     client: &str,
 ) -> Result<ReportReceipt, Refused> {
+    // The client's intake token: shared buckets (PostgreSQL) are taken in the intake's own
+    // transaction below, one durable write per report; buckets kept in memory, here.
+    let rate = state.reporter.intake.shared_bucket(client);
+    if rate.is_none() {
+        take_token(&state.reporter.intake, client).await?;
+    }
     let raw = RawReport {
         component: form.component.clone(),
         title: form.title,
@@ -212,17 +220,20 @@ pub async fn file_report(
     // When the crew starts on a bug this report opens, and whether it brings forward the
     // start of a bug it joins, decided in the intake's own serialised transaction: reports
     // filed at the same moment, through any server, are counted one after another.
-    let budget = StrangerBudget {
-        client_hash: stranger_key(client),
-        limit: state.reporter.stranger_bugs_per_hour,
-        window: STRANGER_WINDOW_MS,
+    let limits = IntakeLimits {
+        rate,
+        budget: Some(StrangerBudget {
+            client_hash: stranger_key(client),
+            limit: state.reporter.stranger_bugs_per_hour,
+            window: STRANGER_WINDOW_MS,
+        }),
     };
     let filed = state
         .store
         .file_report(
             &report,
             now,
-            Some(&budget),
+            &limits,
             |open: &[OpenCluster]| choose_cluster(&report.component, &title, open),
             |bug: &Bug| {
                 decide(
@@ -239,7 +250,8 @@ pub async fn file_report(
             |crew_at| open_bug_at(&bug_id, &report.component, &report.id, now, crew_at),
         )
         .await
-        .map_err(Refused::storage)?;
+        .map_err(Refused::storage)?
+        .map_err(|limited| Refused::rate_limited(Duration::from_millis(limited.retry_ms)))?;
     let quarantined = filed.bug_id.is_none();
     tracing::info!(
         report = %report.id,
