@@ -10,6 +10,7 @@ mod changes;
 pub mod crew;
 pub mod evidence;
 mod file_mode;
+mod intake;
 pub mod leaders;
 pub mod ledger;
 pub mod listing;
@@ -100,9 +101,10 @@ pub enum StoreError {
     /// A stored document does not parse.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
-    /// Writers kept racing for one row; the caller may try again.
-    #[error("the database is busy: {0}")]
-    Contended(String),
+    /// A transaction this write shared did not commit: nothing of it was kept, and the
+    /// caller may try again.
+    #[error("not recorded: {0}")]
+    NotCommitted(String),
 }
 
 #[derive(Clone, Debug)]
@@ -119,6 +121,8 @@ pub struct Store {
     /// the moment the previous one commits) instead of polling SQLite's busy handler, which
     /// sleeps between retries and leaves the database idle under contention.
     writer: std::sync::Arc<tokio::sync::Mutex<()>>,
+    /// Reports waiting to be filed, a batch at a time ([`intake`]).
+    intake: std::sync::Arc<intake::IntakeQueue>,
     /// SQLite only: the open clusters intake chooses from, loaded once.
     clusters: std::sync::Arc<std::sync::Mutex<reports::ClusterCache>>,
     /// Moves when work was added (a bug changed, a crew task or a sandbox job was queued):
@@ -200,6 +204,7 @@ impl Store {
                     pool: Pool::Sqlite(pool),
                     writer: Default::default(),
                     clusters: Default::default(),
+                    intake: Default::default(),
                     work: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
                 })
             }
@@ -217,6 +222,7 @@ impl Store {
                     pool: Pool::Postgres(pool),
                     writer: Default::default(),
                     clusters: Default::default(),
+                    intake: Default::default(),
                     work: std::sync::Arc::new(tokio::sync::watch::channel(0).0),
                 })
             }

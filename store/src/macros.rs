@@ -280,3 +280,33 @@ macro_rules! take_bucket {
         }
     }};
 }
+
+/// Inserts a report row inside a transaction.
+macro_rules! insert_report {
+    ($tx:ident, $report:expr, $status:expr, $families:expr, $dossier:expr, $bug:expr, $opens:expr, $repeat:expr, $now:expr) => {
+        sqlx::query(
+            "INSERT INTO reports (id, bug_id, capability_hash, component, status, families, raw_sha256, \
+             dossier, opens_bug, repeat_of, contact, created_at, title_terms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+        )
+        .bind(&$report.id)
+        .bind($bug)
+        .bind(&$report.capability_hash)
+        .bind(&$report.component)
+        .bind($status)
+        .bind($families)
+        .bind(&$report.raw_sha256)
+        .bind($dossier)
+        .bind(i64::from($opens))
+        .bind($repeat)
+        .bind(&$report.contact)
+        .bind($now)
+        .bind(match &$report.content {
+            $crate::reports::ReportContent::Admitted(dossier) => Some(domain::cluster::stored_terms(&dossier.title)),
+            $crate::reports::ReportContent::Quarantined { .. } => None,
+        })
+        .execute(&mut *$tx)
+        .await
+        .map_err($crate::StoreError::from)?
+    };
+}

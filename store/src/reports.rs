@@ -2,17 +2,10 @@
 //! transaction as the ledger write), finding a report by its capability hash, the quarantine
 //! queue and the messages owners send a reporter through their link.
 
-use crate::ledger::{json, to_u64, Commit};
+use crate::ledger::to_u64;
 use crate::{Pool, Store, StoreError};
 use domain::airlock::Dossier;
-use domain::workflow::{Bug, Decision, Millis, Refusal};
-
-/// Attempts before filing gives up when crew commands keep changing the chosen bug.
-const FILE_ATTEMPTS: u32 = 10;
-
-/// PostgreSQL advisory lock key that serialises intake (clustering must see every earlier
-/// report, even one committed by another server a moment ago).
-const INTAKE_LOCK: i64 = 0x7232_7249_6e74; // "r2rInt"
+use domain::workflow::Millis;
 
 /// What the airlock made of a report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,7 +64,7 @@ pub fn choose_cluster(component: &str, title: &str, open: &[OpenCluster]) -> Opt
     best.map(|(c, _)| c.bug_id.clone())
 }
 
-type ClusterRow = (String, String, Option<String>, Option<String>);
+pub(crate) type ClusterRow = (String, String, Option<String>, Option<String>);
 type Rows<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Vec<ClusterRow>, sqlx::Error>> + Send + 'a>,
 >;
@@ -309,36 +302,6 @@ fn to_report(row: ReportRow) -> Result<StoredReport, StoreError> {
     })
 }
 
-/// Inserts a report row inside a transaction.
-macro_rules! insert_report {
-    ($tx:ident, $report:expr, $status:expr, $families:expr, $dossier:expr, $bug:expr, $opens:expr, $repeat:expr, $now:expr) => {
-        sqlx::query(
-            "INSERT INTO reports (id, bug_id, capability_hash, component, status, families, raw_sha256, \
-             dossier, opens_bug, repeat_of, contact, created_at, title_terms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-        )
-        .bind(&$report.id)
-        .bind($bug)
-        .bind(&$report.capability_hash)
-        .bind(&$report.component)
-        .bind($status)
-        .bind($families)
-        .bind(&$report.raw_sha256)
-        .bind($dossier)
-        .bind(i64::from($opens))
-        .bind($repeat)
-        .bind(&$report.contact)
-        .bind($now)
-        .bind(match &$report.content {
-            ReportContent::Admitted(dossier) => Some(domain::cluster::stored_terms(&dossier.title)),
-            ReportContent::Quarantined { .. } => None,
-        })
-        .execute(&mut *$tx)
-        .await
-        .map_err(StoreError::from)?
-    };
-}
-
 /// The open clusters of a SQLite store, kept in memory once loaded (a SQLite desk has one
 /// writing process; intake runs under its writer lock), with an index from each title term
 /// to the clusters that have it: a report is compared only with the clusters that share a
@@ -438,7 +401,11 @@ impl Store {
         }
     }
 
-    fn cached_clusters(&self, component: &str, terms: &[String]) -> Option<Vec<OpenCluster>> {
+    pub(crate) fn cached_clusters(
+        &self,
+        component: &str,
+        terms: &[String],
+    ) -> Option<Vec<OpenCluster>> {
         if self.backend() != crate::Backend::Sqlite {
             return None;
         }
@@ -448,7 +415,7 @@ impl Store {
             .map(|index| index.sharing(component, terms))
     }
 
-    fn fill_cluster_cache(&self, open: Vec<OpenCluster>) {
+    pub(crate) fn fill_cluster_cache(&self, open: Vec<OpenCluster>) {
         let mut index = ClusterIndex::default();
         for cluster in open {
             index.push(cluster);
@@ -456,232 +423,21 @@ impl Store {
         self.cluster_cache().open = Some(index);
     }
 
-    fn remember_cluster(&self, cluster: OpenCluster) {
+    pub(crate) fn remember_cluster(&self, cluster: OpenCluster) {
         if let Some(index) = self.cluster_cache().open.as_mut() {
             index.push(cluster);
         }
     }
 
-    fn forget_cluster(&self, bug_id: &str) {
+    /// Forgets every cached cluster: they are loaded again from the database.
+    pub(crate) fn forget_cluster_cache(&self) {
+        self.cluster_cache().open = None;
+    }
+
+    pub(crate) fn forget_cluster(&self, bug_id: &str) {
         if let Some(index) = self.cluster_cache().open.as_mut() {
             index.forget(bug_id);
         }
-    }
-
-    /// Files a report in one transaction.
-    ///
-    /// A quarantined report is stored alone (no bug) and the concierge is told. An admitted
-    /// report joins the bug of an earlier report with the same raw text, else the open bug
-    /// `choose` picks from the open clusters of its component, through the engine's
-    /// `attach` decision; when nothing fits (or the engine refuses) `open` opens a new bug.
-    /// Intake is serialised (SQLite's write lock; a PostgreSQL advisory lock), so two reports
-    /// of one new bug filed at the same moment still end up in one cluster.
-    ///
-    /// The same transaction takes the client's intake token (`limits.rate`): a report that
-    /// finds none is not filed (`Err(RateLimited)`), and the token and the report are one
-    /// durable write. Under a stranger's budget (`limits.budget`) it decides when the crew
-    /// starts on a bug the report opens (passed to `open`; `now` without a budget) and, for a
-    /// report that joins a bug whose start was put off, brings that start forward to this
-    /// client's turn.
-    pub async fn file_report<C, A, O>(
-        &self,
-        report: &NewReport,
-        now: Millis,
-        limits: &IntakeLimits,
-        choose: C,
-        attach: A,
-        open: O,
-    ) -> Result<Result<Filed, RateLimited>, StoreError>
-    where
-        C: Fn(&[OpenCluster]) -> Option<String>,
-        A: Fn(&Bug) -> Result<Decision, Refusal>,
-        O: Fn(Millis) -> Decision,
-    {
-        let (status, families, dossier) = match &report.content {
-            ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
-            ReportContent::Quarantined { families } => ("quarantined", json(families)?, None),
-        };
-        let budget = limits.budget.as_ref();
-        let postgres = self.backend() == crate::Backend::Postgres;
-        for _ in 0..FILE_ATTEMPTS {
-            let filed: Option<Filed> = for_each_backend!(self, pool, begin => {
-                let mut tx = begin().await?;
-                // The client's token first (its bucket, then the intake lock: one order).
-                if let Some(bucket) = &limits.rate {
-                    if let Err(retry_ms) = take_bucket!(tx, postgres, bucket, now) {
-                        tx.rollback().await?;
-                        return Ok(Err(RateLimited { retry_ms }));
-                    }
-                }
-                if postgres {
-                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                        .bind(INTAKE_LOCK)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                let repeat_of: Option<(String, Option<String>, String)> = sqlx::query_as(
-                    "SELECT r.id, r.bug_id, COALESCE(b.state, '') FROM reports r \
-                     LEFT JOIN bugs b ON b.id = r.bug_id \
-                     WHERE r.raw_sha256 = $1 ORDER BY r.created_at, r.id LIMIT 1",
-                )
-                .bind(&report.raw_sha256)
-                .fetch_optional(&mut *tx)
-                .await?;
-                let repeat_id = repeat_of.as_ref().map(|(id, _, _)| id.clone());
-                if dossier.is_none() {
-                    insert_report!(tx, report, status, &families, None::<String>, None::<String>,
-                        false, &repeat_id, now);
-                    let job = domain::workflow::JobDraft {
-                        idempotency_key: format!("quarantine:{}", report.id),
-                        kind: "notify_owners_quarantine".to_owned(),
-                        consumer: domain::workflow::Consumer::Concierge,
-                        available_at: now,
-                        payload: [("report".to_owned(), report.id.clone())].into(),
-                    };
-                    let payload = json(&job.payload)?;
-                    insert_job!(tx, job, None::<&str>, &payload, now);
-                    tx.commit().await?;
-                    Some(Filed { bug_id: None, opened: false, repeat_of: repeat_id })
-                } else {
-                    // An identical earlier report whose bug is still open decides the cluster.
-                    let mut target = repeat_of
-                        .and_then(|(_, bug, state)| bug.filter(|_| state != "verified"));
-                    if target.is_none() {
-                        let terms: Vec<String> =
-                            domain::cluster::title_terms(report.content.title()).into_iter().collect();
-                        let cached = self.cached_clusters(&report.component, &terms);
-                        let open_clusters = match cached {
-                            Some(list) => list,
-                            None => {
-                                // SQLite (one writer, this process): load every component once
-                                // and keep an index in memory; PostgreSQL: ask each time for the
-                                // clusters sharing a term (its GIN index on the terms).
-                                let every = self.backend() == crate::Backend::Sqlite;
-                                let component = if every { "" } else { report.component.as_str() };
-                                // Reports filed before terms had their own column fall back to the dossier.
-                                let rows: Vec<ClusterRow> = if every {
-                                    sqlx::query_as(
-                                        "SELECT r.bug_id, r.component, r.title_terms, \
-                                         CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
-                                         JOIN bugs b ON b.id = r.bug_id \
-                                         WHERE r.opens_bug = 1 AND b.state <> 'verified' \
-                                         ORDER BY r.created_at, r.id",
-                                    )
-                                    .fetch_all(&mut *tx)
-                                    .await?
-                                } else {
-                                    SharingClusters::sharing_clusters(&mut *tx, component, &terms).await?
-                                };
-                                let all = rows
-                                    .into_iter()
-                                    .map(|(bug_id, component, terms, dossier)| {
-                                        let terms = match (terms, dossier) {
-                                            (Some(terms), _) => terms,
-                                            (None, dossier) => domain::cluster::stored_terms(
-                                                &serde_json::from_str::<Dossier>(dossier.as_deref().unwrap_or_default())
-                                                    .map_err(|e| {
-                                                        StoreError::Corrupt(format!("dossier of bug {bug_id}: {e}"))
-                                                    })?
-                                                    .title,
-                                            ),
-                                        };
-                                        Ok(OpenCluster { bug_id, component, terms })
-                                    })
-                                    .collect::<Result<Vec<_>, StoreError>>()?;
-                                if every {
-                                    self.fill_cluster_cache(all);
-                                    self.cached_clusters(&report.component, &terms).unwrap_or_default()
-                                } else {
-                                    all.into_iter().filter(|c| c.component == report.component).collect()
-                                }
-                            }
-                        };
-                        target = choose(&open_clusters);
-                    }
-                    let joined = match &target {
-                        Some(bug_id) => {
-                            let stored = read_bug!(tx, bug_id);
-                            match stored.map(|s| (attach(&s.bug), s.bug.version)) {
-                                Some((Ok(decision), read_version)) if decision.changed => {
-                                    match write_decision!(tx, read_version, &decision, now) {
-                                        Commit::Done => Some(Some(bug_id.clone())),
-                                        // A crew command changed the bug meanwhile: start over.
-                                        Commit::VersionConflict => None,
-                                    }
-                                }
-                                // Already in the cluster (cannot happen for a new id) or refused
-                                // (the bug closed meanwhile): forget it, open a new bug instead.
-                                _ => {
-                                    self.forget_cluster(bug_id);
-                                    Some(None)
-                                }
-                            }
-                        }
-                        None => Some(None),
-                    };
-                    match joined {
-                        None => None,
-                        Some(Some(bug_id)) => {
-                            insert_report!(tx, report, status, &families, &dossier, Some(&bug_id),
-                                false, &repeat_id, now);
-                            if let Some(budget) = budget {
-                                join_crew_start!(tx, budget, &bug_id, now);
-                            }
-                            tx.commit().await?;
-                            Some(Filed { bug_id: Some(bug_id), opened: false, repeat_of: repeat_id })
-                        }
-                        Some(None) => {
-                            // `open` names the new bug: decided once to learn its id, and again
-                            // with its crew start when the budget puts that off.
-                            let decision = match budget {
-                                Some(budget) => {
-                                    let probe = open(now);
-                                    let crew_at = claim_crew_start!(
-                                        tx, budget, &probe.bug.id, &report.component, now);
-                                    if crew_at > now { open(crew_at) } else { probe }
-                                }
-                                None => open(now),
-                            };
-                            let bug = &decision.bug;
-                            let chained = domain::ledger::chain(
-                                &bug.id, 0, domain::ledger::GENESIS_HASH, &decision.events);
-                            let head = chained
-                                .last()
-                                .map_or(domain::ledger::GENESIS_HASH.to_owned(), |e| e.hash.clone());
-                            insert_bug!(tx, bug, json(bug)?, chained.len(), &head, now);
-                            for event in &chained {
-                                let body = json(&event.event)?;
-                                insert_event!(tx, event, &body);
-                            }
-                            for job in &decision.jobs {
-                                let payload = json(&job.payload)?;
-                                insert_job!(tx, job, Some(bug.id.as_str()), &payload, now);
-                            }
-                            insert_report!(tx, report, status, &families, &dossier, Some(&bug.id),
-                                true, &repeat_id, now);
-                            tx.commit().await?;
-                            self.remember_cluster(OpenCluster {
-                                bug_id: bug.id.clone(),
-                                component: report.component.clone(),
-                                terms: domain::cluster::stored_terms(report.content.title()),
-                            });
-                            Some(Filed { bug_id: Some(bug.id.clone()), opened: true, repeat_of: repeat_id })
-                        }
-                    }
-                }
-            });
-            if let Some(filed) = filed {
-                self.wake();
-                if limits.rate.is_some() {
-                    self.now_and_then_forget(now).await?;
-                }
-                return Ok(Ok(filed));
-            }
-        }
-        Err(StoreError::Corrupt(format!(
-            "report {} could not be filed: its bug kept changing over {FILE_ATTEMPTS} attempts",
-            report.id
-        )))
     }
 
     /// The report whose capability hashes to `capability_hash` (hex).

@@ -457,7 +457,13 @@ async fn file_budgeted(
     now: i64,
 ) -> Filed {
     let title = report.content.title().to_owned();
-    let component = report.component.clone();
+    let (component, report_id, bug_id) = (
+        report.component.clone(),
+        report.id.clone(),
+        bug_id.to_owned(),
+    );
+    let chooser = component.clone();
+    let attaching = report_id.clone();
     store
         .file_report(
             report,
@@ -466,12 +472,12 @@ async fn file_budgeted(
                 rate: None,
                 budget: budget.cloned(),
             },
-            |open: &[OpenCluster]| choose_cluster(&component, &title, open),
-            |bug| {
+            move |open: &[OpenCluster]| choose_cluster(&chooser, &title, open),
+            move |bug| {
                 decide(
                     bug,
                     &Command::AttachReport {
-                        report: report.id.clone(),
+                        report: attaching.clone(),
                     },
                     &Actor::Desk,
                     &Evidence::default(),
@@ -479,8 +485,8 @@ async fn file_budgeted(
                     now,
                 )
             },
-            |crew_at| {
-                domain::workflow::open_bug_at(bug_id, &report.component, &report.id, now, crew_at)
+            move |crew_at| {
+                domain::workflow::open_bug_at(&bug_id, &component, &report_id, now, crew_at)
             },
         )
         .await
@@ -625,14 +631,17 @@ async fn the_intake_token_and_the_report_are_one_write(backend: &str) {
                     &limits,
                     |_| None,
                     |_| unreachable!("every subject is new"),
-                    |crew_at| {
-                        domain::workflow::open_bug_at(
-                            &format!("bug-{n}"),
-                            "shoplite",
-                            &report.id,
-                            NOW,
-                            crew_at,
-                        )
+                    {
+                        let report_id = report.id.clone();
+                        move |crew_at| {
+                            domain::workflow::open_bug_at(
+                                &format!("bug-{n}"),
+                                "shoplite",
+                                &report_id,
+                                NOW,
+                                crew_at,
+                            )
+                        }
                     },
                 )
                 .await
@@ -673,7 +682,84 @@ async fn the_intake_token_and_the_report_are_one_write(backend: &str) {
     assert!(store.verify_ledger().await.unwrap().is_ok());
 }
 
+/// Reports filed at the same moment share one transaction, each in its own savepoint: a
+/// report that cannot be stored (its id taken) fails alone, and a filer that goes away after
+/// its report was taken into a batch leaves the others' reports whole.
+async fn one_failing_or_abandoned_report_costs_its_batch_nothing(backend: &str) {
+    let (store, _url, _dir) = fresh(backend).await;
+    let store = Arc::new(store);
+    file(
+        &store,
+        &new_report("r-taken", &raw("shoplite", "Logo is blurry")),
+        "bug-first",
+    )
+    .await;
+    let mut tasks = Vec::new();
+    for n in 0..24 {
+        let store = Arc::clone(&store);
+        tasks.push(tokio::spawn(async move {
+            let id = if n == 11 {
+                "r-taken".to_owned()
+            } else {
+                format!("r-{n}")
+            };
+            let report = new_report(
+                &id,
+                &raw("shoplite", &format!("Page {n} shows item {n} twice")),
+            );
+            let bug_id = format!("bug-{n}");
+            let (component, report_id) = (report.component.clone(), report.id.clone());
+            store
+                .file_report(
+                    &report,
+                    NOW,
+                    &store::IntakeLimits::default(),
+                    |_| None,
+                    |_| unreachable!("every subject is new"),
+                    move |crew_at| {
+                        domain::workflow::open_bug_at(&bug_id, &component, &report_id, NOW, crew_at)
+                    },
+                )
+                .await
+        }));
+    }
+    // Two filers go away while their reports wait or are being filed.
+    tokio::task::yield_now().await;
+    tasks[3].abort();
+    tasks[17].abort();
+    let mut failed = Vec::new();
+    for (n, task) in tasks.into_iter().enumerate() {
+        match task.await {
+            Ok(Ok(Ok(filed))) => assert!(filed.opened, "report {n}: {filed:?}"),
+            Ok(Ok(Err(limited))) => panic!("report {n} limited without a limit: {limited:?}"),
+            Ok(Err(error)) => failed.push((n, error.to_string())),
+            Err(cancelled) => assert!(cancelled.is_cancelled(), "report {n}: {cancelled}"),
+        }
+    }
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0].0, 11, "{failed:?}");
+    let bugs = store.bug_ids().await.unwrap();
+    // The first and 21 others are filed whatever happened to their neighbours; the two whose filers
+    // went away are filed or not, each whole.
+    assert!(
+        (22..=24).contains(&bugs.len()),
+        "{} bugs: {bugs:?}",
+        bugs.len()
+    );
+    for n in [3, 17] {
+        let bug = store.load_bug(&format!("bug-{n}")).await.unwrap();
+        let report = store.report(&format!("r-{n}")).await.unwrap();
+        assert_eq!(
+            bug.is_some(),
+            report.is_some(),
+            "report {n} and its bug go together"
+        );
+    }
+    assert!(store.verify_ledger().await.unwrap().is_ok());
+}
+
 on_both!(
+    one_failing_or_abandoned_report_costs_its_batch_nothing,
     the_intake_token_and_the_report_are_one_write,
     the_strangers_budget_is_decided_in_the_intake_transaction,
     the_bug_list_is_filtered_sorted_and_paged_by_the_database,

@@ -19,6 +19,7 @@ use domain::workflow::{
 use domain::{BugState, Capability, CapabilityHash};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 use store::{
     choose_cluster, ApplyError, IntakeLimits, NewReport, OpenCluster, ReportContent, StoredReport,
@@ -216,7 +217,6 @@ pub async fn file_report(
     let bug_id = format!("bug-{}", random_hex(5));
     let now = now_ms();
     let scope = state.reporter.scope();
-    let policy = &scope.policy;
     // When the crew starts on a bug this report opens, and whether it brings forward the
     // start of a bug it joins, decided in the intake's own serialised transaction: reports
     // filed at the same moment, through any server, are counted one after another.
@@ -228,26 +228,34 @@ pub async fn file_report(
             window: STRANGER_WINDOW_MS,
         }),
     };
+    let (component, report_id) = (report.component.clone(), report.id.clone());
+    let attach_policy = Arc::clone(&scope);
     let filed = state
         .store
         .file_report(
             &report,
             now,
             &limits,
-            |open: &[OpenCluster]| choose_cluster(&report.component, &title, open),
-            |bug: &Bug| {
-                decide(
-                    bug,
-                    &Command::AttachReport {
-                        report: report.id.clone(),
-                    },
-                    &Actor::Desk,
-                    &Evidence::default(),
-                    policy,
-                    now,
-                )
+            {
+                let component = component.clone();
+                move |open: &[OpenCluster]| choose_cluster(&component, &title, open)
             },
-            |crew_at| open_bug_at(&bug_id, &report.component, &report.id, now, crew_at),
+            {
+                let report_id = report_id.clone();
+                move |bug: &Bug| {
+                    decide(
+                        bug,
+                        &Command::AttachReport {
+                            report: report_id.clone(),
+                        },
+                        &Actor::Desk,
+                        &Evidence::default(),
+                        &attach_policy.policy,
+                        now,
+                    )
+                }
+            },
+            move |crew_at| open_bug_at(&bug_id, &component, &report_id, now, crew_at),
         )
         .await
         .map_err(Refused::storage)?

@@ -1,0 +1,395 @@
+//! Filing reports: every report goes through one batch at a time. A report waits in a queue;
+//! the first filer that finds the intake free files every waiting report in one transaction
+//! (each in its own savepoint: one report's failure or refusal costs the others nothing), and
+//! each is answered only once that transaction is committed. Concurrent reports thus share
+//! one durable write (one fsync) and, on PostgreSQL, one hold of the intake lock, instead of
+//! queueing for one each.
+
+use crate::ledger::{json, Commit};
+use crate::reports::{
+    ClusterRow, Filed, IntakeLimits, NewReport, OpenCluster, RateLimited, ReportContent,
+    SharingClusters,
+};
+use crate::{Store, StoreError};
+use domain::airlock::Dossier;
+use domain::workflow::{Bug, Decision, Millis, Refusal};
+use sqlx::Acquire;
+use std::sync::Arc;
+
+/// Attempts before filing gives up when crew commands keep changing the chosen bug.
+const FILE_ATTEMPTS: u32 = 10;
+
+/// Most reports filed in one transaction.
+const MOST_PER_BATCH: usize = 64;
+
+/// PostgreSQL advisory lock key that serialises intake (clustering must see every earlier
+/// report, even one committed by another server a moment ago).
+const INTAKE_LOCK: i64 = 0x7232_7249_6e74; // "r2rInt"
+
+/// What a report's filing answers.
+pub type Answer = Result<Result<Filed, RateLimited>, StoreError>;
+
+type Choose = Box<dyn Fn(&[OpenCluster]) -> Option<String> + Send + Sync>;
+type Attach = Box<dyn Fn(&Bug) -> Result<Decision, Refusal> + Send + Sync>;
+type Open = Box<dyn Fn(Millis) -> Decision + Send + Sync>;
+
+/// One report waiting for its batch.
+struct Intake {
+    report: NewReport,
+    now: Millis,
+    limits: IntakeLimits,
+    choose: Choose,
+    attach: Attach,
+    open: Open,
+}
+
+/// The reports waiting to be filed, and the gate one batch at a time passes.
+#[derive(Default)]
+pub(crate) struct IntakeQueue {
+    waiting: std::sync::Mutex<Vec<(Intake, tokio::sync::oneshot::Sender<Answer>)>>,
+    gate: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for IntakeQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntakeQueue").finish_non_exhaustive()
+    }
+}
+
+impl IntakeQueue {
+    fn waiting(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(Intake, tokio::sync::oneshot::Sender<Answer>)>> {
+        match self.waiting.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
+impl Store {
+    /// Files a report, durable when answered.
+    ///
+    /// A quarantined report is stored alone (no bug) and the concierge is told. An admitted
+    /// report joins the bug of an earlier report with the same raw text, else the open bug
+    /// `choose` picks from the open clusters of its component, through the engine's
+    /// `attach` decision; when nothing fits (or the engine refuses) `open` opens a new bug.
+    /// Intake is serialised (SQLite's write lock; a PostgreSQL advisory lock), so two reports
+    /// of one new bug filed at the same moment still end up in one cluster; reports filed at
+    /// the same moment are filed in one transaction (see the module).
+    ///
+    /// The same transaction takes the client's intake token (`limits.rate`): a report that
+    /// finds none is not filed (`Err(RateLimited)`), and the token and the report are one
+    /// durable write. Under a stranger's budget (`limits.budget`) it decides when the crew
+    /// starts on a bug the report opens (passed to `open`; `now` without a budget) and, for a
+    /// report that joins a bug whose start was put off, brings that start forward to this
+    /// client's turn.
+    ///
+    /// Dropping the returned future does not undo a report already taken into a batch.
+    pub async fn file_report<C, A, O>(
+        &self,
+        report: &NewReport,
+        now: Millis,
+        limits: &IntakeLimits,
+        choose: C,
+        attach: A,
+        open: O,
+    ) -> Answer
+    where
+        C: Fn(&[OpenCluster]) -> Option<String> + Send + Sync + 'static,
+        A: Fn(&Bug) -> Result<Decision, Refusal> + Send + Sync + 'static,
+        O: Fn(Millis) -> Decision + Send + Sync + 'static,
+    {
+        let (reply, mut answer) = tokio::sync::oneshot::channel();
+        self.intake.waiting().push((
+            Intake {
+                report: report.clone(),
+                now,
+                limits: limits.clone(),
+                choose: Box::new(choose),
+                attach: Box::new(attach),
+                open: Box::new(open),
+            },
+            reply,
+        ));
+        let lost = || {
+            Err(StoreError::Corrupt(format!(
+                "report {}: its intake batch stopped before answering",
+                report.id
+            )))
+        };
+        loop {
+            tokio::select! {
+                biased;
+                answered = &mut answer => return answered.unwrap_or_else(|_| lost()),
+                gate = Arc::clone(&self.intake.gate).lock_owned() => {
+                    let batch: Vec<_> = {
+                        let mut waiting = self.intake.waiting();
+                        let take = waiting.len().min(MOST_PER_BATCH);
+                        waiting.drain(..take).collect()
+                    };
+                    if batch.is_empty() {
+                        // An earlier batch took this report: its answer is on the way.
+                        drop(gate);
+                        return answer.await.unwrap_or_else(|_| lost());
+                    }
+                    // The batch runs on its own task, so a filer that goes away (its client
+                    // hung up) does not abandon the others' reports half-filed.
+                    let store = self.clone();
+                    tokio::spawn(async move {
+                        let _gate = gate;
+                        store.file_batch(batch).await;
+                    });
+                }
+            }
+        }
+    }
+
+    /// Files `batch` in one transaction and answers each report once it is committed (or
+    /// each with the error that stopped it).
+    async fn file_batch(&self, batch: Vec<(Intake, tokio::sync::oneshot::Sender<Answer>)>) {
+        let postgres = self.backend() == crate::Backend::Postgres;
+        let mut batch: std::collections::VecDeque<_> = batch.into();
+        let mut answers: Vec<(tokio::sync::oneshot::Sender<Answer>, Answer)> =
+            Vec::with_capacity(batch.len());
+        let mut latest = None;
+        let committed: Result<(), StoreError> = for_each_backend!(self, pool, begin => {
+            async {
+                let mut batch_tx = begin().await?;
+                if postgres {
+                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                        .bind(INTAKE_LOCK)
+                        .execute(&mut *batch_tx)
+                        .await?;
+                }
+                while let Some((intake, reply)) = batch.pop_front() {
+                    let (report, now, limits) = (&intake.report, intake.now, &intake.limits);
+                    if limits.rate.is_some() {
+                        latest = latest.max(Some(now));
+                    }
+                    let budget = limits.budget.as_ref();
+                    let mut answer = Err(StoreError::Corrupt(format!(
+                        "report {} could not be filed: its bug kept changing over {FILE_ATTEMPTS} attempts",
+                        report.id
+                    )));
+                    for _ in 0..FILE_ATTEMPTS {
+                        // One savepoint per attempt: what fails or is refused is undone alone.
+                        let attempt: Result<Option<Result<Filed, RateLimited>>, StoreError> = async {
+                            let (status, families, dossier) = match &report.content {
+                                ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
+                                ReportContent::Quarantined { families } => ("quarantined", json(families)?, None),
+                            };
+                            Ok({
+                                let mut tx = batch_tx.begin().await?;
+                                // The client's token first (its bucket, then the intake lock: one order).
+                                if let Some(bucket) = &limits.rate {
+                                    if let Err(retry_ms) = take_bucket!(tx, postgres, bucket, now) {
+                                        tx.rollback().await?;
+                                        return Ok(Some(Err(RateLimited { retry_ms })));
+                                    }
+                                }
+                                let repeat_of: Option<(String, Option<String>, String)> = sqlx::query_as(
+                                    "SELECT r.id, r.bug_id, COALESCE(b.state, '') FROM reports r \
+                                     LEFT JOIN bugs b ON b.id = r.bug_id \
+                                     WHERE r.raw_sha256 = $1 ORDER BY r.created_at, r.id LIMIT 1",
+                                )
+                                .bind(&report.raw_sha256)
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                                let repeat_id = repeat_of.as_ref().map(|(id, _, _)| id.clone());
+                                if dossier.is_none() {
+                                    insert_report!(tx, report, status, &families, None::<String>, None::<String>,
+                                        false, &repeat_id, now);
+                                    let job = domain::workflow::JobDraft {
+                                        idempotency_key: format!("quarantine:{}", report.id),
+                                        kind: "notify_owners_quarantine".to_owned(),
+                                        consumer: domain::workflow::Consumer::Concierge,
+                                        available_at: now,
+                                        payload: [("report".to_owned(), report.id.clone())].into(),
+                                    };
+                                    let payload = json(&job.payload)?;
+                                    insert_job!(tx, job, None::<&str>, &payload, now);
+                                    tx.commit().await?;
+                                    Some(Ok(Filed { bug_id: None, opened: false, repeat_of: repeat_id }))
+                                } else {
+                                    // An identical earlier report whose bug is still open decides the cluster.
+                                    let mut target = repeat_of
+                                        .and_then(|(_, bug, state)| bug.filter(|_| state != "verified"));
+                                    if target.is_none() {
+                                        let terms: Vec<String> =
+                                            domain::cluster::title_terms(report.content.title()).into_iter().collect();
+                                        let cached = self.cached_clusters(&report.component, &terms);
+                                        let open_clusters = match cached {
+                                            Some(list) => list,
+                                            None => {
+                                                // SQLite (one writer, this process): load every component once
+                                                // and keep an index in memory; PostgreSQL: ask each time for the
+                                                // clusters sharing a term (its GIN index on the terms).
+                                                let every = self.backend() == crate::Backend::Sqlite;
+                                                let component = if every { "" } else { report.component.as_str() };
+                                                // Reports filed before terms had their own column fall back to the dossier.
+                                                let rows: Vec<ClusterRow> = if every {
+                                                    sqlx::query_as(
+                                                        "SELECT r.bug_id, r.component, r.title_terms, \
+                                                         CASE WHEN r.title_terms IS NULL THEN r.dossier END FROM reports r \
+                                                         JOIN bugs b ON b.id = r.bug_id \
+                                                         WHERE r.opens_bug = 1 AND b.state <> 'verified' \
+                                                         ORDER BY r.created_at, r.id",
+                                                    )
+                                                    .fetch_all(&mut *tx)
+                                                    .await?
+                                                } else {
+                                                    SharingClusters::sharing_clusters(&mut *tx, component, &terms).await?
+                                                };
+                                                let all = rows
+                                                    .into_iter()
+                                                    .map(|(bug_id, component, terms, dossier)| {
+                                                        let terms = match (terms, dossier) {
+                                                            (Some(terms), _) => terms,
+                                                            (None, dossier) => domain::cluster::stored_terms(
+                                                                &serde_json::from_str::<Dossier>(dossier.as_deref().unwrap_or_default())
+                                                                    .map_err(|e| {
+                                                                        StoreError::Corrupt(format!("dossier of bug {bug_id}: {e}"))
+                                                                    })?
+                                                                    .title,
+                                                            ),
+                                                        };
+                                                        Ok(OpenCluster { bug_id, component, terms })
+                                                    })
+                                                    .collect::<Result<Vec<_>, StoreError>>()?;
+                                                if every {
+                                                    self.fill_cluster_cache(all);
+                                                    self.cached_clusters(&report.component, &terms).unwrap_or_default()
+                                                } else {
+                                                    all.into_iter().filter(|c| c.component == report.component).collect()
+                                                }
+                                            }
+                                        };
+                                        target = (intake.choose)(&open_clusters);
+                                    }
+                                    let joined = match &target {
+                                        Some(bug_id) => {
+                                            let stored = read_bug!(tx, bug_id);
+                                            match stored.map(|s| ((intake.attach)(&s.bug), s.bug.version)) {
+                                                Some((Ok(decision), read_version)) if decision.changed => {
+                                                    match write_decision!(tx, read_version, &decision, now) {
+                                                        Commit::Done => Some(Some(bug_id.clone())),
+                                                        // A crew command changed the bug meanwhile: start over.
+                                                        Commit::VersionConflict => None,
+                                                    }
+                                                }
+                                                // Already in the cluster (cannot happen for a new id) or refused
+                                                // (the bug closed meanwhile): forget it, open a new bug instead.
+                                                _ => {
+                                                    self.forget_cluster(bug_id);
+                                                    Some(None)
+                                                }
+                                            }
+                                        }
+                                        None => Some(None),
+                                    };
+                                    match joined {
+                                        None => {
+                                            tx.rollback().await?;
+                                            None
+                                        }
+                                        Some(Some(bug_id)) => {
+                                            insert_report!(tx, report, status, &families, &dossier, Some(&bug_id),
+                                                false, &repeat_id, now);
+                                            if let Some(budget) = budget {
+                                                join_crew_start!(tx, budget, &bug_id, now);
+                                            }
+                                            tx.commit().await?;
+                                            Some(Ok(Filed { bug_id: Some(bug_id), opened: false, repeat_of: repeat_id }))
+                                        }
+                                        Some(None) => {
+                                            // `open` names the new bug: decided once to learn its id, and again
+                                            // with its crew start when the budget puts that off.
+                                            let decision = match budget {
+                                                Some(budget) => {
+                                                    let probe = (intake.open)(now);
+                                                    let crew_at = claim_crew_start!(
+                                                        tx, budget, &probe.bug.id, &report.component, now);
+                                                    if crew_at > now { (intake.open)(crew_at) } else { probe }
+                                                }
+                                                None => (intake.open)(now),
+                                            };
+                                            let bug = &decision.bug;
+                                            let chained = domain::ledger::chain(
+                                                &bug.id, 0, domain::ledger::GENESIS_HASH, &decision.events);
+                                            let head = chained
+                                                .last()
+                                                .map_or(domain::ledger::GENESIS_HASH.to_owned(), |e| e.hash.clone());
+                                            insert_bug!(tx, bug, json(bug)?, chained.len(), &head, now);
+                                            for event in &chained {
+                                                let body = json(&event.event)?;
+                                                insert_event!(tx, event, &body);
+                                            }
+                                            for job in &decision.jobs {
+                                                let payload = json(&job.payload)?;
+                                                insert_job!(tx, job, Some(bug.id.as_str()), &payload, now);
+                                            }
+                                            insert_report!(tx, report, status, &families, &dossier, Some(&bug.id),
+                                                true, &repeat_id, now);
+                                            tx.commit().await?;
+                                            self.remember_cluster(OpenCluster {
+                                                bug_id: bug.id.clone(),
+                                                component: report.component.clone(),
+                                                terms: domain::cluster::stored_terms(report.content.title()),
+                                            });
+                                            Some(Ok(Filed { bug_id: Some(bug.id.clone()), opened: true, repeat_of: repeat_id }))
+                                        }
+                                    }
+                                }
+                            })
+                        }
+                        .await;
+                        match attempt {
+                            Ok(None) => continue,
+                            Ok(Some(filed)) => answer = Ok(filed),
+                            Err(error) => answer = Err(error),
+                        }
+                        break;
+                    }
+                    answers.push((reply, answer));
+                }
+                batch_tx.commit().await?;
+                Ok(())
+            }
+            .await
+        });
+        match committed {
+            Ok(()) => {
+                self.wake();
+                if let Some(now) = latest {
+                    if let Err(error) = self.now_and_then_forget(now).await {
+                        tracing::warn!(%error, "old rate buckets were not deleted");
+                    }
+                }
+                for (reply, answer) in answers {
+                    let _ = reply.send(answer);
+                }
+            }
+            Err(error) => {
+                // Nothing of the batch was kept: what the cluster index learnt from it is
+                // forgotten with it.
+                self.forget_cluster_cache();
+                let message = error.to_string();
+                let not_kept = || {
+                    Err(StoreError::NotCommitted(format!(
+                        "the intake transaction did not commit: {message}"
+                    )))
+                };
+                for (reply, answer) in answers {
+                    let _ = reply.send(match answer {
+                        Err(own) => Err(own),
+                        Ok(_) => not_kept(),
+                    });
+                }
+                for (_, reply) in batch {
+                    let _ = reply.send(not_kept());
+                }
+            }
+        }
+    }
+}
