@@ -149,10 +149,15 @@ impl Store {
     /// each with the error that stopped it).
     async fn file_batch(&self, batch: Vec<(Intake, tokio::sync::oneshot::Sender<Answer>)>) {
         let postgres = self.backend() == crate::Backend::Postgres;
+        let (size, started) = (batch.len(), std::time::Instant::now());
+        // Should a closure panic mid-batch, the transaction is rolled back and so is what the
+        // cluster index learnt from it.
+        let undo = ForgetClustersUnlessKept(self, false);
         let mut batch: std::collections::VecDeque<_> = batch.into();
         let mut answers: Vec<(tokio::sync::oneshot::Sender<Answer>, Answer)> =
             Vec::with_capacity(batch.len());
         let mut latest = None;
+        let mut filed_at = None;
         let committed: Result<(), StoreError> = for_each_backend!(self, pool, begin => {
             async {
                 let mut batch_tx = begin().await?;
@@ -353,11 +358,20 @@ impl Store {
                     }
                     answers.push((reply, answer));
                 }
+                filed_at = Some(std::time::Instant::now());
                 batch_tx.commit().await?;
                 Ok(())
             }
             .await
         });
+        let _kept = undo.keep(committed.is_ok());
+        tracing::debug!(
+            reports = size,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            commit_ms = filed_at.map_or(0.0, |at: std::time::Instant| at.elapsed().as_secs_f64() * 1e3),
+            committed = committed.is_ok(),
+            "intake batch"
+        );
         match committed {
             Ok(()) => {
                 self.wake();
@@ -372,8 +386,7 @@ impl Store {
             }
             Err(error) => {
                 // Nothing of the batch was kept: what the cluster index learnt from it is
-                // forgotten with it.
-                self.forget_cluster_cache();
+                // forgotten with it (`undo`).
                 let message = error.to_string();
                 let not_kept = || {
                     Err(StoreError::NotCommitted(format!(
@@ -390,6 +403,24 @@ impl Store {
                     let _ = reply.send(not_kept());
                 }
             }
+        }
+    }
+}
+
+/// Forgets the cached clusters when dropped, unless the batch was kept.
+struct ForgetClustersUnlessKept<'a>(&'a Store, bool);
+
+impl ForgetClustersUnlessKept<'_> {
+    fn keep(mut self, kept: bool) -> Self {
+        self.1 = kept;
+        self
+    }
+}
+
+impl Drop for ForgetClustersUnlessKept<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.forget_cluster_cache();
         }
     }
 }

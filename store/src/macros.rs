@@ -183,14 +183,17 @@ macro_rules! crew_turn {
 /// Inside the intake's transaction: when the crew starts on new bug `$bug` of the budget's
 /// client in `$component` — now while fewer than the budget's limit of starts fall in the
 /// window before it, else in turn ([`domain::spend::stranger_start`]) — recorded for the bug;
-/// starts older than the window are dropped. Evaluates to the start.
+/// now and then (one claim in 64) starts older than the window are dropped (they count for
+/// nothing). Evaluates to the start.
 macro_rules! claim_crew_start {
     ($tx:ident, $budget:expr, $bug:expr, $component:expr, $now:expr) => {{
         let budget: &$crate::reports::StrangerBudget = $budget;
-        sqlx::query("DELETE FROM crew_starts WHERE start_at < $1")
-            .bind($now - budget.window)
-            .execute(&mut *$tx)
-            .await?;
+        if $crate::reports::now_and_then() {
+            sqlx::query("DELETE FROM crew_starts WHERE start_at < $1")
+                .bind($now - budget.window)
+                .execute(&mut *$tx)
+                .await?;
+        }
         let start_at = crew_turn!($tx, budget, $component, $now);
         sqlx::query(
             "INSERT INTO crew_starts (bug_id, client_hash, component, start_at) \

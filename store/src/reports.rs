@@ -194,6 +194,13 @@ pub struct StrangerBudget {
     pub window: Millis,
 }
 
+/// True about once in 64 calls: for upkeep that need not run on every write.
+pub(crate) fn now_and_then() -> bool {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static CALLS: AtomicU64 = AtomicU64::new(0);
+    CALLS.fetch_add(1, Ordering::Relaxed) % 64 == 0
+}
+
 /// What a report's intake is limited by, decided in its own transaction.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IntakeLimits {
