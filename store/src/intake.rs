@@ -368,7 +368,8 @@ impl Store {
         tracing::debug!(
             reports = size,
             ms = started.elapsed().as_secs_f64() * 1e3,
-            commit_ms = filed_at.map_or(0.0, |at: std::time::Instant| at.elapsed().as_secs_f64() * 1e3),
+            commit_ms = filed_at.map_or(0.0, |at: std::time::Instant| at.elapsed().as_secs_f64()
+                * 1e3),
             committed = committed.is_ok(),
             "intake batch"
         );

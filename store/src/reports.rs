@@ -198,7 +198,7 @@ pub struct StrangerBudget {
 pub(crate) fn now_and_then() -> bool {
     use std::sync::atomic::{AtomicU64, Ordering};
     static CALLS: AtomicU64 = AtomicU64::new(0);
-    CALLS.fetch_add(1, Ordering::Relaxed) % 64 == 0
+    CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(64)
 }
 
 /// What a report's intake is limited by, decided in its own transaction.

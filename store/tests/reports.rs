@@ -663,13 +663,12 @@ async fn the_intake_token_and_the_report_are_one_write(backend: &str) {
         5,
         "refused reports left no bug"
     );
-    assert_eq!(
+    assert!(
         store
             .rate_take("intake:a", bucket("a").refill, NOW)
             .await
             .unwrap()
             .is_err(),
-        true,
         "the five filed reports spent the bucket"
     );
     assert_eq!(
