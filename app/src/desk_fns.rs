@@ -300,6 +300,10 @@ pub async fn desk_project(
     #[server(default)] github: String,
     #[server(default)] deploy: String,
     #[server(default)] test_paths: String,
+    #[server(default)] launch_port: String,
+    #[server(default)] launch_args: String,
+    #[server(default)] launch_env: String,
+    #[server(default)] launch_assets: String,
 ) -> Result<(), DeskError> {
     let (server, headers) = backend()?;
     let input = ProjectInput {
@@ -316,6 +320,10 @@ pub async fn desk_project(
         github,
         deploy,
         test_paths,
+        launch_port,
+        launch_args,
+        launch_env,
+        launch_assets,
     };
     let next = answer(&headers, server.0.project(headers.clone(), input).await)?;
     leptos_axum::redirect(&next);

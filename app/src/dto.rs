@@ -614,6 +614,24 @@ pub struct BugDesk {
     pub project: String,
 }
 
+/// One released service on the crew page: what is live, where its latest release stands,
+/// and the earlier releases an owner may serve again.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseRow {
+    /// The project it is released from.
+    pub project: String,
+    /// The service (`/live/<service>`).
+    pub service: String,
+    /// The commit live now, when one is.
+    pub live: Option<String>,
+    /// The latest release: its commit, step (`testing`, `held`, `live` …) and what happened.
+    pub latest: Option<(String, String, String)>,
+    /// Another desk server leads this service's deployer (its address): roll back there.
+    pub leader_elsewhere: Option<String>,
+    /// The releases built here, newest first: commit and when it was built (ms).
+    pub built: Vec<(String, i64)>,
+}
+
 /// One project on the crew page: its definition and its spend.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProjectRow {
@@ -682,6 +700,9 @@ pub struct CrewDesk {
     /// hosts with each one's state and the jobs waiting or running.
     #[serde(default)]
     pub sandbox: Vec<String>,
+    /// The services this desk releases, each with its earlier releases.
+    #[serde(default)]
+    pub releases: Vec<ReleaseRow>,
     /// The session's CSRF token, for the project form.
     #[serde(default)]
     pub csrf: String,
@@ -748,6 +769,18 @@ pub struct ProjectInput {
     /// Where its tests live (comma-separated globs); `default` goes back to the profile's.
     #[serde(default)]
     pub test_paths: String,
+    /// The released program's port inside its namespace; empty keeps it.
+    #[serde(default)]
+    pub launch_port: String,
+    /// Its arguments (`{addr}`, `{port}` filled in); empty keeps them, `none` takes them away.
+    #[serde(default)]
+    pub launch_args: String,
+    /// Its environment (`NAME=VALUE; …`); empty keeps it, `none` takes it away.
+    #[serde(default)]
+    pub launch_env: String,
+    /// The folder of the assets the recorder checks; empty keeps it, `none`: no assets.
+    #[serde(default)]
+    pub launch_assets: String,
 }
 
 /// An owner's confirmed action, as `desk_act` receives it (the question's form).

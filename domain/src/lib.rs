@@ -8,6 +8,7 @@ pub mod capability;
 pub mod cluster;
 pub mod codeowners;
 pub mod crew;
+pub mod launch;
 pub mod ledger;
 pub mod notice;
 pub mod project;

@@ -55,6 +55,10 @@ pub struct ProjectSpec {
     /// the profile's own ([`crate::test_paths::defaults`]). Never inside a fix path.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub test_paths: Vec<String>,
+    /// How its deployed service starts (port, arguments, environment); the default is
+    /// `--addr 127.0.0.1:8080` with no environment.
+    #[serde(default, skip_serializing_if = "crate::launch::Launch::is_default")]
+    pub launch: crate::launch::Launch,
 }
 
 /// Whether `text` may name a deployed service: 1 to 64 lower-case letters, digits and
@@ -100,6 +104,16 @@ pub struct ProjectError {
     pub field: &'static str,
     /// What is wrong with it.
     pub reason: String,
+}
+
+/// The project field a launch setting is given in.
+pub fn launch_field(setting: &str) -> &'static str {
+    match setting {
+        "port" => "launch_port",
+        "args" => "launch_args",
+        "assets" => "launch_assets",
+        _ => "launch_env",
+    }
 }
 
 fn refuse(field: &'static str, reason: impl Into<String>) -> ProjectError {
@@ -200,6 +214,9 @@ impl ProjectSpec {
     /// every component already served — the environment's project's and the other
     /// projects' — with the project serving it; `profiles` the profile names this desk runs.
     pub fn check(&self, taken: &[(String, String)], profiles: &[&str]) -> Result<(), ProjectError> {
+        self.launch
+            .check()
+            .map_err(|refused| refuse(launch_field(refused.field), refused.message))?;
         if !valid_id(&self.id) {
             return Err(refuse(
                 "id",
@@ -374,6 +391,7 @@ mod tests {
             github: None,
             deploy: None,
             test_paths: Vec::new(),
+            launch: crate::launch::Launch::default(),
         }
     }
 

@@ -48,6 +48,9 @@ pub struct Target {
     /// The service the desk's deployer releases from its default branch (the environment's:
     /// `R2R_DEPLOY_SERVICE` with `R2R_DEPLOY=on`; a stored project's: its `deploy`).
     pub deploy: Option<String>,
+    /// How that service starts (the environment's: `R2R_DEPLOY_PORT`, `R2R_DEPLOY_ARGS`,
+    /// `R2R_DEPLOY_ENV`; a stored project's: its `launch`).
+    pub launch: domain::launch::Launch,
     /// The stored definition (none for the environment's project).
     pub spec: Option<ProjectSpec>,
     /// When it last changed, and by whom (stored projects).
@@ -188,6 +191,14 @@ pub struct ProjectChange {
     pub deploy: Option<String>,
     /// Where its tests live (comma-separated globs); empty or `default`: the profile's.
     pub test_paths: Option<String>,
+    /// Its deployed service's port inside its namespace; empty: 8080.
+    pub launch_port: Option<String>,
+    /// Its deployed service's arguments (space-separated, `{addr}` and `{port}` filled in).
+    pub launch_args: Option<String>,
+    /// Its deployed service's environment (`NAME=VALUE` pairs separated by `;`).
+    pub launch_env: Option<String>,
+    /// The folder of its deployed service's static assets; `none`: none.
+    pub launch_assets: Option<String>,
 }
 
 fn list_of(text: &str) -> Vec<String> {
@@ -208,13 +219,27 @@ fn blank(id: &str) -> ProjectSpec {
         github: None,
         deploy: None,
         test_paths: Vec::new(),
+        launch: domain::launch::Launch::default(),
     }
 }
 
 impl ProjectChange {
-    /// `base` with every given field replaced.
-    pub fn over(self, base: ProjectSpec) -> ProjectSpec {
-        ProjectSpec {
+    /// `base` with every given field replaced; a launch setting that does not read is
+    /// refused by its field.
+    pub fn over(self, base: ProjectSpec) -> Result<ProjectSpec, ProjectError> {
+        let launch = domain::launch::Launch::parse_with_assets(
+            &base.launch,
+            self.launch_port.as_deref(),
+            self.launch_args.as_deref(),
+            self.launch_env.as_deref(),
+            self.launch_assets.as_deref(),
+        )
+        .map_err(|refused| ProjectError {
+            field: domain::project::launch_field(refused.field),
+            reason: refused.message,
+        })?;
+        Ok(ProjectSpec {
+            launch,
             name: self.name.unwrap_or(base.name),
             components: self.components.as_deref().map_or(base.components, list_of),
             forge_path: self.forge.unwrap_or(base.forge_path),
@@ -241,7 +266,7 @@ impl ProjectChange {
                 None => base.test_paths,
             },
             ..base
-        }
+        })
     }
 }
 
@@ -255,7 +280,7 @@ impl Projects {
         by: &str,
         now: Millis,
     ) -> Result<ProjectSpec, DefineError> {
-        self.define(store, change.over(blank(id)), None, by, now)
+        self.define(store, change.over(blank(id))?, None, by, now)
             .await
     }
 
@@ -308,7 +333,7 @@ impl Projects {
                 }
             },
         };
-        self.define(store, change.over(base), Some(updated_at), by, now)
+        self.define(store, change.over(base)?, Some(updated_at), by, now)
             .await
     }
 
@@ -330,6 +355,11 @@ impl Projects {
             github: config.github.fix_repository.clone(),
             follows: config.github.fix_repository.clone(),
             deploy: config.deploy.as_ref().map(|d| d.service.clone()),
+            launch: config
+                .deploy
+                .as_ref()
+                .map(|d| d.launch.clone())
+                .unwrap_or_default(),
             spec: None,
             updated: None,
         });
@@ -777,6 +807,7 @@ fn build(
             github: spec.github.clone(),
             follows: spec.github.clone(),
             deploy: spec.deploy.clone(),
+            launch: spec.launch.clone(),
             spec: Some(spec),
             updated: Some((updated_at, updated_by)),
         }));
@@ -799,6 +830,7 @@ fn build(
             github: None,
             follows: None,
             deploy: None,
+            launch: domain::launch::Launch::default(),
             spec: None,
             updated: None,
         }),

@@ -1404,14 +1404,6 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
         assert_eq!(got, status, "{path}: {answer}");
         assert!(code.is_empty() || answer["error"] == code, "{answer}");
     }
-    let (status, answer, _) = owner
-        .post(
-            rollback,
-            json!({"commit": base, "reason": "checkout broke after the coupon fix"}),
-        )
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["bugs_back_to_merged"], json!([bug]), "{answer}");
     let live_commit = |base_url: String| async move {
         let health: Value = reqwest::Client::new()
             .get(format!("{base_url}/live/shoplite/api/health"))
@@ -1423,6 +1415,71 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
             .unwrap();
         health["commit"].as_str().unwrap_or_default().to_owned()
     };
+    // The owner does it from the crew page: its release list offers every release built here
+    // but the live one, each as a form that asks for the reason.
+    let crew_page = reqwest::Client::new()
+        .get(format!("{}/desk/crew", server.base))
+        .header("cookie", &owner.cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        crew_page.contains("data-testid=\"releases\""),
+        "{crew_page}"
+    );
+    for commit in [base.as_str(), merge.as_str()] {
+        assert!(
+            crew_page.contains(&format!("data-commit=\"{commit}\"")),
+            "{commit} is listed: {crew_page}"
+        );
+    }
+    assert!(crew_page.contains("live now"), "{crew_page}");
+    assert!(
+        crew_page.contains(&format!("name=\"head\" value=\"{base}\"")),
+        "the earlier release can be served again: {crew_page}"
+    );
+    assert!(
+        !crew_page.contains(&format!("name=\"head\" value=\"{}\"", merge.as_str())),
+        "the live one is not offered: {crew_page}"
+    );
+    let act = |fields: Vec<(&'static str, String)>| {
+        let (base_url, cookie) = (server.base.clone(), owner.cookie.clone());
+        async move {
+            let response = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap()
+                .post(format!("{base_url}/desk/fn/act"))
+                .header("cookie", cookie)
+                .form(&fields)
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let form = |csrf: &str, reason: &str| {
+        vec![
+            ("csrf", csrf.to_owned()),
+            ("action", "rollback".to_owned()),
+            ("of", "shoplite".to_owned()),
+            ("head", base.clone()),
+            ("reason", reason.to_owned()),
+        ]
+    };
+    let (status, answer) = act(form("0000", "because")).await;
+    assert_eq!(status, 403, "another session's form is refused: {answer}");
+    let (status, answer) = act(form(&owner.csrf, "\u{200b} \u{202e}")).await;
+    assert!(
+        status == 422 && answer.contains("reason_required"),
+        "a reason of nothing visible is none: {status} {answer}"
+    );
+    assert_eq!(live_commit(server.base.clone()).await, merge.as_str());
+    let (status, answer) = act(form(&owner.csrf, "checkout broke after the coupon fix")).await;
+    assert!(status < 400, "{status} {answer}");
     assert_eq!(live_commit(server.base.clone()).await, base);
     assert_eq!(
         state_of(server.base.clone(), bug.clone(), manager.clone())

@@ -111,9 +111,11 @@ fn a_step_that_does_not_hold_fails_the_run() {
         lib.replace(shoplite::seeded::BUG1_PIN, ""),
     )
     .unwrap();
+    std::fs::create_dir_all(shop.join("static")).unwrap();
     for file in [
         "regressions/coupon_save300.rs",
         "src/main.rs",
+        "static/shop.css",
         "COMMIT",
         ".gitattributes",
     ] {
@@ -287,6 +289,11 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
             ("R2R_DEPLOY_DIR", releases.to_str().unwrap()),
             ("R2R_SANDBOX_BACKEND", "docker"),
             ("R2R_RECORDER_TOKEN", recorder.as_str()),
+            // Its own port, arguments and environment: the desk dials 9090 inside the
+            // program's namespace, and the program sees the two variables, nothing else.
+            ("R2R_DEPLOY_PORT", "9090"),
+            ("R2R_DEPLOY_ARGS", "--addr 127.0.0.1:{port}"),
+            ("R2R_DEPLOY_ENV", "SHOP_NOTE=launch-env-ok; TZ=UTC"),
         ],
     );
     let base = server.base.clone();
@@ -337,6 +344,13 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
             .unwrap()
             .contains("recorded as shoplite-"),
         "{recorded}"
+    );
+    assert!(
+        recorded["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1 asset(s) served as built"),
+        "the shop's stylesheet was checked: {recorded}"
     );
 
     // The immutable address answers for exactly that commit, through the desk's proxy; any
@@ -487,11 +501,20 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
         main.contains(arm),
         "ShopLite's routes changed; update the probe"
     );
-    let hostile = main.replace(
-        arm,
-        &format!("{arm}\n        \"/probe\" => (\"200 OK\", \"text/plain\", probe()),"),
-    ) + &format!(
-        r#"
+    let css_arm = "include_str!(\"../static/shop.css\").to_owned()";
+    assert!(
+        main.contains(css_arm),
+        "ShopLite's stylesheet route changed; update the probe"
+    );
+    let hostile = main
+        .replace(
+            arm,
+            &format!("{arm}\n        \"/probe\" => (\"200 OK\", \"text/plain\", probe()),"),
+        )
+        // It serves another stylesheet than the one in its tree: the recorder refuses it.
+        .replace(css_arm, "\"body { display: none }\".to_owned()")
+        + &format!(
+            r#"
 fn probe() -> String {{
     let mut out = String::new();
     for path in [{database:?}, "/proc/{desk_pid}/environ", "/var/run/docker.sock"] {{
@@ -518,8 +541,8 @@ fn probe() -> String {{
     out
 }}
 "#,
-        desk_pid = server.pid(),
-    );
+            desk_pid = server.pid(),
+        );
     common::write(&work, "src/main.rs", &hostile);
     common::git(
         &work,
@@ -548,13 +571,40 @@ fn probe() -> String {{
         .filter_map(|l| l.strip_prefix("ENV "))
         .collect();
     assert!(
-        names
-            .iter()
-            .all(|n| ["PATH", "HOME", "TMPDIR", "LANG", "HOSTNAME"].contains(n)),
-        "only a bare environment: {names:?}"
+        names.iter().all(|n| [
+            "PATH",
+            "HOME",
+            "TMPDIR",
+            "LANG",
+            "HOSTNAME",
+            "SHOP_NOTE",
+            "TZ"
+        ]
+        .contains(n)),
+        "only a bare environment and the launch's own: {names:?}"
+    );
+    assert!(
+        names.contains(&"SHOP_NOTE") && names.contains(&"TZ"),
+        "the launch's environment reached the program: {names:?}"
     );
     assert!(found.contains("UID Uid:\t10001"), "{found}");
     assert!(!planted.exists());
+    // Live, but the recorder does not record it: the stylesheet it serves is not the one the
+    // build hashed from its tree.
+    let refused = eventually(60, "the recorder's refusal", || async {
+        release().await.filter(|r| {
+            r["commit"] == looking.as_str()
+                && r["detail"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("not recorded"))
+        })
+    })
+    .await;
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("asset static/shop.css") && detail.contains("manifest"),
+        "{refused}"
+    );
     drop(server);
 }
 

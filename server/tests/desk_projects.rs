@@ -89,6 +89,12 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
         ("github", "octo\u{0}/x", "github"),
         ("deploy", "Shop Lite", "deploy"),
         ("deploy", "ledgerly", "deploy"),
+        ("launch_port", "99999", "launch_port"),
+        ("launch_args", "--addr\u{7f}", "launch_args"),
+        ("launch_env", "R2R_OWNER_SESSION_KEY=stolen", "launch_env"),
+        ("launch_env", "LD_PRELOAD=/tmp/x.so", "launch_env"),
+        ("launch_assets", "../../etc", "launch_assets"),
+        ("launch_assets", ".git", "launch_assets"),
     ] {
         let mut wrong = add.to_vec();
         match wrong.iter_mut().find(|(k, _)| *k == field) {
@@ -164,6 +170,36 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
         row.contains("python") && row.contains(" off ") && row.contains("ledgerly/"),
         "{row}"
     );
+
+    // The released program's start, from the form: stored as given; `none` takes the
+    // arguments away, an empty field keeps what is there.
+    for fields in [
+        &[
+            ("launch_port", "3000"),
+            ("launch_args", "serve --port {port}"),
+            ("launch_env", "TZ=UTC; LEDGER_MODE=demo"),
+            ("launch_assets", "web/public"),
+        ][..],
+        &[("launch_args", "none"), ("launch_port", "")][..],
+    ] {
+        let mut edit = vec![
+            ("csrf", csrf.as_str()),
+            ("mode", "edit"),
+            ("id", "ledgerly"),
+        ];
+        edit.extend_from_slice(fields);
+        let (status, answer) = post(&client, &base, Some(&cookie), None, &edit).await;
+        assert!(status < 400, "{status} {answer}");
+    }
+    let stored = common::stored_project(&desk.database_url, "ledgerly").await;
+    assert_eq!(stored["launch"]["port"], 3000, "{stored}");
+    assert_eq!(stored["launch"]["args"], serde_json::json!([]), "{stored}");
+    assert_eq!(
+        stored["launch"]["env"],
+        serde_json::json!([["TZ", "UTC"], ["LEDGER_MODE", "demo"]]),
+        "{stored}"
+    );
+    assert_eq!(stored["launch"]["assets"], "web/public", "{stored}");
     let (status, answer) = post(
         &client,
         &base,

@@ -372,6 +372,7 @@ async fn an_instance_killed_before_the_second_check_is_not_recorded() {
     let expected = Expected {
         sha: CommitSha::parse(&commit).unwrap(),
         service: "shoplite".into(),
+        assets: Default::default(),
     };
     // The desk double: answers 201 to every record call, counting them.
     let (desk, records) = instance(&commit, usize::MAX).await;
@@ -443,6 +444,7 @@ async fn an_address_that_redirects_to_the_other_is_not_a_deployment() {
     let expected = Expected {
         sha: CommitSha::parse(&commit).unwrap(),
         service: "shoplite".into(),
+        assets: Default::default(),
     };
     let (desk, records) = instance(&commit, usize::MAX).await;
     let (real, _) = instance(&commit, usize::MAX).await;

@@ -667,15 +667,16 @@ async fn outcomes_without_a_lease_are_refused_before_their_bodies_are_read() {
     );
 }
 
-/// An outcome is bounded by what its job can produce: a test run's (no artifact) at 16 MiB,
-/// refused 413 beyond, before it is kept; the lease stays the worker's, so it can still send
-/// the real, small one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_test_runs_outcome_is_bounded_by_what_a_test_run_can_produce() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let server = common::start_server_with(&url, &[("R2R_SANDBOX_RUNNER", "workers")]);
-    let token = add_worker(dir.path(), &url, "host-a");
+/// A worker `host-a` of the desk at `base` (database `url`) that holds the lease on a queued
+/// job `id` of `purpose`: its token, the claim's answer and the desk's store.
+async fn leased_job(
+    dir: &std::path::Path,
+    url: &str,
+    base: &str,
+    id: &str,
+    purpose: &str,
+) -> (String, Value, Store) {
+    let token = add_worker(dir, url, "host-a");
     let snapshot = tempfile::tempdir().unwrap();
     std::fs::write(snapshot.path().join("data.txt"), "x").unwrap();
     let job = sandbox::SandboxJob::new(
@@ -684,16 +685,15 @@ async fn a_test_runs_outcome_is_bounded_by_what_a_test_run_can_produce() {
         Duration::from_secs(30),
     );
     let spec = serde_json::to_string(&sandbox::wire::WireJob::pack(&job).unwrap()).unwrap();
-    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+    let store = Store::connect(&store::DatabaseUrl::parse(url).unwrap())
         .await
         .unwrap();
     store
-        .enqueue_sandbox_job("job-t", "test", &spec, None, server::clock::now_ms())
+        .enqueue_sandbox_job(id, purpose, &spec, None, server::clock::now_ms())
         .await
         .unwrap();
-    let client = reqwest::Client::new();
-    let claimed: Value = client
-        .post(format!("{}/api/v1/sandbox/jobs/claim", server.base))
+    let claimed: Value = reqwest::Client::new()
+        .post(format!("{base}/api/v1/sandbox/jobs/claim"))
         .bearer_auth(&token)
         .json(&json!({}))
         .send()
@@ -702,7 +702,21 @@ async fn a_test_runs_outcome_is_bounded_by_what_a_test_run_can_produce() {
         .json()
         .await
         .unwrap();
-    assert_eq!(claimed["id"], "job-t", "{claimed}");
+    assert_eq!(claimed["id"], id, "{claimed}");
+    (token, claimed, store)
+}
+
+/// An outcome is bounded by what its job can produce: a test run's (no artifact) at 16 MiB,
+/// refused 413 beyond, before it is kept; the lease stays the worker's, so it can still send
+/// the real, small one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_runs_outcome_is_bounded_by_what_a_test_run_can_produce() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &[("R2R_SANDBOX_RUNNER", "workers")]);
+    let (token, claimed, _store) =
+        leased_job(dir.path(), &url, &server.base, "job-t", "test").await;
+    let client = reqwest::Client::new();
     let outcome = |stdout: String| {
         json!({"lease_id": claimed["lease_id"], "outcome": {"ran": {
             "exit_code": 0, "timed_out": false, "oom_killed": false, "duration_ms": 5,
@@ -730,4 +744,72 @@ async fn a_test_runs_outcome_is_bounded_by_what_a_test_run_can_produce() {
         .await
         .unwrap();
     assert_eq!(fitting.status(), 200, "{}", fitting.text().await.unwrap());
+}
+
+/// The resident memory of process `pid` now (VmRSS), in KiB.
+fn resident_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A build's large outcome goes to a file while it arrives, not into the desk's memory: with
+/// 47 of its 48 MiB sent (a slow worker's upload), the desk holds no more than it did before
+/// the upload began (it held the whole body as it grew before); the whole outcome is then
+/// recorded as sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_outcome_is_kept_on_disk_while_it_arrives() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &[("R2R_SANDBOX_RUNNER", "workers")]);
+    let (token, claimed, store) =
+        leased_job(dir.path(), &url, &server.base, "job-b", "build").await;
+    let body = serde_json::to_vec(
+        &json!({"lease_id": claimed["lease_id"], "outcome": {"ran": {
+        "exit_code": 0, "timed_out": false, "oom_killed": false, "duration_ms": 5,
+        "backend": "docker", "stdout": "y".repeat(48 * 1024 * 1024), "stderr": ""}}}),
+    )
+    .unwrap();
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /api/v1/sandbox/jobs/job-b/outcome HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let before = resident_kib(server.pid());
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let (most, rest) = body.split_at(body.len() - 1024 * 1024);
+    socket.write_all(most).await.unwrap();
+    socket.flush().await.unwrap();
+    // Let the desk take what was sent.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let during = resident_kib(server.pid());
+    socket.write_all(rest).await.unwrap();
+    let mut answer = String::new();
+    socket.read_to_string(&mut answer).await.unwrap();
+    eprintln!("desk resident memory: {before} KiB before, {during} KiB with 47 MiB received");
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.contains("\"recorded\":true"),
+        "{}",
+        answer.chars().take(600).collect::<String>()
+    );
+    assert!(
+        during < before + 16 * 1024,
+        "the desk held the arriving body: {before} KiB → {during} KiB"
+    );
+    match store.sandbox_job_status("job-b").await.unwrap() {
+        store::sandbox_jobs::SandboxJobStatus::Finished { worker, outcome } => {
+            assert_eq!(worker, "host-a");
+            let outcome: Value = serde_json::from_str(&outcome).unwrap();
+            assert_eq!(
+                outcome["ran"]["stdout"].as_str().map(str::len),
+                Some(48 * 1024 * 1024)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
 }

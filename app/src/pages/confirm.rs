@@ -172,7 +172,7 @@ pub(crate) fn question_screen(question: Confirm) -> QuestionScreen {
 /// without JavaScript) is shown in the desk's own words: anyone could have written its
 /// message there.
 #[component]
-fn ActRefusal(act: ServerAction<DeskAct>) -> impl IntoView {
+pub(crate) fn ActRefusal(act: ServerAction<DeskAct>) -> impl IntoView {
     move || {
         act.value().get().and_then(Result::err).map(|error| {
             let words = if act.version().get_untracked() > 0 {
@@ -187,7 +187,9 @@ fn ActRefusal(act: ServerAction<DeskAct>) -> impl IntoView {
 
 /// The handler for the question's form (`data-act`): the owner's answer goes to `act` in
 /// place (without JavaScript the form posts to [`desk_act`](crate::desk_fns::desk_act)).
-fn act_on_submit(act: ServerAction<DeskAct>) -> impl Fn(leptos::ev::SubmitEvent) + 'static {
+pub(crate) fn act_on_submit(
+    act: ServerAction<DeskAct>,
+) -> impl Fn(leptos::ev::SubmitEvent) + 'static {
     move |event: leptos::ev::SubmitEvent| {
         #[cfg(feature = "hydrate")]
         if let Some(form) = form_marked(&event, "data-act") {

@@ -13,6 +13,8 @@ use leptos::prelude::*;
 #[component]
 pub fn CrewPage() -> impl IntoView {
     let crew = Resource::new(|| (), |_| desk_crew());
+    // The release list's rollbacks: sent in place once hydrated, refused in words.
+    let act = ServerAction::<crate::desk_fns::DeskAct>::new();
     // While the owner has unsent input in the project form, the page does not fetch itself
     // again (a refresh draws the form anew): nothing typed is lost.
     let editing = RwSignal::new(false);
@@ -29,13 +31,14 @@ pub fn CrewPage() -> impl IntoView {
     view! {
         <PageTitle text="Crew · Desk · Reporter-to-Release"/>
         <p id="live-status" class="hint" role="status" aria-live="polite">{status}</p>
+        <super::confirm::ActRefusal act/>
         <Transition fallback=|| view! { <p class="hint">"Loading the crew…"</p> }>
             {move || Suspend::new(async move {
                 match crew.await {
                     // One element, as every desk page's answer is: the drawn page, then the form.
                     Ok(crew) => view! {
                         <div>
-                            <div class="fragment" inner_html=crew.html.into_inner()></div>
+                            <div class="fragment" inner_html=crew.html.into_inner() on:submit=super::confirm::act_on_submit(act) on:input=move |_| editing.set(true)></div>
                             <ProjectForm csrf=crew.form_csrf editing/>
                         </div>
                     }.into_any_sync(),
@@ -83,6 +86,10 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                 github: field("github").unwrap_or_default(),
                 deploy: field("deploy").unwrap_or_default(),
                 test_paths: field("test_paths").unwrap_or_default(),
+                launch_port: field("launch_port").unwrap_or_default(),
+                launch_args: field("launch_args").unwrap_or_default(),
+                launch_env: field("launch_env").unwrap_or_default(),
+                launch_assets: field("launch_assets").unwrap_or_default(),
             });
         }
         #[cfg(not(feature = "hydrate"))]
@@ -171,6 +178,17 @@ fn ProjectForm(csrf: String, editing: RwSignal<bool>) -> impl IntoView {
                     <label for="project-deploy">"Service the desk releases from its branch (a Rust project's binary, served at /live/<service>; optional; none stops it)"</label>
                     <input id="project-deploy" name="deploy" type="text" maxlength="64" autocomplete="off"/>
                 </div>
+                <fieldset class="field">
+                    <legend>"How the released program starts (in its own sandbox; empty keeps, none takes away)"</legend>
+                    <label for="project-launch-port">"Port it listens on inside its sandbox (default 8080)"</label>
+                    <input id="project-launch-port" name="launch_port" type="text" inputmode="numeric" maxlength="5" autocomplete="off"/>
+                    <label for="project-launch-args">"Its arguments, separated by spaces ({addr} and {port} are filled in; default --addr {addr})"</label>
+                    <input id="project-launch-args" name="launch_args" type="text" maxlength="1000" autocomplete="off"/>
+                    <label for="project-launch-env">"Its environment: NAME=VALUE pairs separated by ; (never the desk's own R2R_ settings)"</label>
+                    <input id="project-launch-env" name="launch_env" type="text" maxlength="8000" autocomplete="off"/>
+                    <label for="project-launch-assets">"Folder of the files it serves as they are, checked against the build (default static)"</label>
+                    <input id="project-launch-assets" name="launch_assets" type="text" maxlength="200" autocomplete="off"/>
+                </fieldset>
                 <div class="actions">
                     <button type="submit" class="button" data-testid="save-project">"Save the project"</button>
                 </div>

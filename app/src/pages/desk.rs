@@ -386,6 +386,7 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
                 </table>
             </div>
         </section>
+        <ReleasesView releases=crew.releases.clone() csrf=crew.csrf.clone()/>
         <section class="panel">
             <h2>"Sandbox"</h2>
             <ul data-testid="sandbox">
@@ -412,6 +413,76 @@ fn CrewView(crew: CrewDesk) -> impl IntoView {
             }}
         </section>
     }
+}
+
+/// The services this desk releases: what is live, where the latest release stands, and the
+/// earlier releases an owner may serve again (each a form to `desk_act`'s `rollback`, which
+/// asks for the reason that goes into every affected bug's ledger).
+#[cfg(feature = "ssr")]
+#[component]
+fn ReleasesView(releases: Vec<crate::dto::ReleaseRow>, csrf: String) -> impl IntoView {
+    use crate::desk_fns::DeskAct;
+    use leptos::server_fn::ServerFn;
+    if releases.is_empty() {
+        return ().into_any_sync();
+    }
+    let short = |commit: &str| commit.chars().take(12).collect::<String>();
+    view! {
+        <section class="panel" data-testid="releases">
+            <h2 id="releases">"Releases"</h2>
+            <p class="hint">"Serving an earlier release again checks its artifact against the hash taken when it was built, starts it and waits for its health to name its commit. Every bug whose fix it lacks goes back to merged with your reason in its ledger, and its reporters are no longer asked about a fix that is not live. The head you roll back from is not released again until another head lands."</p>
+            {releases.into_iter().map(|release| {
+                let service = release.service.clone();
+                let live = release.live.clone();
+                view! {
+                    <h3 data-service=service.clone()>{format!("/live/{} (project {})", release.service, release.project)}</h3>
+                    <p data-testid="release-live">{match &release.live {
+                        Some(commit) => format!("Live: {commit}."),
+                        None => "Nothing is live yet.".to_owned(),
+                    }}</p>
+                    {release.latest.clone().map(|(commit, step, detail)| view! {
+                        <p data-testid="release-latest">{format!("Latest release: {} — {step}: {detail}", short(&commit))}</p>
+                    })}
+                    {release.leader_elsewhere.clone().map(|leader| view! {
+                        <p class="hint">{format!("The desk server at {leader} leads this service's deployer and holds its releases: roll back from its crew page.")}</p>
+                    })}
+                    <div class="table-wrap" tabindex="0" role="region" aria-label=format!("Releases of {service}")>
+                        <table data-testid="release-list">
+                            <thead><tr><th scope="col">"Commit"</th><th scope="col">"Built"</th><th scope="col">"Serve it again"</th></tr></thead>
+                            <tbody>
+                                {release.built.into_iter().map(|(commit, at)| {
+                                    let is_live = live.as_deref() == Some(commit.as_str());
+                                    let field = format!("rollback-{}-{}", service, short(&commit));
+                                    view! {
+                                        <tr data-commit=commit.clone()>
+                                            <td><code>{short(&commit)}</code></td>
+                                            <td>{format_time(at)}</td>
+                                            <td>{if is_live || release.leader_elsewhere.is_some() {
+                                                view! { <span>{if is_live { "live now" } else { "on the leading server" }}</span> }.into_any_sync()
+                                            } else {
+                                                view! {
+                                                    <form method="post" action=DeskAct::url() class="inline-form" data-act="">
+                                                        <input type="hidden" name="csrf" value=csrf.clone()/>
+                                                        <input type="hidden" name="action" value="rollback"/>
+                                                        <input type="hidden" name="of" value=service.clone()/>
+                                                        <input type="hidden" name="head" value=commit.clone()/>
+                                                        <label for=field.clone()>"Why"</label>
+                                                        <input id=field name="reason" type="text" required maxlength="2000" autocomplete="off"/>
+                                                        <button type="submit" class="button danger" data-testid="roll-back">{format!("Serve {} again", short(&commit))}</button>
+                                                    </form>
+                                                }.into_any_sync()
+                                            }}</td>
+                                        </tr>
+                                    }
+                                }).collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }
+            }).collect_view()}
+        </section>
+    }
+    .into_any_sync()
 }
 
 #[cfg(feature = "ssr")]

@@ -156,6 +156,9 @@ pub fn prepare_scratch(shoplite: &Path, scratch: &Path, fixed: bool) -> Result<(
     write("src/main.rs", &read(&shoplite.join("src/main.rs"))?)?;
     write("COMMIT", &read(&shoplite.join("COMMIT"))?)?;
     write(".gitattributes", &read(&shoplite.join(".gitattributes"))?)?;
+    // Its one static asset: served as it is, checked by the recorder against the build's
+    // manifest.
+    write("static/shop.css", &read(&shoplite.join("static/shop.css"))?)?;
     write("tests/coupon_save300.rs", &test)?;
     Ok(())
 }

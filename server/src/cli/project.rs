@@ -67,6 +67,23 @@ pub struct Fields {
     /// runner collects.
     #[arg(long, value_name = "GLOBS")]
     test_paths: Option<String>,
+    /// The port its deployed service listens on inside its own network namespace (default
+    /// 8080).
+    #[arg(long, value_name = "PORT")]
+    launch_port: Option<String>,
+    /// Its deployed service's arguments, space-separated, {addr} and {port} filled in
+    /// (default "--addr {addr}"; "" for none).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    launch_args: Option<String>,
+    /// Its deployed service's environment, NAME=VALUE pairs separated by ";" (never the
+    /// desk's own R2R_* settings or DATABASE_URL).
+    #[arg(long, value_name = "NAME=VALUE;…")]
+    launch_env: Option<String>,
+    /// The folder of its deployed service's static assets, served each at its own path
+    /// (default static; none: none): the build hashes them and the recorder checks the live
+    /// address serves exactly those.
+    #[arg(long, value_name = "FOLDER")]
+    launch_assets: Option<String>,
 }
 
 fn parse_switch(text: &str) -> Result<bool, String> {
@@ -103,6 +120,10 @@ impl Fields {
             github: self.github,
             deploy: self.deploy,
             test_paths: self.test_paths,
+            launch_port: self.launch_port,
+            launch_args: self.launch_args,
+            launch_env: self.launch_env,
+            launch_assets: self.launch_assets,
         }
     }
 }

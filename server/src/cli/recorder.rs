@@ -124,6 +124,7 @@ async fn watch_once(
     let expected = Expected {
         sha,
         service: project.to_owned(),
+        assets: Default::default(),
     };
     let deployment = format!("{project}-{}", &expected.sha.as_str()[..12]);
     let publish = Publish::Desk {
@@ -227,6 +228,7 @@ pub async fn command(env_file: &Path, command: RecorderCommand) -> anyhow::Resul
             let expected = Expected {
                 sha,
                 service: project,
+                assets: Default::default(),
             };
             let deployment =
                 deployment.unwrap_or_else(|| format!("verify-{}", &expected.sha.as_str()[..12]));

@@ -336,6 +336,7 @@ async fn define_tallybook(env_file: &Path, bare: &Path) -> anyhow::Result<()> {
             github: None,
             deploy: None,
             test_paths: Vec::new(),
+            launch: domain::launch::Launch::default(),
         };
         match projects
             .define(&store, spec, None, "setup", crate::clock::now_ms())

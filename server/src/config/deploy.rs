@@ -15,6 +15,11 @@ pub struct DeployConfig {
     /// The service's name: its binary, its `/api/health` service and its public path
     /// `/live/<service>` (`R2R_DEPLOY_SERVICE`, default `shoplite`).
     pub service: String,
+    /// How it starts: its port inside its own network namespace, its arguments, its
+    /// environment and its assets folder (`R2R_DEPLOY_PORT`, `R2R_DEPLOY_ARGS`,
+    /// `R2R_DEPLOY_ENV`, `R2R_DEPLOY_ASSETS`; a stored project's: its `launch`). Default:
+    /// `--addr 127.0.0.1:8080`, no environment, assets in `static/`.
+    pub launch: domain::launch::Launch,
 }
 
 /// Where releases live (`R2R_DEPLOY_DIR`, default `data/releases`).
@@ -71,9 +76,26 @@ impl DeployConfig {
                 format!("expected lower-case letters, digits and dashes, got {service:?}"),
             ));
         }
+        let launch = domain::launch::Launch::parse_with_assets(
+            &domain::launch::Launch::default(),
+            env.get("R2R_DEPLOY_PORT"),
+            env.get("R2R_DEPLOY_ARGS"),
+            env.get("R2R_DEPLOY_ENV"),
+            env.get("R2R_DEPLOY_ASSETS"),
+        )
+        .map_err(|refused| {
+            let variable = match refused.field {
+                "port" => "R2R_DEPLOY_PORT",
+                "args" => "R2R_DEPLOY_ARGS",
+                "assets" => "R2R_DEPLOY_ASSETS",
+                _ => "R2R_DEPLOY_ENV",
+            };
+            ConfigError::new(variable, refused.message)
+        })?;
         Ok(Some(DeployConfig {
             dir: directory(env),
             service,
+            launch,
         }))
     }
 }
@@ -97,6 +119,21 @@ mod tests {
             .unwrap();
         assert_eq!(on.service, "shoplite");
         assert_eq!(on.dir, PathBuf::from("data/releases"));
+        assert!(on.launch.is_default());
+        let own = DeployConfig::from_env(
+            &env(&[
+                ("R2R_DEPLOY", "on"),
+                ("R2R_DEPLOY_PORT", "3000"),
+                ("R2R_DEPLOY_ARGS", "serve"),
+                ("R2R_DEPLOY_ENV", "TZ=UTC"),
+            ]),
+            true,
+            rust,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(own.launch.filled_args(), ["serve"]);
+        assert_eq!(own.launch.addr().port(), 3000);
         for (pairs, forge, profile, variable) in [
             (&[("R2R_DEPLOY", "yes")][..], true, rust, "R2R_DEPLOY"),
             (&[("R2R_DEPLOY", "on")][..], false, rust, "R2R_DEPLOY"),
@@ -111,6 +148,21 @@ mod tests {
                 true,
                 rust,
                 "R2R_DEPLOY_SERVICE",
+            ),
+            (
+                &[("R2R_DEPLOY", "on"), ("R2R_DEPLOY_PORT", "0")][..],
+                true,
+                rust,
+                "R2R_DEPLOY_PORT",
+            ),
+            (
+                &[
+                    ("R2R_DEPLOY", "on"),
+                    ("R2R_DEPLOY_ENV", "R2R_OWNER_SESSION_KEY=x"),
+                ][..],
+                true,
+                rust,
+                "R2R_DEPLOY_ENV",
             ),
         ] {
             let refused = DeployConfig::from_env(&env(pairs), forge, profile).unwrap_err();

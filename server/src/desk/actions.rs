@@ -53,7 +53,7 @@ fn unknown_action() -> Refused {
     Refused::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "unknown_action",
-        "That is not an action of the desk (approve, merge, reopen, retry, take_over, promote, contact, duplicate; invite and confirm_owner on the Owners page).",
+        "That is not an action of the desk (approve, merge, reopen, retry, take_over, promote, contact, duplicate; invite and confirm_owner on the Owners page; rollback on the Crew page).",
     )
 }
 
@@ -304,6 +304,24 @@ pub(super) async fn perform(
     if super::owners::OWNER_ACTIONS.contains(&action) && bug.is_empty() && input.report.is_none() {
         return super::owners::perform(state, account, session, action, input.person.as_deref())
             .await;
+    }
+    if action == "rollback" && bug.is_empty() {
+        // The crew page's release list: serve an earlier release of a service again.
+        let service = input.of.as_deref().unwrap_or_default();
+        let commit = input.head.as_deref().unwrap_or_default();
+        let reason = plain_text(input.reason.as_deref().unwrap_or_default());
+        crate::service::rollback::roll_back(
+            state,
+            service,
+            commit,
+            &reason,
+            crate::auth::owner_actor(account),
+        )
+        .await?;
+        return Ok((
+            done_address(state, session, "/desk/crew", "", "rollback"),
+            None,
+        ));
     }
     if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
         return Err(unknown_action());

@@ -224,13 +224,26 @@ impl DeskBackend for Backend {
                 ("github", &input.github),
                 ("deploy", &input.deploy),
                 ("test_paths", &input.test_paths),
+                ("launch_port", &input.launch_port),
+                ("launch_args", &input.launch_args),
+                ("launch_env", &input.launch_env),
+                ("launch_assets", &input.launch_assets),
             ] {
-                if text.len() > 1_000 || text.chars().any(char::is_control) {
+                // A program's environment may be longer than any other field.
+                let most = if field == "launch_env" { 8_000 } else { 1_000 };
+                if text.len() > most || text.chars().any(char::is_control) {
                     return Err(invalid(format!(
-                        "{field}: at most 1,000 characters, none of them control characters"
+                        "{field}: at most {most} characters, none of them control characters"
                     )));
                 }
             }
+            // Empty keeps a launch setting; `none` takes the arguments or the environment away
+            // (and is the assets folder's own word for none).
+            let cleared = |text: &str| match text.trim() {
+                "" => None,
+                "none" => Some(String::new()),
+                other => Some(other.to_owned()),
+            };
             let forge = given(&input.forge);
             if forge
                 .as_deref()
@@ -257,6 +270,10 @@ impl DeskBackend for Backend {
                 github: given(&input.github),
                 deploy: given(&input.deploy),
                 test_paths: given(&input.test_paths),
+                launch_port: given(&input.launch_port),
+                launch_args: cleared(&input.launch_args),
+                launch_env: cleared(&input.launch_env),
+                launch_assets: given(&input.launch_assets),
             };
             let now = crate::clock::now_ms();
             let by = account.email.as_str();

@@ -661,7 +661,22 @@ pub(crate) async fn crew_data(
                             } + &t
                                 .deploy
                                 .as_deref()
-                                .map_or(String::new(), |d| format!("; released at /live/{d}"))
+                                .map_or(String::new(), |d| {
+                                    // The variables' names only: a value may be a secret of the
+                                    // released program's.
+                                    let l = &t.launch;
+                                    format!(
+                                        "; released at /live/{d} (listens on {port}, arguments {args:?}, environment {env}, assets {assets})",
+                                        port = l.port,
+                                        args = l.args.join(" "),
+                                        env = if l.env.is_empty() {
+                                            "none".to_owned()
+                                        } else {
+                                            l.env.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+                                        },
+                                        assets = if l.assets.is_empty() { "none" } else { &l.assets },
+                                    )
+                                })
                         ),
                         fix_paths: t.fix_allowed_paths.join(", "),
                         test_paths: if t.test_paths.is_empty() {
@@ -720,6 +735,25 @@ pub(crate) async fn crew_data(
             )
         },
         sandbox: sandbox_lines(state).await?,
+        releases: state
+            .all_releases()
+            .into_iter()
+            .filter_map(|(project, board)| {
+                let service = board.service.clone()?;
+                Some(app::dto::ReleaseRow {
+                    project,
+                    built: board.dir.as_deref().map_or_else(Vec::new, |dir| {
+                        crate::service::rollback::built_releases(dir, &service)
+                    }),
+                    service,
+                    live: board.live().map(|l| l.commit),
+                    latest: board
+                        .progress()
+                        .map(|p| (p.commit, p.step.as_str().to_owned(), p.detail)),
+                    leader_elsewhere: board.leader_elsewhere(),
+                })
+            })
+            .collect(),
         csrf: csrf_token(state.auth.session_key.expose().as_bytes(), session),
     })
 }

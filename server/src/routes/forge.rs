@@ -80,10 +80,6 @@ struct RollbackBody {
     reason: String,
 }
 
-/// How long an owner's rollback may take to go live (start the earlier release, check its
-/// health) before the answer says it is still under way.
-const ROLLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// `POST /api/v1/releases/{service}/rollback` (owners): the deployer serves an earlier
 /// release of `service` it built and recorded (its artifact's SHA-256 checked again), the
 /// bugs whose merge it lacks go back to `merged` with the owner's reason, and the recorder
@@ -95,76 +91,35 @@ pub async fn roll_back(
     Path(service): Path<String>,
     LimitedBody(body): LimitedBody,
 ) -> Response {
+    use crate::service::rollback::{self, RolledBack};
     let result = async {
         guard(&state, &credential, &headers, "rollBack")?;
         let request: RollbackBody = json_body(&body)?;
-        let commit = parse_sha(&request.commit)?;
-        let reason: String = request.reason.trim().chars().take(2_000).collect();
-        if reason.is_empty() {
-            return Err(Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "reason_required",
-                "Say why the release is rolled back (reason): it goes in the ledger of every bug whose fix stops being live.",
-            ));
-        }
-        let board = state.releases_serving(&service).ok_or_else(|| {
-            Refused::new(
-                StatusCode::NOT_FOUND,
-                "unknown_service",
-                format!("No deployer on this desk serves {service:?}."),
-            )
-        })?;
-        if let Some(leader) = board.leader_elsewhere() {
-            return Err(Refused::new(
-                StatusCode::CONFLICT,
-                "deployer_elsewhere",
-                format!("The desk server at {leader} leads {service:?}'s deployer and holds its releases: ask it to roll back."),
-            ));
-        }
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        board
-            .request_rollback(crate::web::Rollback {
-                commit: commit.clone(),
-                reason,
-                owner: credential.actor(),
-                reply,
-            })
-            .map_err(|_| {
-                Refused::new(
-                    StatusCode::CONFLICT,
-                    "rollback_in_progress",
-                    "Another rollback of this service is under way; try again when it is live.",
-                )
-            })?;
-        match tokio::time::timeout(ROLLBACK_WAIT, answer).await {
-            Ok(Ok(Ok(bugs))) => Ok::<_, Refused>(
-                Json(json!({
-                    "service": service,
-                    "live": commit.as_str(),
-                    "bugs_back_to_merged": bugs,
-                }))
-                .into_response(),
-            ),
-            Ok(Ok(Err(why))) => Err(Refused::new(
-                StatusCode::CONFLICT,
-                "rollback_refused",
-                format!("The release {} was not served again: {why}", commit.as_str()),
-            )),
-            Ok(Err(_)) => Err(Refused::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "deployer_stopped",
-                "The service's deployer stopped before it took the rollback; nothing changed.",
-            )),
-            Err(_) => Ok((
+        let answer = rollback::roll_back(
+            &state,
+            &service,
+            &request.commit,
+            &request.reason,
+            credential.actor(),
+        )
+        .await?;
+        Ok::<_, Refused>(match answer {
+            RolledBack::Live(bugs) => Json(json!({
+                "service": service,
+                "live": request.commit,
+                "bugs_back_to_merged": bugs,
+            }))
+            .into_response(),
+            RolledBack::UnderWay => (
                 StatusCode::ACCEPTED,
                 Json(json!({
                     "service": service,
-                    "rolling_back_to": commit.as_str(),
-                    "message": format!("The rollback is still under way after {} s (the deployer finishes the release it is on first); the crew page says when it is live.", ROLLBACK_WAIT.as_secs()),
+                    "rolling_back_to": request.commit,
+                    "message": format!("The rollback is still under way after {} s (the deployer finishes the release it is on first); the crew page says when it is live.", rollback::ROLLBACK_WAIT.as_secs()),
                 })),
             )
-                .into_response()),
-        }
+                .into_response(),
+        })
     }
     .await;
     respond(result)

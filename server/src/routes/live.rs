@@ -144,7 +144,7 @@ async fn forward_to(
         target.push('?');
         target.push_str(&query);
     }
-    let answer = match crate::service::instance::get(&live.dialer, &target).await {
+    let answer = match crate::service::instance::get(&live.dialer, live.addr, &target).await {
         Ok(answer) => answer,
         Err(error) => {
             tracing::warn!(%error, "the live release did not answer");

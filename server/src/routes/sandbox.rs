@@ -6,7 +6,7 @@
 
 use crate::auth::Credential;
 use crate::clock::now_ms;
-use crate::web::{guard, json_body, read_body, respond, AppState, LimitedBody, Refused};
+use crate::web::{guard, json_body, read_body_to_file, respond, AppState, LimitedBody, Refused};
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -255,13 +255,27 @@ pub async fn finish(
         parts
             .extensions
             .insert(crate::web::extract::BodyTimeout(OUTCOME_TIMEOUT));
-        let body = read_body(&parts, body, limit).await?;
-        let finished: Finished = json_body(&body)?;
-        let outcome = serde_json::to_string(&finished.outcome).map_err(|e| {
+        // Streamed to a file as it arrives (never held whole in memory while a slow worker
+        // sends it), then read from there off the request threads.
+        let file = read_body_to_file(&parts, body, limit).await?;
+        let (finished, outcome) = tokio::task::spawn_blocking(move || {
+            let finished: Finished = serde_json::from_reader(std::io::BufReader::new(file))?;
+            let outcome = serde_json::to_string(&finished.outcome)?;
+            Ok::<_, serde_json::Error>((finished, outcome))
+        })
+        .await
+        .map_err(|e| {
+            Refused::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "outcome_unread",
+                format!("reading the outcome stopped: {e}"),
+            )
+        })?
+        .map_err(|e| {
             Refused::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_body",
-                e.to_string(),
+                format!("The outcome does not read: {e}"),
             )
         })?;
         let recorded = state

@@ -1,14 +1,13 @@
 //! Asking a released instance: one HTTP/1.1 GET over a connection opened inside the
 //! instance's own network namespace ([`sandbox::NetnsDialer`]). The instance listens on its
-//! private loopback at [`INSTANCE_ADDR`]; nothing else can reach it, and it can reach nothing.
+//! private loopback at the address its project's launch names ([`domain::launch::Launch`],
+//! `127.0.0.1:8080` by default); nothing else can reach it, and it can reach nothing.
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Empty, Limited};
 use std::time::Duration;
 
-/// Where every released instance listens, inside its own network namespace.
-pub const INSTANCE_ADDR: &str = "127.0.0.1:8080";
 /// The most of one answer the desk reads.
 pub const ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// How long one question may take, connection included.
@@ -25,17 +24,23 @@ pub struct Answer {
     pub body: Bytes,
 }
 
-/// `GET path_and_query` (starting with `/`) of the instance behind `dialer`.
-pub async fn get(dialer: &sandbox::NetnsDialer, path_and_query: &str) -> Result<Answer, String> {
-    tokio::time::timeout(ASK_TIMEOUT, ask(dialer, path_and_query))
+/// `GET path_and_query` (starting with `/`) of the instance behind `dialer`, listening at
+/// `address` inside its namespace.
+pub async fn get(
+    dialer: &sandbox::NetnsDialer,
+    address: std::net::SocketAddr,
+    path_and_query: &str,
+) -> Result<Answer, String> {
+    tokio::time::timeout(ASK_TIMEOUT, ask(dialer, address, path_and_query))
         .await
         .map_err(|_| format!("no answer within {} s", ASK_TIMEOUT.as_secs()))?
 }
 
-async fn ask(dialer: &sandbox::NetnsDialer, path_and_query: &str) -> Result<Answer, String> {
-    let address = INSTANCE_ADDR
-        .parse()
-        .map_err(|e| format!("the instance address: {e}"))?;
+async fn ask(
+    dialer: &sandbox::NetnsDialer,
+    address: std::net::SocketAddr,
+    path_and_query: &str,
+) -> Result<Answer, String> {
     let stream = dialer
         .dial(address, ASK_TIMEOUT)
         .await
@@ -46,7 +51,7 @@ async fn ask(dialer: &sandbox::NetnsDialer, path_and_query: &str) -> Result<Answ
             .map_err(|e| format!("cannot speak HTTP: {e}"))?;
     let driver = tokio::spawn(connection);
     let request = Request::get(path_and_query)
-        .header(header::HOST, INSTANCE_ADDR)
+        .header(header::HOST, address.to_string())
         .header(header::CONNECTION, "close")
         .body(Empty::<Bytes>::new())
         .map_err(|e| format!("bad request: {e}"))?;

@@ -17,4 +17,5 @@ pub mod release;
 pub mod reporter;
 pub mod repro_context;
 pub mod reproduction;
+pub mod rollback;
 pub mod snapshot;

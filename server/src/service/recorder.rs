@@ -53,6 +53,9 @@ pub struct Expected {
     pub sha: CommitSha,
     /// The service name health must carry.
     pub service: String,
+    /// The assets the public address must serve, each at its path, with these SHA-256s (the
+    /// build's manifest; empty: none checked).
+    pub assets: std::collections::BTreeMap<String, String>,
 }
 
 /// Tells whether a public URL serves the same deployment as an immutable one.
@@ -243,7 +246,58 @@ pub async fn verify_once(
             immutable: immutable.to_owned(),
             reason,
         })?;
+    for (path, sha256) in &expected.assets {
+        served_asset(client, public, path, sha256).await?;
+    }
     Ok(at_immutable)
+}
+
+/// Checks that `url` serves the asset at `path` (from the service's root) with exactly
+/// `sha256`: read whole (up to the build's bound), hashed, compared.
+async fn served_asset(
+    client: &reqwest::Client,
+    url: &str,
+    path: &str,
+    sha256: &str,
+) -> Result<(), VerifyError> {
+    use sha2::Digest;
+    let endpoint = format!(
+        "{}/{}",
+        url.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    );
+    let mismatch = |reason: String| VerifyError::Mismatch {
+        url: url.to_owned(),
+        reason: format!("asset {path}: {reason}"),
+    };
+    let mut response = client
+        .get(&endpoint)
+        .send()
+        .await
+        .map_err(|e| mismatch(format!("not served: {e}")))?;
+    if !response.status().is_success() {
+        return Err(mismatch(format!("not served: HTTP {}", response.status())));
+    }
+    let mut hasher = sha2::Sha256::new();
+    let mut read: u64 = 0;
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| mismatch(format!("not served whole: {e}")))?
+    {
+        read += chunk.len() as u64;
+        if read > crate::service::release::MOST_ASSET_BYTES {
+            return Err(mismatch("served larger than the build's bound".to_owned()));
+        }
+        hasher.update(&chunk);
+    }
+    let served = hex::encode(hasher.finalize());
+    if served != sha256 {
+        return Err(mismatch(format!(
+            "serves SHA-256 {served}, the build's manifest says {sha256}"
+        )));
+    }
+    Ok(())
 }
 
 /// Where a verified deployment is recorded.

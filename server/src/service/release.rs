@@ -35,6 +35,90 @@ fn digest_path(deploy: &DeployConfig, commit: &CommitSha) -> PathBuf {
         .join(format!("{}.sha256", deploy.service))
 }
 
+/// Where the asset manifest of `commit`'s build is kept: each file of the launch's assets
+/// folder in that commit (`static/app.css`), by the path it is served at, with its SHA-256.
+fn manifest_path(deploy: &DeployConfig, commit: &CommitSha) -> PathBuf {
+    deploy
+        .dir
+        .join(commit.as_str())
+        .join(format!("{}.assets.json", deploy.service))
+}
+
+/// Most files an assets folder may hold.
+const MOST_ASSETS: usize = 2_000;
+/// Most bytes of one asset.
+pub const MOST_ASSET_BYTES: u64 = 32 * 1024 * 1024;
+
+/// The manifest of `folder` (relative to `tree`, the exported commit): every regular file
+/// under it, by its path from the tree's root (`/`-separated), with its SHA-256. A folder the
+/// commit lacks has none; a link is not an asset (it could name any file of the host); too
+/// many files or one too large is refused with the reason.
+pub fn asset_manifest_of(
+    tree: &Path,
+    folder: &str,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut manifest = std::collections::BTreeMap::new();
+    if folder.is_empty() {
+        return Ok(manifest);
+    }
+    let root = tree.join(folder);
+    if !std::fs::symlink_metadata(&root).is_ok_and(|m| m.is_dir()) {
+        return Ok(manifest);
+    }
+    let mut folders = vec![(root, folder.to_owned(), 0usize)];
+    while let Some((dir, prefix, depth)) = folders.pop() {
+        let entries = std::fs::read_dir(&dir)
+            .map_err(|e| format!("cannot read the assets folder {prefix}: {e}"))?;
+        for entry in entries {
+            let entry =
+                entry.map_err(|e| format!("cannot read the assets folder {prefix}: {e}"))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{prefix}/{name}");
+            let kind = entry
+                .file_type()
+                .map_err(|e| format!("cannot read {path}: {e}"))?;
+            if kind.is_dir() && depth < 16 {
+                folders.push((entry.path(), path, depth + 1));
+            } else if kind.is_file() {
+                let size = entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+                if size > MOST_ASSET_BYTES {
+                    return Err(format!(
+                        "the asset {path} is over {} MiB",
+                        MOST_ASSET_BYTES / 1024 / 1024
+                    ));
+                }
+                let sha =
+                    sha256_file(&entry.path()).map_err(|e| format!("cannot hash {path}: {e}"))?;
+                manifest.insert(path, sha);
+                if manifest.len() > MOST_ASSETS {
+                    return Err(format!(
+                        "the assets folder {folder} holds over {MOST_ASSETS} files"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(manifest)
+}
+
+/// The asset manifest kept for `commit`'s build (none kept: none, as for a build made before
+/// manifests were).
+pub fn asset_manifest(
+    deploy: &DeployConfig,
+    commit: &CommitSha,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    match std::fs::read(manifest_path(deploy, commit)) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            format!(
+                "the asset manifest of {} does not read: {e}",
+                commit.as_str()
+            )
+        }),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(Default::default()),
+        Err(error) => Err(format!("cannot read the asset manifest: {error}")),
+    }
+}
+
 /// Makes the release folder the desk's alone (0700): no other local account can enter it, so
 /// none can swap an artifact between its build and its start.
 pub fn private_root(deploy: &DeployConfig) -> std::io::Result<()> {
@@ -275,6 +359,11 @@ async fn build_artifact(
             tail(&format!("{}{}", outcome.stdout, outcome.stderr))
         )));
     }
+    // The assets the commit serves as they are, hashed from its own tree (never from what
+    // the build wrote): the recorder checks the live address serves exactly these.
+    let manifest = asset_manifest_of(snapshot.root(), &deploy.launch.assets).map_err(failed)?;
+    let manifest = serde_json::to_vec_pretty(&manifest)
+        .map_err(|e| failed(format!("cannot write the asset manifest: {e}")))?;
     // The artifact becomes the desk's own file, hashed as it lands: nothing the sandbox can
     // still write. Copied under another name and renamed whole, the hash first: a desk killed
     // mid-copy leaves no artifact that a later start would take for the built one.
@@ -288,6 +377,10 @@ async fn build_artifact(
         std::fs::write(&pending, format!("{sha256}  {}\n", deploy.service))?;
         std::fs::set_permissions(&pending, std::fs::Permissions::from_mode(0o644))?;
         std::fs::rename(&pending, &digest)?;
+        let listed = folder.join(format!(".{}.assets.json.partial", deploy.service));
+        std::fs::write(&listed, &manifest)?;
+        std::fs::set_permissions(&listed, std::fs::Permissions::from_mode(0o644))?;
+        std::fs::rename(&listed, manifest_path(deploy, commit))?;
         std::fs::rename(&partial, &artifact)?;
         std::fs::remove_dir_all(&scratch)?;
         // Readable (never writable) by the sandbox's user, who runs it from a read-only
@@ -309,11 +402,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_asset_manifest_lists_the_commits_files_by_path_never_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path();
+        std::fs::create_dir_all(tree.join("static/img")).unwrap();
+        std::fs::write(tree.join("static/app.css"), b"body{}").unwrap();
+        std::fs::write(tree.join("static/img/logo.svg"), b"<svg/>").unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", tree.join("static/passwd")).unwrap();
+        let manifest = asset_manifest_of(tree, "static").unwrap();
+        assert_eq!(
+            manifest.keys().collect::<Vec<_>>(),
+            ["static/app.css", "static/img/logo.svg"]
+        );
+        assert_eq!(
+            manifest["static/app.css"],
+            hex::encode(Sha256::digest(b"body{}"))
+        );
+        assert!(asset_manifest_of(tree, "public").unwrap().is_empty());
+        assert!(asset_manifest_of(tree, "").unwrap().is_empty());
+        // A folder that is a link is not followed either.
+        std::os::unix::fs::symlink("/etc", tree.join("linked")).unwrap();
+        assert!(asset_manifest_of(tree, "linked").unwrap().is_empty());
+    }
+
+    #[test]
     fn only_the_artifact_the_desk_built_and_hashed_is_started() {
         let dir = tempfile::tempdir().unwrap();
         let deploy = DeployConfig {
             dir: dir.path().join("releases"),
             service: "shop".into(),
+            launch: domain::launch::Launch::default(),
         };
         let commit = CommitSha::parse("0123456789abcdef0123456789abcdef01234567").unwrap();
         private_root(&deploy).unwrap();

@@ -44,6 +44,16 @@ pub struct LimitedBody(pub Bytes);
 enum BodyFault {
     TooLarge,
     Unreadable(String),
+    /// Where the body goes (a file) would not take it.
+    Unwritable(String),
+}
+
+fn unwritable(reason: &str) -> Refused {
+    Refused::new(
+        StatusCode::INSUFFICIENT_STORAGE,
+        "body_unwritable",
+        format!("The desk cannot keep the request body while it arrives ({reason}); nothing was recorded."),
+    )
 }
 
 fn too_large(limit: usize) -> Refused {
@@ -57,18 +67,27 @@ fn too_large(limit: usize) -> Refused {
     )
 }
 
-async fn read_limited(body: Body, limit: usize) -> Result<Bytes, BodyFault> {
+async fn read_limited<W>(body: Body, limit: usize, out: &mut W) -> Result<(), BodyFault>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
     use futures_util::StreamExt;
+    use tokio::io::AsyncWriteExt;
     let mut stream = body.into_data_stream();
-    let mut read = Vec::new();
+    let mut read = 0usize;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| BodyFault::Unreadable(e.to_string()))?;
-        if read.len() + chunk.len() > limit {
+        read = read.saturating_add(chunk.len());
+        if read > limit {
             return Err(BodyFault::TooLarge);
         }
-        read.extend_from_slice(&chunk);
+        out.write_all(&chunk)
+            .await
+            .map_err(|e| BodyFault::Unwritable(e.to_string()))?;
     }
-    Ok(Bytes::from(read))
+    out.flush()
+        .await
+        .map_err(|e| BodyFault::Unwritable(e.to_string()))
 }
 
 impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
@@ -85,6 +104,35 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for LimitedBody {
 /// does, with the same answers for a body too large, late or unreadable: for handlers that
 /// are not axum extractors (the server functions' middleware).
 pub async fn read_body(parts: &Parts, body: Body, limit: usize) -> Result<Bytes, Refused> {
+    let mut read = Vec::new();
+    read_body_into(parts, body, limit, &mut read).await?;
+    Ok(Bytes::from(read))
+}
+
+/// [`read_body`] into a file, as the bytes arrive: a large body (a worker's outcome) is never
+/// held in memory while it arrives. The file holds what was read, from its start.
+pub async fn read_body_to_file(
+    parts: &Parts,
+    body: Body,
+    limit: usize,
+) -> Result<std::fs::File, Refused> {
+    let unwritable = |e: std::io::Error| unwritable(&e.to_string());
+    let mut file = tokio::fs::File::from_std(tempfile::tempfile().map_err(unwritable)?);
+    read_body_into(parts, body, limit, &mut file).await?;
+    let mut file = file.into_std().await;
+    std::io::Seek::rewind(&mut file).map_err(unwritable)?;
+    Ok(file)
+}
+
+async fn read_body_into<W>(
+    parts: &Parts,
+    body: Body,
+    limit: usize,
+    out: &mut W,
+) -> Result<(), Refused>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
     let timeout = parts
         .extensions
         .get::<BodyTimeout>()
@@ -97,14 +145,15 @@ pub async fn read_body(parts: &Parts, body: Body, limit: usize) -> Result<Bytes,
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit));
     }
-    match tokio::time::timeout(timeout, read_limited(body, limit)).await {
-        Ok(Ok(bytes)) => Ok(bytes),
+    match tokio::time::timeout(timeout, read_limited(body, limit, out)).await {
+        Ok(Ok(())) => Ok(()),
         Ok(Err(BodyFault::TooLarge)) => Err(too_large(limit)),
         Ok(Err(BodyFault::Unreadable(reason))) => Err(Refused::new(
             StatusCode::BAD_REQUEST,
             "unreadable_body",
             format!("The request body could not be read ({reason}): send it whole, once, with a correct length."),
         )),
+        Ok(Err(BodyFault::Unwritable(reason))) => Err(unwritable(&reason)),
         Err(_) => Err(Refused::new(
             StatusCode::REQUEST_TIMEOUT,
             "body_timeout",

@@ -12,7 +12,9 @@ pub mod state;
 pub mod wait;
 
 pub use error::{json_body, no_store, respond, Refused};
-pub use extract::{client_key_of, client_of, read_body, ClientAddr, LimitedBody};
+pub use extract::{
+    client_key_of, client_of, read_body, read_body_to_file, ClientAddr, LimitedBody,
+};
 pub use ops::{guard, operation, Operation, OPERATIONS};
 pub use render::{render_hydrated, render_script_free};
 pub use state::{

@@ -119,6 +119,7 @@ impl AppState {
             write_probe: Arc::default(),
             releases: Arc::new(Releases {
                 service: config.deploy.as_ref().map(|d| d.service.clone()),
+                dir: config.deploy.as_ref().map(|d| d.dir.clone()),
                 ..Releases::default()
             }),
             merges: Arc::default(),
@@ -279,6 +280,8 @@ pub fn desk_sandbox(config: &crate::config::Config, store: &Store) -> sandbox::P
 pub struct Releases {
     /// The deployed service's name (`None`: no deployer on this desk).
     pub service: Option<String>,
+    /// The deployer's folder: each release built here, by commit.
+    pub dir: Option<std::path::PathBuf>,
     live: std::sync::RwLock<Option<LiveInstance>>,
     /// Another server on the database leads this service's deployer: its base URL, where
     /// `/live/<service>` is answered.
@@ -309,6 +312,8 @@ pub struct LiveInstance {
     pub artifact_sha256: String,
     /// The only way to it: connections opened inside its own network namespace.
     pub dialer: Arc<sandbox::NetnsDialer>,
+    /// Where it listens inside that namespace.
+    pub addr: std::net::SocketAddr,
 }
 
 /// Where the latest release stands.
@@ -358,10 +363,11 @@ impl ReleaseStep {
 }
 
 impl Releases {
-    /// An empty board for `service`.
-    pub fn serving(service: &str) -> Releases {
+    /// An empty board for `service`, whose releases are built in `dir`.
+    pub fn serving(service: &str, dir: &std::path::Path) -> Releases {
         Releases {
             service: Some(service.to_owned()),
+            dir: Some(dir.to_owned()),
             ..Releases::default()
         }
     }

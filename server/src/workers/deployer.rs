@@ -5,7 +5,7 @@
 //! held in the sandbox like any generated code: its own unprivileged user, a read-only root
 //! and release folder, a private scratch, limits, an empty environment and a network namespace
 //! of its own, where it listens on its private loopback
-//! ([`crate::service::instance::INSTANCE_ADDR`]). The desk alone reaches it, by opening
+//! (the address its launch names, `127.0.0.1:8080` by default). The desk alone reaches it, by opening
 //! connections inside that namespace; it reaches neither the desk nor anything else. Once its
 //! health names that exact commit, `/live/<service>` moves to it and the previous instance
 //! stops. A held or failed release leaves the previous one live and is said on the desk (and,
@@ -70,19 +70,31 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
     // The environment's deployer beats for every project; without it, the first project
     // that deploys starts the heartbeat (a desk that deploys nothing has no recorder here).
     let mut beating = state.releases.service.is_some();
-    let mut lanes: HashMap<String, (String, tokio::task::JoinHandle<()>)> = HashMap::new();
+    // Each project's lane, by the service and launch it was started for: a change of either
+    // starts the lane again.
+    type Lane = (
+        (String, domain::launch::Launch),
+        tokio::task::JoinHandle<()>,
+    );
+    let mut lanes: HashMap<String, Lane> = HashMap::new();
     loop {
         let scope = state.projects.scope();
-        let wanted: Vec<(String, String)> = scope
+        let wanted: Vec<(String, String, domain::launch::Launch)> = scope
             .targets
             .iter()
             .filter(|t| t.project != ENVIRONMENT_PROJECT)
-            .filter_map(|t| t.deploy.clone().map(|service| (t.project.clone(), service)))
+            .filter_map(|t| {
+                t.deploy
+                    .clone()
+                    .map(|service| (t.project.clone(), service, t.launch.clone()))
+            })
             .collect();
         lanes.retain(|project, (service, lane)| {
-            let keep = wanted.iter().any(|(p, s)| p == project && s == service);
+            let keep = wanted
+                .iter()
+                .any(|(p, s, launch)| p == project && *s == service.0 && *launch == service.1);
             if !keep {
-                tracing::info!(project, service = %service, "the project no longer deploys this service; its deployer stops");
+                tracing::info!(project, service = %service.0, "the project no longer deploys this service (or starts it otherwise); its deployer stops");
                 lane.abort();
                 if let Ok(mut boards) = state.project_releases.write() {
                     boards.remove(project);
@@ -90,7 +102,7 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
             }
             keep
         });
-        for (project, service) in wanted {
+        for (project, service, launch) in wanted {
             if lanes.contains_key(&project) {
                 continue;
             }
@@ -100,14 +112,15 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
                 }
                 beating = true;
             }
-            let board = Arc::new(Releases::serving(&service));
-            if let Ok(mut boards) = state.project_releases.write() {
-                boards.insert(project.clone(), board.clone());
-            }
             let deploy = DeployConfig {
                 dir: root.join("projects").join(&project),
                 service: service.clone(),
+                launch: launch.clone(),
             };
+            let board = Arc::new(Releases::serving(&service, &deploy.dir));
+            if let Ok(mut boards) = state.project_releases.write() {
+                boards.insert(project.clone(), board.clone());
+            }
             tracing::info!(project, service = %service, "the deployer releases what lands on the project's branch");
             let lane = tokio::spawn(serve(
                 state.clone(),
@@ -116,7 +129,7 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
                 deploy,
                 recorder.clone(),
             ));
-            lanes.insert(project, (service, lane));
+            lanes.insert(project, ((service, launch), lane));
         }
         tokio::time::sleep(POLL).await;
     }
@@ -546,9 +559,22 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
     let immutable = format!("{}/release/{}/{sha}", recorder.desk, deploy.service);
     let public = format!("{}/live/{}", recorder.desk, deploy.service);
     let deployment = format!("{}-{}", deploy.service, &sha[..12]);
+    let assets = match crate::service::release::asset_manifest(deploy, commit) {
+        Ok(assets) => assets,
+        Err(error) => {
+            releases.report(
+                sha,
+                ReleaseStep::Failed,
+                format!("live but not recorded: {error}"),
+            );
+            return;
+        }
+    };
+    let asset_count = assets.len();
     let expected = Expected {
         sha: commit.clone(),
         service: deploy.service.clone(),
+        assets,
     };
     let publish = Publish::Desk {
         url: &recorder.desk,
@@ -564,7 +590,7 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
                 sha,
                 ReleaseStep::Live,
                 format!(
-                    "live and recorded as {id} ({how}, checked and recorded in {checked_ms} ms)"
+                    "live and recorded as {id} ({how}, {asset_count} asset(s) served as built, checked and recorded in {checked_ms} ms)"
                 ),
             );
         }
@@ -634,25 +660,32 @@ async fn start(
     // sandbox's bare one (none of the desk's database URL, tokens or keys).
     let job = sandbox::SandboxJob::new(
         folder,
-        vec![
-            format!("{}/{}", sandbox::isolated::SNAPSHOT_DIR, deploy.service),
-            "--addr".into(),
-            crate::service::instance::INSTANCE_ADDR.into(),
-        ],
+        std::iter::once(format!(
+            "{}/{}",
+            sandbox::isolated::SNAPSHOT_DIR,
+            deploy.service
+        ))
+        .chain(deploy.launch.filled_args())
+        .collect(),
         Duration::from_secs(3600),
     );
+    // Beyond the sandbox's bare environment, only what the project's launch names.
+    let mut job = job;
+    job.env.extend(deploy.launch.env.iter().cloned());
     let service = sandbox::Service::start(sandbox, job, START_DEADLINE)
         .await
         .map_err(|e| format!("the new instance did not start: {e}"))?;
     let dialer = sandbox::NetnsDialer::open(service.netns_pid())
         .map_err(|e| format!("cannot reach the new instance's network: {e}"))?;
     let dialer = Arc::new(dialer);
-    match tokio::time::timeout(START_DEADLINE, healthy(&dialer, commit)).await {
+    let addr = deploy.launch.addr();
+    match tokio::time::timeout(START_DEADLINE, healthy(&dialer, addr, commit)).await {
         Ok(Ok(())) => Ok(Running {
             live: LiveInstance {
                 commit: commit.as_str().to_owned(),
                 artifact_sha256,
                 dialer,
+                addr,
             },
             service,
         }),
@@ -687,10 +720,14 @@ fn said(outcome: Option<sandbox::RunOutcome>) -> String {
 }
 
 /// Waits until the instance's health answers `ok` with exactly `commit`.
-async fn healthy(dialer: &sandbox::NetnsDialer, commit: &CommitSha) -> Result<(), String> {
+async fn healthy(
+    dialer: &sandbox::NetnsDialer,
+    addr: std::net::SocketAddr,
+    commit: &CommitSha,
+) -> Result<(), String> {
     let mut last = String::new();
     for _ in 0..40 {
-        match crate::service::instance::get(dialer, "/api/health").await {
+        match crate::service::instance::get(dialer, addr, "/api/health").await {
             Ok(answer) => {
                 let health: serde_json::Value =
                     serde_json::from_slice(&answer.body).unwrap_or_default();

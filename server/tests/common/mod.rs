@@ -360,3 +360,16 @@ pub async fn open_measured_draft(
     store.close().await;
     draft.head.as_str().to_owned()
 }
+
+/// A stored project's definition as the database holds it (JSON), read with the store.
+pub async fn stored_project(database_url: &str, id: &str) -> serde_json::Value {
+    let store = store::Store::connect(&store::DatabaseUrl::parse(database_url).unwrap())
+        .await
+        .unwrap();
+    let stored = store.projects().await.unwrap();
+    let project = stored
+        .iter()
+        .find(|p| p.id == id)
+        .unwrap_or_else(|| panic!("no stored project {id}"));
+    serde_json::from_str(&project.spec).unwrap()
+}
