@@ -3,9 +3,7 @@
 //! outside the script proposes nothing; the OpenAI-compatible client, talking to a double on
 //! 127.0.0.1, gets its call reserved and settled at the reported tokens' price.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use axum::routing::post;
 use axum::{Json, Router};

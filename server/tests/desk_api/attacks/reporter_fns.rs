@@ -3,7 +3,7 @@
 //! `POST /api/v1/reports` — hostile text, broken and oversized bodies, someone else's or a
 //! made-up link, a capability in a URL, and the rate limits approached from the other door.
 
-use crate::support::{bug_awaiting_reporter, Target};
+use super::support::{bug_awaiting_reporter, Target};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! every credential is tried on each — nobody, a bad cookie, each crew role's token — and the
 //! owner without the CSRF token, with another's, from a plain form post and from a script.
 
-use crate::support::{Session, Target};
+use super::support::{Session, Target};
 use domain::Role;
 use serde_json::Value;
 

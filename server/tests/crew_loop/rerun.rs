@@ -2,9 +2,7 @@
 //! on an assertion there is recorded; a passing test, a test that does not compile, an
 //! existing file or a path outside the tests are refused, and every run is kept as evidence.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::Role;
 use serde_json::{json, Value};

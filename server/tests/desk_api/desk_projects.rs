@@ -4,9 +4,7 @@
 //! crew token may not; hostile text is shown as text; a plain form post (no JavaScript)
 //! comes back to the crew page.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use common::{sign_in, OWNER, PASSWORD};
 use domain::Role;

@@ -1,11 +1,7 @@
 //! The attack suite: each test is one thing an outside attacker (or a careless user) tried
 //! against the running desk, over HTTP against the real binary on 127.0.0.1, and each failed
 //! on the desk before its fix. They check the desk against an attacker, not against its own
-//! description. One module per area, under `tests/attacks/`.
-
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+//! description. One module per area, under `attacks/`.
 
 #[path = "attacks/desk_fns.rs"]
 mod desk_fns;

@@ -2,9 +2,7 @@
 //! auth matrix: every operation in the served OpenAPI document, called with every kind of
 //! credential, answers the status its declared security implies.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use common::sign_in;
 use domain::Role;

@@ -1,8 +1,6 @@
 //! `r2r ledger verify` and `r2r bench ledger` as an operator runs them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::workflow::{decide, Actor, Bug, Command, Evidence, Policy};
 use domain::Role;

@@ -2,9 +2,7 @@
 //! (npm `@octokit/webhooks-examples`, ids and SHAs adapted) and the REST client talking to a
 //! protocol-level double of the API on 127.0.0.1.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -928,19 +926,24 @@ async fn a_deployment_counts_only_once_the_required_checks_passed_on_its_commit(
         deployed.deployments[0].id, "72",
         "the latest held deployment"
     );
-    let recorded = store
-        .webhook_delivery("github", "c-suite")
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        recorded
-            .outcome
-            .as_deref()
+    // The delivery's outcome is written just after the bug moves: wait for it (bounded).
+    let mut outcome = None;
+    for _ in 0..100 {
+        outcome = store
+            .webhook_delivery("github", "c-suite")
+            .await
             .unwrap()
-            .contains("recorded: its required checks turned green"),
-        "{:?}",
-        recorded.outcome
+            .and_then(|d| d.outcome);
+        if outcome.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        outcome
+            .as_deref()
+            .is_some_and(|o| o.contains("recorded: its required checks turned green")),
+        "{outcome:?}"
     );
     // A later green deployment of the same commit adds a record, and nothing is held any more.
     deliver(base, "deployment_status", "c-green", &deployment(79), None).await;

@@ -2,8 +2,8 @@
 //! invitation, the invitation's link shown once to its maker only (a signed cookie of their
 //! own browser), and confirming a pending owner only by someone other than their inviter.
 
-use crate::desk_fns::{call, call_as, strangers};
-use crate::support::{Session, Target};
+use super::desk_fns::{call, call_as, strangers};
+use super::support::{Session, Target};
 
 /// An invitation made on the desk as a browser without JavaScript makes it: the form post to
 /// `desk_act`, then the owners page the answer sends it to, with the cookie it set. The link,

@@ -5,9 +5,7 @@
 //! the worker routes and nothing else, the crew's tokens do not open them, and a revoked
 //! token stops at once. Without any worker the desk says so instead of waiting for ever.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::Role;
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! served HTML must carry a stranger's text escaped wherever it lands, and every page must
 //! carry a Content-Security-Policy that would stop an inline script even then.
 
-use crate::support::Target;
+use super::support::Target;
 
 /// The reviewer's payload, shortened: close the title, run script.
 const TITLE_BREAKER: &str =
@@ -82,7 +82,7 @@ async fn every_page_carries_a_script_policy_with_a_fresh_nonce() {
         "/no-such-page".to_owned(),
     ] {
         // Signed in, the sign-in page only redirects: ask for it as a stranger.
-        let anonymous = crate::support::Session {
+        let anonymous = super::support::Session {
             cookie: String::new(),
             csrf: String::new(),
         };

@@ -4,9 +4,7 @@
 //! with the scripted model ending in a draft pull request whose branch holds the confirmed
 //! test byte for byte.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::Role;
 use serde_json::{json, Value};

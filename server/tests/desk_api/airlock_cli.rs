@@ -1,8 +1,6 @@
 //! `r2r airlock scan` over JSON lines, as an operator or a pipeline uses it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::Stdio;

@@ -3,8 +3,8 @@
 //! changing). A waiting page must cost nothing, and a change — made through this server,
 //! or through another one on the same PostgreSQL — must still reach every open page.
 
+use super::support::Target;
 use crate::common;
-use crate::support::Target;
 use serde_json::json;
 use std::time::Duration;
 

@@ -1,7 +1,5 @@
 //! `/api/health` answers 503 with a reason when the database cannot be reached.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use app::dto::Health;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

@@ -3,9 +3,7 @@
 //! owner, merged with a real git merge, recorded live by the recorder and confirmed by the
 //! reporter — and the refusals on the way change nothing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
 use domain::Role;

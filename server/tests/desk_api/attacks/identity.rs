@@ -2,8 +2,8 @@
 //! approving identity, forged sign-ins and sign-outs from another site, and sign-in limits
 //! dodged with spaces or turned against an owner.
 
+use super::support::{bug_in_review, forge, Target};
 use crate::common::{OWNER, PASSWORD};
-use crate::support::{bug_in_review, forge, Target};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,7 +62,7 @@ async fn one_owner_approving_through_the_api_and_through_the_desk_form_counts_on
     assert_eq!(status, 409);
 }
 
-async fn invite(target: &Target, session: &crate::support::Session) -> String {
+async fn invite(target: &Target, session: &super::support::Session) -> String {
     let (status, body) = target
         .post_as(session, "/api/v1/owners/invites", json!({}))
         .await;

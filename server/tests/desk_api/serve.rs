@@ -1,8 +1,6 @@
 //! The real server on a random port, against SQLite and against PostgreSQL.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use app::dto::Health;
 use common::{r2r, start_server};
@@ -234,9 +232,10 @@ fn setup_puts_shoplite_in_a_local_forge_and_picks_the_scripted_model() {
             "Cargo.lock",
             "Cargo.toml",
             "src/lib.rs",
-            "src/main.rs"
+            "src/main.rs",
+            "static/shop.css"
         ],
-        "ShopLite and its service, without the test the crew has to write"
+        "ShopLite, its service and its asset, without the test the crew has to write"
     );
     let tallybook = bare.with_file_name("tallybook.git");
     let listing = std::process::Command::new("git")

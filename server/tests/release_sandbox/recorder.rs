@@ -1,9 +1,7 @@
 //! `r2r recorder verify` against a running desk: a URL serving another commit, or one that
 //! does not answer, is refused and records nothing; the exact commit is recorded.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use app::dto::Health;
 use domain::workflow::{decide, Actor, Command, CommitSha, Evidence, Policy, Reproduction, Rerun};

@@ -5,9 +5,7 @@
 //! retried without repeating the channels that went through; a delivery repeated after a
 //! crash shows once.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use axum::http::{HeaderMap, StatusCode};
 use common::{OwnerDesk, OWNER, PASSWORD};

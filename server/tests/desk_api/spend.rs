@@ -2,9 +2,7 @@
 //! past the budget is a 429 that names the limit, owners read the book, a bad budget setting
 //! stops the server with the variable's name.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::Role;
 use serde_json::{json, Value};

@@ -3,9 +3,7 @@
 //! disconnected to connected; and `r2r serve` with the crew in-process taking a ShopLite bug
 //! from a report to a reviewed draft pull request with nobody driving it but the reporter.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use domain::Role;
 use serde_json::{json, Value};

@@ -1,8 +1,6 @@
 //! `r2r demo reproduce`: the shipped ShopLite fails its coupon test; the fixed one passes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use futures_util::FutureExt;
 

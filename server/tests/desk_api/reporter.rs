@@ -2,9 +2,7 @@
 //! clustering, private links, quarantine, redaction, rate limits, the two questions and the
 //! logs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use app::dto::{AnswerOutcome, ApiError, ReportReceipt, Tracking, CAPABILITY_HEADER};
 use common::{start_server, start_server_with};

@@ -2,7 +2,7 @@
 //! table says. `POST /api/v1/bugs/{id}/fix/start` once named an undeclared operation and fell
 //! back to the rules of the public health check.
 
-use crate::support::Target;
+use super::support::Target;
 use domain::Role;
 use serde_json::json;
 
