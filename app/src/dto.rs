@@ -1,5 +1,6 @@
 //! Data shapes that cross the wire between the server and the browser.
 
+pub use domain::{BugState, DeskAction};
 use serde::{Deserialize, Serialize};
 
 /// The service name every health answer carries; the recorder checks it.
@@ -182,8 +183,8 @@ pub struct ReleaseView {
 pub struct BugView {
     /// Id.
     pub id: String,
-    /// State name.
-    pub state: String,
+    /// Its state.
+    pub state: BugState,
     /// State in plain words.
     pub state_label: String,
     /// How many reports the bug gathers (yours included).
@@ -268,7 +269,7 @@ pub struct AnswerOutcome {
     /// Whether it changed anything (false: the question had moved on).
     pub recorded: bool,
     /// The bug's state afterwards.
-    pub state: String,
+    pub state: BugState,
     /// Plain words.
     pub message: String,
 }
@@ -371,7 +372,7 @@ pub struct BugRow {
     /// Component.
     pub component: String,
     /// State.
-    pub state: String,
+    pub state: BugState,
     /// Review tier, when a fix exists.
     pub tier: Option<u8>,
     /// Reports joined.
@@ -404,7 +405,7 @@ pub struct Dashboard {
     /// The signed-in owner.
     pub owner: String,
     /// Bugs per state (every state, zero included), in the loop's order.
-    pub counts: Vec<(String, usize)>,
+    pub counts: Vec<(BugState, usize)>,
     /// The bugs shown (filtered, sorted; what waits for a person first).
     pub bugs: Vec<BugRow>,
     /// All bugs before filtering.
@@ -453,7 +454,7 @@ pub struct Paging {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeskFilter {
     /// Only this state.
-    pub state: Option<String>,
+    pub state: Option<BugState>,
     /// Only this component.
     pub component: Option<String>,
     /// Only this tier.
@@ -601,8 +602,8 @@ pub struct BugDesk {
     pub ledger_status: String,
     /// What happened after the last action (`?done=…`).
     pub notice: Option<String>,
-    /// Actions an owner can take now: `approve`, `merge`, `reopen`.
-    pub actions: Vec<String>,
+    /// Actions an owner can take now.
+    pub actions: Vec<DeskAction>,
     /// What crew roles say they are doing about this bug right now.
     pub crew_working: Vec<String>,
     /// What the crew spent on this bug and what is left: model spend against the per-bug
@@ -709,7 +710,7 @@ pub struct CrewDesk {
 }
 
 /// A confirmation page for an owner's action.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Confirm {
     /// The signed-in owner.
     pub owner: String,
@@ -717,9 +718,8 @@ pub struct Confirm {
     pub csrf: String,
     /// The bug.
     pub bug: String,
-    /// `approve`, `merge`, `reopen`, `retry`, `take_over`, `contact`, `duplicate`, `invite`,
-    /// `confirm_owner`.
-    pub action: String,
+    /// The action asked about.
+    pub action: DeskAction,
     /// The report written to, for `contact`.
     #[serde(default)]
     pub report: Option<String>,
@@ -810,31 +810,36 @@ pub struct ActInput {
 
 /// The words of a confirmation for `action`: its heading, its "yes" button, and whether it is
 /// the destructive kind (styled as danger).
-pub fn question_words(action: &str) -> (&'static str, String, bool) {
+pub fn question_words(action: DeskAction) -> (&'static str, String, bool) {
     let title = match action {
-        "approve" => "Approve this exact head?",
-        "merge" => "Merge this fix?",
-        "contact" => "Write to this reporter?",
-        "invite" => "Invite another owner?",
-        "confirm_owner" => "Confirm this owner?",
-        "retry" => "Give this bug back to the crew?",
-        "take_over" => "Take this bug over from the crew?",
-        "promote" => "Promote this bug before a reporter confirms it?",
-        "duplicate" => "Mark this bug as a duplicate?",
-        "reopen" => "Reopen this bug?",
-        _ => "Which action?",
+        DeskAction::Approve => "Approve this exact head?",
+        DeskAction::Merge => "Merge this fix?",
+        DeskAction::Contact => "Write to this reporter?",
+        DeskAction::Invite => "Invite another owner?",
+        DeskAction::ConfirmOwner => "Confirm this owner?",
+        DeskAction::Retry => "Give this bug back to the crew?",
+        DeskAction::TakeOver => "Take this bug over from the crew?",
+        DeskAction::Promote => "Promote this bug before a reporter confirms it?",
+        DeskAction::Duplicate => "Mark this bug as a duplicate?",
+        DeskAction::Reopen => "Reopen this bug?",
+        DeskAction::Rollback => "Serve this earlier release again?",
     };
     let yes = match action {
-        "contact" => "Yes, send the message".to_owned(),
-        "invite" => "Yes, make the link".to_owned(),
-        "confirm_owner" => "Yes, confirm".to_owned(),
-        "retry" => "Yes, give it back to the crew".to_owned(),
-        "take_over" => "Yes, take it over".to_owned(),
-        "promote" => "Yes, promote it".to_owned(),
-        "duplicate" => "Yes, merge the reports".to_owned(),
+        DeskAction::Contact => "Yes, send the message".to_owned(),
+        DeskAction::Invite => "Yes, make the link".to_owned(),
+        DeskAction::ConfirmOwner => "Yes, confirm".to_owned(),
+        DeskAction::Retry => "Yes, give it back to the crew".to_owned(),
+        DeskAction::TakeOver => "Yes, take it over".to_owned(),
+        DeskAction::Promote => "Yes, promote it".to_owned(),
+        DeskAction::Duplicate => "Yes, merge the reports".to_owned(),
+        DeskAction::Rollback => "Yes, serve it again".to_owned(),
         other => format!("Yes, {other}"),
     };
-    (title, yes, action == "reopen")
+    (
+        title,
+        yes,
+        matches!(action, DeskAction::Reopen | DeskAction::Rollback),
+    )
 }
 
 /// `/desk/owners`.

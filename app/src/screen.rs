@@ -103,7 +103,7 @@ pub struct OwnersScreen {
 }
 
 /// The question before an owner's action.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuestionScreen {
     /// The data the question was drawn from (the server's answer only).
     #[cfg(feature = "ssr")]

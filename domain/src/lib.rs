@@ -8,6 +8,7 @@ pub mod capability;
 pub mod cluster;
 pub mod codeowners;
 pub mod crew;
+pub mod desk_action;
 pub mod launch;
 pub mod ledger;
 pub mod notice;
@@ -20,5 +21,6 @@ pub mod workflow;
 
 pub use actor::Role;
 pub use capability::{Capability, CapabilityError, CapabilityHash};
+pub use desk_action::DeskAction;
 pub use state::BugState;
 pub use tier::Tier;

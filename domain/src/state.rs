@@ -4,10 +4,11 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Where a bug stands in the loop from report to verified release.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BugState {
     /// Reported, not yet looked at.
+    #[default]
     New,
     /// Advisory triage is done.
     Triaged,

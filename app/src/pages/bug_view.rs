@@ -12,7 +12,7 @@ use {
     super::confirm::Ask,
     super::desk::{state_words, DeskNav},
     super::diff_view::DiffViewer,
-    crate::dto::{BugDesk, EvidenceView},
+    crate::dto::{BugDesk, DeskAction, EvidenceView},
     crate::erase::IntoAnySync,
     crate::net::format_time,
     crate::screen::ServerHtml,
@@ -377,17 +377,21 @@ fn words(text: &str, keywords: &[&str]) -> Vec<(&'static str, String)> {
 #[cfg(feature = "ssr")]
 pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
     let id = bug.bug.id.clone();
-    let action = |name: &str| bug.actions.iter().any(|a| a == name);
-    let (approve, merge, reopen) = (action("approve"), action("merge"), action("reopen"));
-    let (retry, take_over) = (action("retry"), action("take_over"));
-    let (duplicate, promote) = (action("duplicate"), action("promote"));
+    let action = |wanted: DeskAction| bug.actions.contains(&wanted);
+    let (approve, merge, reopen) = (
+        action(DeskAction::Approve),
+        action(DeskAction::Merge),
+        action(DeskAction::Reopen),
+    );
+    let (retry, take_over) = (action(DeskAction::Retry), action(DeskAction::TakeOver));
+    let (duplicate, promote) = (action(DeskAction::Duplicate), action(DeskAction::Promote));
     let summary = Summary::of(&bug);
     let head = ServerHtml::render(view! {
         <p class="hint"><a href="/desk" rel="external">"All bugs"</a></p>
             <h1>{bug.bug.title.clone()}</h1>
             <p>
                 <code>{id.clone()}</code>" · "{bug.bug.component.clone()}" · "
-                <span class=format!("state state-{}", bug.bug.state) data-testid="bug-state">{state_words(&bug.bug.state)}</span>
+                <span class=format!("state state-{}", bug.bug.state.as_str()) data-testid="bug-state">{state_words(bug.bug.state)}</span>
                 {bug.bug.tier.map(|t| format!(" · tier {t}"))}
                 {format!(" · version {}", bug.version)}
             </p>
@@ -407,13 +411,13 @@ pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
     // crew's work, a new version) must not replace a button under an owner's pointer.
     let actions = ServerHtml::render(view! {
         <div class="actions">
-            {approve.then(|| view! { <Ask bug=id.clone() action="approve" label="Approve this exact head…".to_owned()/> })}
-            {merge.then(|| view! { <Ask bug=id.clone() action="merge" label="Merge…".to_owned()/> })}
-            {retry.then(|| view! { <Ask bug=id.clone() action="retry" label="Try again…".to_owned()/> })}
-            {promote.then(|| view! { <Ask bug=id.clone() action="promote" label="Promote…".to_owned()/> })}
-            {take_over.then(|| view! { <Ask bug=id.clone() action="take_over" label="Take it over…".to_owned()/> })}
-            {duplicate.then(|| view! { <Ask bug=id.clone() action="duplicate" label="Mark as duplicate of…".to_owned()/> })}
-        {reopen.then(|| view! { <Ask bug=id.clone() action="reopen" label="Reopen…".to_owned()/> })}
+            {approve.then(|| view! { <Ask bug=id.clone() action=DeskAction::Approve label="Approve this exact head…".to_owned()/> })}
+            {merge.then(|| view! { <Ask bug=id.clone() action=DeskAction::Merge label="Merge…".to_owned()/> })}
+            {retry.then(|| view! { <Ask bug=id.clone() action=DeskAction::Retry label="Try again…".to_owned()/> })}
+            {promote.then(|| view! { <Ask bug=id.clone() action=DeskAction::Promote label="Promote…".to_owned()/> })}
+            {take_over.then(|| view! { <Ask bug=id.clone() action=DeskAction::TakeOver label="Take it over…".to_owned()/> })}
+            {duplicate.then(|| view! { <Ask bug=id.clone() action=DeskAction::Duplicate label="Mark as duplicate of…".to_owned()/> })}
+        {reopen.then(|| view! { <Ask bug=id.clone() action=DeskAction::Reopen label="Reopen…".to_owned()/> })}
         </div>
     });
     let summary = ServerHtml::render(summary);
@@ -433,7 +437,7 @@ pub(crate) fn bug_screen(bug: BugDesk, split: bool) -> BugScreen {
                     <dt>"Answers"</dt><dd>{if r.answers.is_empty() { "none yet".to_owned() } else { r.answers.join("; ") }}</dd>
                     <dt>"Contact"</dt><dd>{if r.has_contact { "email address on file (the concierge emails your messages)" } else { "tracking link only" }}</dd>
                 </dl>
-                <Ask bug=id.clone() action="contact" label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
+                <Ask bug=id.clone() action=DeskAction::Contact label=format!("Write to the reporter of {report_id}…") report=report_id.clone()/>
             </article>
         }}).collect_view()}
     });

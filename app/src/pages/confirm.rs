@@ -9,7 +9,7 @@
 
 use super::desk::DeskRefusal;
 use crate::desk_fns::{desk_question, DeskAct};
-use crate::dto::{question_words, DeskError};
+use crate::dto::{question_words, DeskAction, DeskError};
 use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use crate::screen::QuestionScreen;
@@ -106,8 +106,8 @@ pub(crate) fn form_fields(
 
 /// Whether `action` is one of the owners page's (invite, confirm an owner).
 #[cfg(feature = "ssr")]
-fn owners_action(action: &str) -> bool {
-    matches!(action, "invite" | "confirm_owner")
+fn owners_action(action: DeskAction) -> bool {
+    action.on_the_owners()
 }
 
 /// An action button that asks first (`action-{action}` for tests): a GET form to the
@@ -118,7 +118,7 @@ fn owners_action(action: &str) -> bool {
 pub(crate) fn Ask(
     /// The bug; empty for a quarantined report.
     bug: String,
-    action: &'static str,
+    action: DeskAction,
     label: String,
     /// The report written to, for `contact`.
     #[prop(optional)]
@@ -139,7 +139,8 @@ pub(crate) fn Ask(
     };
     let in_address = report.clone().filter(|_| !bug.is_empty());
     let person_field = person.clone();
-    let class = if action == "reopen" {
+    let action = action.as_str();
+    let class = if action == DeskAction::Reopen.as_str() {
         "button danger"
     } else {
         "button"
@@ -159,7 +160,7 @@ pub(crate) fn Ask(
 /// will happen with the form.
 #[cfg(feature = "ssr")]
 pub(crate) fn question_screen(question: Confirm) -> QuestionScreen {
-    let heading = question_words(&question.action).0;
+    let heading = question_words(question.action).0;
     QuestionScreen {
         heading: heading.to_owned(),
         nav_html: ServerHtml::render(view! { <DeskNav owner=question.owner.clone()/> }),
@@ -224,8 +225,8 @@ pub(crate) fn act_on_submit(
 #[component]
 fn QuestionForm(question: Confirm) -> impl IntoView {
     use leptos::server_fn::ServerFn;
-    let (_, yes, danger) = question_words(&question.action);
-    let back = if owners_action(&question.action) {
+    let (_, yes, danger) = question_words(question.action);
+    let back = if owners_action(question.action) {
         "/desk/owners".to_owned()
     } else if question.bug.is_empty() {
         "/desk".to_owned()
@@ -239,18 +240,18 @@ fn QuestionForm(question: Confirm) -> impl IntoView {
         </ul>
         <form method="post" action=DeskAct::url() class="cart-form" data-act="">
             <input type="hidden" name="csrf" value=question.csrf.clone()/>
-            <input type="hidden" name="action" value=question.action.clone()/>
+            <input type="hidden" name="action" value=question.action.as_str()/>
             <input type="hidden" name="bug" value=question.bug.clone()/>
             {question.report.clone().map(|r| view! { <input type="hidden" name="report" value=r/> })}
             {question.person.clone().map(|p| view! { <input type="hidden" name="person" value=p/> })}
             {question.head.clone().map(|head| view! { <input type="hidden" name="head" value=head/> })}
-            {(question.action == "contact").then(|| view! {
+            {(question.action == DeskAction::Contact).then(|| view! {
                 <div class="field">
                     <label for="text">{format!("Your message to the reporter of {report}")}</label>
                     <textarea id="text" name="text" rows="5" required maxlength="4000"></textarea>
                 </div>
             })}
-            {(question.action == "duplicate").then(|| {
+            {(question.action == DeskAction::Duplicate).then(|| {
                 let none = question.choices.is_empty();
                 view! {
                     <div class="field">
@@ -262,7 +263,7 @@ fn QuestionForm(question: Confirm) -> impl IntoView {
                     </div>
                 }
             })}
-            {(question.action == "reopen").then(|| view! {
+            {(question.action == DeskAction::Reopen).then(|| view! {
                 <div class="field">
                     <label for="reason">"Why (the reporters will see that it was reopened)"</label>
                     <input id="reason" name="reason" type="text" required maxlength="2000"/>
@@ -455,7 +456,7 @@ pub fn ConfirmPage() -> impl IntoView {
         desk_question(bug, report, action, person)
     });
     let act = ServerAction::<DeskAct>::new();
-    let title = question_words(&key().2).0;
+    let title = DeskAction::parse(&key().2).map_or("Which action?", |a| question_words(a).0);
     let back = if on_owners {
         "/desk/owners".to_owned()
     } else if on_report {

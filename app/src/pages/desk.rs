@@ -8,7 +8,7 @@ use leptos::prelude::*;
 #[cfg(feature = "ssr")]
 use {
     super::confirm::Ask,
-    crate::dto::{CrewDesk, Dashboard, DeskPage, InvitePage},
+    crate::dto::{BugState, CrewDesk, Dashboard, DeskAction, DeskPage, InvitePage},
     crate::layout::PageTitle,
     crate::net::{format_time, machine_time, relative_time},
     crate::screen::{CrewScreen, DashboardScreen, ServerHtml},
@@ -106,8 +106,8 @@ fn When(at: i64, now: i64) -> impl IntoView {
 }
 
 #[cfg(feature = "ssr")]
-pub(crate) fn state_words(state: &str) -> String {
-    state.replace('_', " ")
+pub(crate) fn state_words(state: BugState) -> String {
+    state.as_str().replace('_', " ")
 }
 
 /// A desk server function's refusal: signed out (with the way back in) or the reason.
@@ -134,8 +134,8 @@ pub(crate) fn DeskRefusal(error: crate::dto::DeskError, back: String) -> impl In
 pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
     use leptos::server_fn::ServerFn;
     let filter = dashboard.filter.clone();
-    let selected = |current: &Option<String>, value: &str| current.as_deref() == Some(value);
-    let states: Vec<String> = dashboard.counts.iter().map(|(s, _)| s.clone()).collect();
+    let selected = |current: &Option<BugState>, value: BugState| *current == Some(value);
+    let states: Vec<BugState> = dashboard.counts.iter().map(|(s, _)| *s).collect();
     let shown = dashboard.bugs.len();
     let paging = dashboard.paging.clone();
     let csrf = dashboard.csrf.clone();
@@ -151,8 +151,8 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
             <ul class="counts" aria-label="Bugs by state" data-testid="state-counts">
                 {dashboard.counts.iter().map(|(state, count)| view! {
                     <li>
-                        <a href=format!("/desk?state={state}") rel="external">
-                            <span class="count">{*count}</span>" "{state_words(state)}
+                        <a href=format!("/desk?state={}", state.as_str()) rel="external">
+                            <span class="count">{*count}</span>" "{state_words(*state)}
                         </a>
                     </li>
                 }).collect_view()}
@@ -172,7 +172,7 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
                     <select id="f-state" name="state">
                         <option value="">"Any"</option>
                         {states.iter().map(|s| view! {
-                            <option value=s.clone() selected=selected(&filter.state, s)>{state_words(s)}</option>
+                            <option value=s.as_str() selected=selected(&filter.state, *s)>{state_words(*s)}</option>
                         }).collect_view()}
                     </select>
                 </div>
@@ -181,7 +181,7 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
                     <select id="f-component" name="component">
                         <option value="">"Any"</option>
                         {components.iter().map(|c| view! {
-                            <option value=c.clone() selected=selected(&filter.component, c)>{c.clone()}</option>
+                            <option value=c.clone() selected=filter.component.as_deref() == Some(c.as_str())>{c.clone()}</option>
                         }).collect_view()}
                     </select>
                 </div>
@@ -239,7 +239,7 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
                         {bugs.into_iter().map(|bug| view! {
                             <tr data-bug=bug.id.clone()>
                                 <td><a href=format!("/desk/bugs/{}", bug.id) rel="external">{bug.title.clone()}</a><br/><code>{bug.id.clone()}</code></td>
-                                <td data-label="State"><span class=format!("state state-{}", bug.state)>{state_words(&bug.state)}</span>{bug.tier.map(|t| format!(" · tier {t}"))}</td>
+                                <td data-label="State"><span class=format!("state state-{}", bug.state.as_str())>{state_words(bug.state)}</span>{bug.tier.map(|t| format!(" · tier {t}"))}</td>
                                 <td data-label="Waiting for">{bug.waiting_for.clone().unwrap_or_else(|| "—".into())}</td>
                                 <td data-label="Component">{bug.component.clone()}</td>
                                 <td data-label="Reports">{bug.reports}</td>
@@ -271,7 +271,7 @@ pub(crate) fn dashboard_screen(dashboard: Dashboard) -> DashboardScreen {
                             <li>
                                 <code>{q.id.clone()}</code>" · "{q.component}" · "<When at=q.at now/>" · "{q.families.join(", ")}
                                 " · "{if q.contact { "the reporter left an email address" } else { "no way back to the reporter but their tracking page" }}
-                                <Ask bug=String::new() action="contact" label=format!("Write to the reporter of {}…", q.id) report=q.id.clone()/>
+                                <Ask bug=String::new() action=DeskAction::Contact label=format!("Write to the reporter of {}…", q.id) report=q.id.clone()/>
                                 <form method="post" action=crate::desk_fns::QuarantineHandled::url() data-handled="">
                                     <input type="hidden" name="report" value=q.id.clone()/>
                                     <input type="hidden" name="csrf" value=csrf.clone()/>

@@ -14,7 +14,7 @@ use leptos::prelude::*;
 use {
     super::confirm::Ask,
     super::desk::DeskNav,
-    crate::dto::OwnersDesk,
+    crate::dto::{DeskAction, OwnersDesk},
     crate::net::format_time,
     crate::screen::{OwnersScreen, ServerHtml},
 };
@@ -73,7 +73,7 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
                             {o.pending.then(|| view! { " · " <span class="badge" data-testid="owner-pending">"waiting for a second owner's confirmation"</span> })}
                             {o.can_confirm.then(|| view! {
                                 " "
-                                <Ask bug=String::new() action="confirm_owner" label=format!("Confirm {}…", o.email) person=o.id.clone()/>
+                                <Ask bug=String::new() action=DeskAction::ConfirmOwner label=format!("Confirm {}…", o.email) person=o.id.clone()/>
                             })}
                         </li>
                     }
@@ -88,7 +88,7 @@ fn OwnersView(owners: OwnersDesk) -> impl IntoView {
                     </div>
                 }.into_any_sync(),
                 None => view! {
-                    <Ask bug=String::new() action="invite" label="Invite another owner…".to_owned()/>
+                    <Ask bug=String::new() action=DeskAction::Invite label="Invite another owner…".to_owned()/>
                 }.into_any_sync(),
             }}
         </section>

@@ -95,7 +95,7 @@ fn LiveTrack() -> impl IntoView {
             if let Ok(view) = crate::reporter_fns::track_view(cap).await {
                 let seen = |t: &Tracking| {
                     (
-                        t.bug.as_ref().map(|b| (b.state.clone(), b.timeline.len())),
+                        t.bug.as_ref().map(|b| (b.state, b.timeline.len())),
                         t.question.as_ref().map(|q| q.request_id.clone()),
                         t.messages.len(),
                         t.inbox.len(),
@@ -266,7 +266,7 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
             <h2 id="state-heading">"Where it stands"</h2>
             {match &tracking.bug {
                 Some(bug) => view! {
-                    <p class="state" data-testid="bug-state" data-state=bug.state.clone()>{bug.state_label.clone()}</p>
+                    <p class="state" data-testid="bug-state" data-state=bug.state.as_str()>{bug.state_label.clone()}</p>
                     <p class="hint">
                         {format!("Bug {} · {} report(s) of it, yours included. Each reporter sees only their own report.", bug.id, bug.reports)}
                     </p>

@@ -9,6 +9,7 @@
 
 use super::*;
 use app::dto::ActInput;
+use domain::DeskAction;
 
 /// `GET /desk/bugs/{id}/confirm?action=…`: the question before an action on bug `id`, as a
 /// hydrated page on `desk_question`; its form posts to `desk_act`.
@@ -37,37 +38,12 @@ pub async fn confirm_report(
     super::page_with_forms(&state, request).await
 }
 
-/// The actions on a bug, as the forms name them.
-const BUG_ACTIONS: [&str; 8] = [
-    "approve",
-    "merge",
-    "reopen",
-    "retry",
-    "take_over",
-    "promote",
-    "contact",
-    "duplicate",
-];
-
 fn unknown_action() -> Refused {
     Refused::new(
         StatusCode::UNPROCESSABLE_ENTITY,
         "unknown_action",
         "That is not an action of the desk (approve, merge, reopen, retry, take_over, promote, contact, duplicate; invite and confirm_owner on the Owners page; rollback on the Crew page).",
     )
-}
-
-/// An owner's free text as the desk keeps it: lines and tabs stay; other control characters
-/// (NUL, escape sequences) and every character that renders as nothing (zero-width spaces,
-/// the bidirectional overrides that can make a ledger line read backwards, …) are dropped, so
-/// a message of nothing visible is empty.
-fn plain_text(text: &str) -> String {
-    text.chars()
-        .filter(|c| {
-            (!c.is_control() || matches!(c, '\n' | '\t'))
-                && !domain::airlock::unicode::is_default_ignorable(*c)
-        })
-        .collect()
 }
 
 /// Bug `id`, or a 404.
@@ -121,10 +97,11 @@ pub(super) async fn question(
     action: &str,
     person: Option<&str>,
 ) -> Result<Confirm, Refused> {
-    if super::owners::OWNER_ACTIONS.contains(&action) && bug.is_empty() && report.is_none() {
+    let action = DeskAction::parse(action).ok_or_else(unknown_action)?;
+    if action.on_the_owners() && bug.is_empty() && report.is_none() {
         return super::owners::question(state, account, session, action, person).await;
     }
-    if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
+    if !action.on_a_bug() || (bug.is_empty() && action != DeskAction::Contact) {
         return Err(unknown_action());
     }
     let loaded = if bug.is_empty() {
@@ -134,7 +111,7 @@ pub(super) async fn question(
     };
     // A closed duplicate is asked nothing but a message to one of its reporters.
     if let Some(closed) = loaded.as_ref().filter(|b| b.state == BugState::Duplicate) {
-        if action != "contact" {
+        if action != DeskAction::Contact {
             return Err(Refused::new(
                 StatusCode::CONFLICT,
                 "duplicate",
@@ -147,7 +124,7 @@ pub(super) async fn question(
     }
     let pull_request = loaded.as_ref().and_then(|b| b.pull_request.as_ref());
     let head = pull_request.map(|pr| pr.head.as_str().to_owned());
-    if matches!(action, "approve" | "merge") && head.is_none() {
+    if matches!(action, DeskAction::Approve | DeskAction::Merge) && head.is_none() {
         return Err(Refused::new(
             StatusCode::CONFLICT,
             "no_fix",
@@ -156,12 +133,9 @@ pub(super) async fn question(
     }
     // Only what the bug view would offer now (a question page reached again with Back, after
     // the bug moved on, says so in words rather than the engine's).
-    if let Some(current) = loaded.as_ref().filter(|_| action != "contact") {
+    if let Some(current) = loaded.as_ref().filter(|_| action != DeskAction::Contact) {
         let me = crate::auth::owner_actor(account).human();
-        if !super::bug::owner_actions(state, current, me.as_ref())
-            .iter()
-            .any(|a| a == action)
-        {
+        if !super::bug::owner_actions(state, current, me.as_ref()).contains(&action) {
             return Err(Refused::new(
                 StatusCode::CONFLICT,
                 "not_now",
@@ -179,31 +153,31 @@ pub(super) async fn question(
     let mut addressed = None;
     let mut choices = Vec::new();
     let consequences = match action {
-        "approve" => vec![
+        DeskAction::Approve => vec![
             format!("You approve commit {head_text} of draft pull request #{number} — this exact commit, nothing else."),
             "A new push to the pull request clears every approval.".to_owned(),
             "Nothing is merged yet: merging is a separate step.".to_owned(),
         ],
-        "merge" => vec![
+        DeskAction::Merge => vec![
             format!("The desk merges commit {head_text} into the default branch with a real git merge."),
             "The merge happens only if the approvals still hold for this head and it merges cleanly.".to_owned(),
             "The reporters are asked whether it is fixed only after the recorder proves the merge is live.".to_owned(),
         ],
-        "retry" => vec![
+        DeskAction::Retry => vec![
             "The crew picks the bug up again: the fixer, with two fresh attempts, when a reporter confirmed its test; the reproducer otherwise.".to_owned(),
             "Why it stopped stays in the ledger.".to_owned(),
         ],
-        "take_over" => vec![
+        DeskAction::TakeOver => vec![
             "The crew stops: from now on it can neither start, propose nor fix anything on this bug, nor hand it over (its advisory notes are still kept as notes).".to_owned(),
             "The bug waits for a person until an owner gives it back (Try again) or reopens it.".to_owned(),
             "Reporters see that a person is working on it.".to_owned(),
         ],
-        "promote" => vec![
+        DeskAction::Promote => vec![
             "No reporter has confirmed this bug yet. You vouch for it: the crew's work on it is paid for from the share of the budget kept for confirmed bugs, which strangers' reports cannot use up.".to_owned(),
             "If the stranger's budget put its start off, the crew starts on it now.".to_owned(),
             "The promotion is in the ledger under your name; the reporter is still asked to confirm the failing test.".to_owned(),
         ],
-        "contact" => {
+        DeskAction::Contact => {
             let stored = addressee(state, loaded.as_ref(), report).await?;
             let id = stored.id.clone();
             addressed = Some(id.clone());
@@ -217,7 +191,7 @@ pub(super) async fn question(
                 },
             ]
         }
-        "duplicate" => {
+        DeskAction::Duplicate => {
             let this = loaded.as_ref().map(|b| b.component.clone()).unwrap_or_default();
             choices = duplicate_choices(state, bug, &this).await?;
             let reports = loaded.as_ref().map_or(0, |b| b.reports.len());
@@ -227,7 +201,7 @@ pub(super) async fn question(
                 "This bug is closed as a duplicate: the crew does nothing more with it, and both ledgers record the merge under your name.".to_owned(),
             ]
         }
-        _ => vec![
+        DeskAction::Reopen | DeskAction::Invite | DeskAction::ConfirmOwner | DeskAction::Rollback => vec![
             "The bug goes back to the start of the loop: the crew must prove it again.".to_owned(),
             "Approvals and the current fix stop counting.".to_owned(),
             "Reporters see on their tracking page that the bug was reopened.".to_owned(),
@@ -237,10 +211,10 @@ pub(super) async fn question(
         owner: account.email.clone(),
         csrf: csrf(state, session),
         bug: bug.to_owned(),
-        action: action.to_owned(),
+        action,
         report: addressed,
         person: None,
-        head: head.filter(|_| matches!(action, "approve" | "merge")),
+        head: head.filter(|_| matches!(action, DeskAction::Approve | DeskAction::Merge)),
         consequences,
         choices,
     })
@@ -299,17 +273,17 @@ pub(super) async fn perform(
     session: &str,
     input: &ActInput,
 ) -> Result<(String, Option<axum::http::HeaderValue>), Refused> {
-    let action = input.action.as_str();
+    let action = DeskAction::parse(&input.action).ok_or_else(unknown_action)?;
     let bug = input.bug.as_str();
-    if super::owners::OWNER_ACTIONS.contains(&action) && bug.is_empty() && input.report.is_none() {
+    if action.on_the_owners() && bug.is_empty() && input.report.is_none() {
         return super::owners::perform(state, account, session, action, input.person.as_deref())
             .await;
     }
-    if action == "rollback" && bug.is_empty() {
+    if action == DeskAction::Rollback && bug.is_empty() {
         // The crew page's release list: serve an earlier release of a service again.
         let service = input.of.as_deref().unwrap_or_default();
         let commit = input.head.as_deref().unwrap_or_default();
-        let reason = plain_text(input.reason.as_deref().unwrap_or_default());
+        let reason = crate::service::plain_text(input.reason.as_deref().unwrap_or_default());
         crate::service::rollback::roll_back(
             state,
             service,
@@ -323,24 +297,24 @@ pub(super) async fn perform(
             None,
         ));
     }
-    if !BUG_ACTIONS.contains(&action) || (bug.is_empty() && action != "contact") {
+    if !action.on_a_bug() || (bug.is_empty() && action != DeskAction::Contact) {
         return Err(unknown_action());
     }
     if bug.is_empty() {
         let stored = addressee(state, None, input.report.as_deref()).await?;
-        let text = plain_text(input.text.as_deref().unwrap_or_default());
+        let text = crate::service::plain_text(input.text.as_deref().unwrap_or_default());
         crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
         return Ok((done_address(state, session, "/desk", "", "contact"), None));
     }
     let loaded = stored_bug(state, bug).await?;
     let actor = crate::auth::owner_actor(account);
     match action {
-        "contact" => {
+        DeskAction::Contact => {
             let stored = addressee(state, Some(&loaded), input.report.as_deref()).await?;
-            let text = plain_text(input.text.as_deref().unwrap_or_default());
+            let text = crate::service::plain_text(input.text.as_deref().unwrap_or_default());
             crate::service::notify::send_message(state, &stored.id, &account.email, &text).await?;
         }
-        "approve" | "merge" => {
+        DeskAction::Approve | DeskAction::Merge => {
             let head = input.head.as_deref().unwrap_or_default();
             if head.is_empty() {
                 return Err(Refused::new(
@@ -350,24 +324,24 @@ pub(super) async fn perform(
                 ));
             }
             let head = crate::service::forge::parse_sha(head)?;
-            if action == "approve" {
+            if action == DeskAction::Approve {
                 crate::service::forge::approve(state, bug, head, &actor).await?;
             } else {
                 crate::service::forge::merge(state, bug, head, &actor).await?;
             }
         }
-        "promote" => {
+        DeskAction::Promote => {
             crate::service::commands::promote(state, bug, &actor).await?;
         }
-        "retry" | "take_over" => {
-            let command = if action == "retry" {
+        DeskAction::Retry | DeskAction::TakeOver => {
+            let command = if action == DeskAction::Retry {
                 Command::OwnerRetry
             } else {
                 Command::OwnerTakeOver
             };
             crate::service::commands::run_command(state, bug, command, &actor).await?;
         }
-        "duplicate" => {
+        DeskAction::Duplicate => {
             let of = input.of.as_deref().unwrap_or_default();
             if of.is_empty() {
                 return Err(Refused::new(
@@ -380,8 +354,11 @@ pub(super) async fn perform(
             let page = format!("/desk/bugs/{of}");
             return Ok((done_address(state, session, &page, of, "merged"), None));
         }
-        _ => {
-            let reason = plain_text(input.reason.as_deref().unwrap_or_default());
+        DeskAction::Reopen
+        | DeskAction::Invite
+        | DeskAction::ConfirmOwner
+        | DeskAction::Rollback => {
+            let reason = crate::service::plain_text(input.reason.as_deref().unwrap_or_default());
             if reason.trim().is_empty() {
                 return Err(Refused::new(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -401,5 +378,8 @@ pub(super) async fn perform(
         }
     }
     let page = format!("/desk/bugs/{bug}");
-    Ok((done_address(state, session, &page, bug, action), None))
+    Ok((
+        done_address(state, session, &page, bug, action.as_str()),
+        None,
+    ))
 }

@@ -290,7 +290,7 @@ pub(crate) async fn bug_data(
             .map(|r| r.title.clone())
             .unwrap_or_else(|| bug.id.clone()),
         component: bug.component.clone(),
-        state: bug.state.as_str().to_owned(),
+        state: bug.state,
         tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
         reports: bug.reports.len(),
         opened_at,
@@ -420,13 +420,14 @@ pub(super) fn owner_actions(
     state: &AppState,
     bug: &domain::workflow::Bug,
     me: Option<&domain::workflow::Human>,
-) -> Vec<String> {
+) -> Vec<domain::DeskAction> {
+    use domain::DeskAction;
     let mut actions = Vec::new();
     if bug.state == BugState::InReview
         || (bug.state == BugState::Approved
             && !bug.approvals.iter().any(|a| Some(&a.approver) == me))
     {
-        actions.push("approve".to_owned());
+        actions.push(DeskAction::Approve);
     }
     let target = state.reporter.scope().target_of(&bug.component);
     // A project whose pull requests live on GitHub is merged there.
@@ -434,25 +435,25 @@ pub(super) fn owner_actions(
         && target.forge.is_some()
         && crate::service::forge::github_remote(state, &target).is_none()
     {
-        actions.push("merge".to_owned());
+        actions.push(DeskAction::Merge);
     }
     if bug.state == BugState::NeedsHuman {
-        actions.push("retry".to_owned());
+        actions.push(DeskAction::Retry);
     }
     if bug.crew_holds() {
-        actions.push("take_over".to_owned());
+        actions.push(DeskAction::TakeOver);
     }
     if bug.promotable() {
-        actions.push("promote".to_owned());
+        actions.push(DeskAction::Promote);
     }
     if !matches!(
         bug.state,
         BugState::New | BugState::Reopened | BugState::Duplicate
     ) {
-        actions.push("reopen".to_owned());
+        actions.push(DeskAction::Reopen);
     }
     if !matches!(bug.state, BugState::Verified | BugState::Duplicate) {
-        actions.push("duplicate".to_owned());
+        actions.push(DeskAction::Duplicate);
     }
     actions
 }

@@ -365,7 +365,7 @@ async fn row(state: &AppState, listed: store::ListedBug) -> Result<BugRow, Refus
         id: bug.id.clone(),
         title,
         component: bug.component.clone(),
-        state: bug.state.as_str().to_owned(),
+        state: bug.state,
         tier: bug.pull_request.as_ref().map(|pr| pr.tier.number()),
         reports: bug.reports.len(),
         opened_at: first.map_or(listed.opened_at, |r| r.created_at),
@@ -383,7 +383,7 @@ fn page_href(filter: &DeskFilter, page: u32) -> String {
         pairs.push(("q", q.clone()));
     }
     if let Some(state) = &filter.state {
-        pairs.push(("state", state.clone()));
+        pairs.push(("state", state.as_str().to_owned()));
     }
     if let Some(component) = &filter.component {
         pairs.push(("component", component.clone()));
@@ -418,8 +418,7 @@ pub(crate) async fn dashboard_data(
     }
     .map(str::to_owned);
     let filter = DeskFilter {
-        state: nonempty(query.state)
-            .filter(|s| BugState::ALL.iter().any(|state| state.as_str() == s)),
+        state: nonempty(query.state).and_then(|s| BugState::parse(&s)),
         component: nonempty(query.component).map(|c| c.chars().take(100).collect()),
         tier: nonempty(query.tier)
             .and_then(|t| t.parse().ok())
@@ -441,7 +440,7 @@ pub(crate) async fn dashboard_data(
     let listing = state
         .store
         .bug_listing(&store::ListingQuery {
-            state: filter.state.clone(),
+            state: filter.state.map(|s| s.as_str().to_owned()),
             component: filter.component.clone(),
             tier: filter.tier.map(|t| {
                 match t {
@@ -465,7 +464,7 @@ pub(crate) async fn dashboard_data(
         .await
         .map_err(Refused::storage)?;
     let total = usize::try_from(listing.total).unwrap_or(usize::MAX);
-    let counts: Vec<(String, usize)> = BugState::ALL
+    let counts: Vec<(BugState, usize)> = BugState::ALL
         .iter()
         .map(|s| {
             let n = listing
@@ -473,7 +472,7 @@ pub(crate) async fn dashboard_data(
                 .iter()
                 .find(|(c, _)| c == s.as_str())
                 .map_or(0, |(_, n)| usize::try_from(*n).unwrap_or(usize::MAX));
-            (s.as_str().to_owned(), n)
+            (*s, n)
         })
         .collect();
     let components = listing.components.clone();

@@ -93,18 +93,15 @@ fn kept_invitation(state: &AppState, session: &str, value: &str) -> Option<(Stri
         .then(|| (format!("/desk/invite#{secret}"), expires_at))
 }
 
-/// The owners' actions, as the forms name them.
-pub(super) const OWNER_ACTIONS: [&str; 2] = ["invite", "confirm_owner"];
-
 /// What `invite` or `confirm_owner` (of pending owner `person`) will do. Reads only.
 pub(super) async fn question(
     state: &AppState,
     account: &OwnerAccount,
     session: &str,
-    action: &str,
+    action: domain::DeskAction,
     person: Option<&str>,
 ) -> Result<Confirm, Refused> {
-    let consequences = if action == "invite" {
+    let consequences = if action == domain::DeskAction::Invite {
         vec![
             "The desk makes a one-time link, valid for 72 hours, and shows it to you once.".to_owned(),
             "Whoever opens it first chooses an email and a password and becomes an owner with every power you have: approve, merge, reopen, invite.".to_owned(),
@@ -122,10 +119,10 @@ pub(super) async fn question(
         owner: account.email.clone(),
         csrf: csrf(state, session),
         bug: String::new(),
-        action: action.to_owned(),
+        action,
         report: None,
         person: person
-            .filter(|_| action == "confirm_owner")
+            .filter(|_| action == domain::DeskAction::ConfirmOwner)
             .map(str::to_owned),
         head: None,
         consequences,
@@ -189,10 +186,10 @@ pub(super) async fn perform(
     state: &AppState,
     account: &OwnerAccount,
     session: &str,
-    action: &str,
+    action: domain::DeskAction,
     person: Option<&str>,
 ) -> Result<(String, Option<HeaderValue>), Refused> {
-    if action == "invite" {
+    if action == domain::DeskAction::Invite {
         let (link, expires_at) = crate::service::owners::create_invite(state, account).await?;
         let secret = link.rsplit('#').next().unwrap_or_default();
         let data = format!("{secret}.{expires_at}");

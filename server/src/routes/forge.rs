@@ -104,17 +104,17 @@ pub async fn roll_back(
         )
         .await?;
         Ok::<_, Refused>(match answer {
-            RolledBack::Live(bugs) => Json(json!({
+            RolledBack::Live(commit, bugs) => Json(json!({
                 "service": service,
-                "live": request.commit,
+                "live": commit.as_str(),
                 "bugs_back_to_merged": bugs,
             }))
             .into_response(),
-            RolledBack::UnderWay => (
+            RolledBack::UnderWay(commit) => (
                 StatusCode::ACCEPTED,
                 Json(json!({
                     "service": service,
-                    "rolling_back_to": request.commit,
+                    "rolling_back_to": commit.as_str(),
                     "message": format!("The rollback is still under way after {} s (the deployer finishes the release it is on first); the crew page says when it is live.", rollback::ROLLBACK_WAIT.as_secs()),
                 })),
             )

@@ -136,6 +136,20 @@ fn lease_lost(id: &str) -> Refused {
     )
 }
 
+/// How often an upload's lease is looked at while its body arrives.
+const LEASE_LOOK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Returns once `worker` no longer holds a live lease on job `id` (looked at every
+/// [`LEASE_LOOK`]); a storage failure counts as still held (the body's own timeout bounds it).
+async fn lease_lapses(state: &AppState, id: &str, worker: &str) {
+    loop {
+        tokio::time::sleep(LEASE_LOOK).await;
+        if let Ok(None) = state.store.sandbox_job_held(id, worker, now_ms()).await {
+            return;
+        }
+    }
+}
+
 /// `POST /api/v1/sandbox/jobs/claim`: the oldest waiting job under a new lease, or 204.
 pub async fn claim(
     State(state): State<AppState>,
@@ -256,8 +270,13 @@ pub async fn finish(
             .extensions
             .insert(crate::web::extract::BodyTimeout(OUTCOME_TIMEOUT));
         // Streamed to a file as it arrives (never held whole in memory while a slow worker
-        // sends it), then read from there off the request threads.
-        let file = read_body_to_file(&parts, body, limit).await?;
+        // sends it), then read from there off the request threads. It arrives while the lease
+        // holds: a worker that stops renewing loses its upload slot with its lease, not after
+        // the body's long timeout.
+        let file = tokio::select! {
+            file = read_body_to_file(&parts, body, limit) => file?,
+            () = lease_lapses(&state, &id, worker) => return Err(lease_lost(&id)),
+        };
         let (finished, outcome) = tokio::task::spawn_blocking(move || {
             let finished: Finished = serde_json::from_reader(std::io::BufReader::new(file))?;
             let outcome = serde_json::to_string(&finished.outcome)?;

@@ -19,3 +19,16 @@ pub mod repro_context;
 pub mod reproduction;
 pub mod rollback;
 pub mod snapshot;
+
+/// An owner's free text as the desk keeps it: lines and tabs stay; other control characters
+/// (NUL, escape sequences) and every character that renders as nothing (zero-width spaces,
+/// the bidirectional overrides that can make a ledger line read backwards, …) are dropped, so
+/// a message of nothing visible is empty.
+pub fn plain_text(text: &str) -> String {
+    text.chars()
+        .filter(|c| {
+            (!c.is_control() || matches!(c, '\n' | '\t'))
+                && !domain::airlock::unicode::is_default_ignorable(*c)
+        })
+        .collect()
+}

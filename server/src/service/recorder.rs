@@ -254,6 +254,26 @@ pub async fn verify_once(
 
 /// Checks that `url` serves the asset at `path` (from the service's root) with exactly
 /// `sha256`: read whole (up to the build's bound), hashed, compared.
+/// `path` as a URL path: each part percent-encoded but for the characters a URL path may
+/// carry as they are, so a file named `h#.css` or `p%41.css` is asked for by its own name.
+fn url_path(path: &str) -> String {
+    path.trim_start_matches('/')
+        .split('/')
+        .map(|part| {
+            part.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+                        char::from(b).to_string()
+                    } else {
+                        format!("%{b:02X}")
+                    }
+                })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 async fn served_asset(
     client: &reqwest::Client,
     url: &str,
@@ -261,11 +281,7 @@ async fn served_asset(
     sha256: &str,
 ) -> Result<(), VerifyError> {
     use sha2::Digest;
-    let endpoint = format!(
-        "{}/{}",
-        url.trim_end_matches('/'),
-        path.trim_start_matches('/')
-    );
+    let endpoint = format!("{}/{}", url.trim_end_matches('/'), url_path(path));
     let mismatch = |reason: String| VerifyError::Mismatch {
         url: url.to_owned(),
         reason: format!("asset {path}: {reason}"),
@@ -375,7 +391,17 @@ pub async fn verify_and_record(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::base_url;
+    use super::{base_url, url_path};
+
+    #[test]
+    fn an_asset_is_asked_for_by_its_own_name() {
+        assert_eq!(url_path("static/app.css"), "static/app.css");
+        assert_eq!(url_path("static/h#.css"), "static/h%23.css");
+        assert_eq!(url_path("static/p%41.css"), "static/p%2541.css");
+        assert_eq!(url_path("static/q?.css"), "static/q%3F.css");
+        assert_eq!(url_path("static/a b.css"), "static/a%20b.css");
+        assert_eq!(url_path("static/ü.css"), "static/%C3%BC.css");
+    }
 
     #[test]
     fn only_plain_http_bases_are_asked() {

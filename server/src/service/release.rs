@@ -141,9 +141,33 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// Where the reason a release was refused after its start is kept (its folder stays, for the
+/// owners to look at; the release is never started again).
+pub fn refusal_path(dir: &Path, service: &str, commit: &str) -> PathBuf {
+    dir.join(commit).join(format!("{service}.refused"))
+}
+
+/// Marks `commit`'s release refused (the recorder found it serving something else than it
+/// was built as), with the reason: it is neither offered nor started again.
+pub fn refuse_release(deploy: &DeployConfig, commit: &CommitSha, why: &str) {
+    let path = refusal_path(&deploy.dir, &deploy.service, commit.as_str());
+    if let Err(error) = std::fs::write(&path, why) {
+        tracing::warn!(%error, path = %path.display(), "cannot mark the refused release; it may be offered again");
+    }
+}
+
 /// `commit`'s artifact checked against the hash taken when it was built: its SHA-256, or why
-/// it must not be started (not there, not a regular file, no recorded hash, another hash).
+/// it must not be started (not there, not a regular file, no recorded hash, another hash, or
+/// refused by the recorder once).
 pub fn verified_artifact(deploy: &DeployConfig, commit: &CommitSha) -> Result<String, String> {
+    if let Ok(why) =
+        std::fs::read_to_string(refusal_path(&deploy.dir, &deploy.service, commit.as_str()))
+    {
+        return Err(format!(
+            "the recorder refused it when it was live: {}",
+            why.chars().take(500).collect::<String>()
+        ));
+    }
     let artifact = artifact_path(deploy, commit);
     let regular = std::fs::symlink_metadata(&artifact).is_ok_and(|m| m.file_type().is_file());
     if !regular {

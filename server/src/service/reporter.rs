@@ -578,7 +578,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
             });
         bug_view = Some(BugView {
             id: bug.id.clone(),
-            state: bug.state.as_str().to_owned(),
+            state: bug.state,
             state_label: state_label(bug.state).to_owned(),
             next: release_step(state, &bug).unwrap_or_else(|| next_step(bug.state).to_owned()),
             reports: bug.reports.len(),
@@ -730,7 +730,7 @@ pub async fn record_answer(
             };
             Ok(AnswerOutcome {
                 recorded: applied.changed,
-                state: applied.bug.state.as_str().to_owned(),
+                state: applied.bug.state,
                 message: message.to_owned(),
             })
         }

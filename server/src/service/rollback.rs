@@ -7,7 +7,7 @@
 use super::forge::parse_sha;
 use crate::web::{AppState, Refused};
 use axum::http::StatusCode;
-use domain::workflow::Actor;
+use domain::workflow::{Actor, CommitSha};
 use std::path::Path;
 
 /// How long an owner's rollback may take to go live (start the earlier release, check its
@@ -17,14 +17,14 @@ pub const ROLLBACK_WAIT: std::time::Duration = std::time::Duration::from_secs(60
 /// The longest reason kept.
 const MOST_REASON_CHARS: usize = 2_000;
 
-/// What became of a rollback.
+/// What became of a rollback (of the commit, as the desk names it).
 #[derive(Debug, PartialEq, Eq)]
 pub enum RolledBack {
     /// The earlier release is live; these bugs went back to `merged`.
-    Live(Vec<String>),
+    Live(CommitSha, Vec<String>),
     /// Still under way after [`ROLLBACK_WAIT`] (the deployer finishes the release it is on
     /// first); the crew page says when it is live.
-    UnderWay,
+    UnderWay(CommitSha),
 }
 
 /// Asks `service`'s deployer to serve `commit` (an earlier release this desk built) again,
@@ -41,7 +41,11 @@ pub async fn roll_back(
     owner: Actor,
 ) -> Result<RolledBack, Refused> {
     let commit = parse_sha(commit)?;
-    let reason: String = reason.trim().chars().take(MOST_REASON_CHARS).collect();
+    // What a ledger line may hold: no control characters, nothing that renders as nothing
+    // (a reason of zero-width spaces is none; a bidirectional override could make the line
+    // read backwards).
+    let reason = super::plain_text(reason);
+    let reason = reason.trim();
     if reason.is_empty() {
         return Err(Refused::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -49,6 +53,14 @@ pub async fn roll_back(
             "Say why the release is rolled back (reason): it goes in the ledger of every bug whose fix stops being live.",
         ));
     }
+    if reason.chars().count() > MOST_REASON_CHARS {
+        return Err(Refused::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "reason_too_long",
+            format!("Say why in at most {MOST_REASON_CHARS} characters: the reason goes in the ledger of every bug whose fix stops being live."),
+        ));
+    }
+    let reason = reason.to_owned();
     let board = state.releases_serving(service).ok_or_else(|| {
         Refused::new(
             StatusCode::NOT_FOUND,
@@ -79,7 +91,7 @@ pub async fn roll_back(
             )
         })?;
     match tokio::time::timeout(ROLLBACK_WAIT, answer).await {
-        Ok(Ok(Ok(bugs))) => Ok(RolledBack::Live(bugs)),
+        Ok(Ok(Ok(bugs))) => Ok(RolledBack::Live(commit, bugs)),
         Ok(Ok(Err(why))) => Err(Refused::new(
             StatusCode::CONFLICT,
             "rollback_refused",
@@ -93,7 +105,7 @@ pub async fn roll_back(
             "deployer_stopped",
             "The service's deployer stopped before it took the rollback; nothing changed.",
         )),
-        Err(_) => Ok(RolledBack::UnderWay),
+        Err(_) => Ok(RolledBack::UnderWay(commit)),
     }
 }
 
@@ -102,8 +114,9 @@ const MOST_LISTED: usize = 20;
 
 /// The releases of `service` built in `dir` (its deployer's folder), newest first: each
 /// commit and when it was built (the time its hash was written, in ms), at most
-/// [`MOST_LISTED`]. Only folders named by a full commit that hold the artifact and its hash
-/// are listed; whether the artifact is still intact is checked when it is started.
+/// [`MOST_LISTED`]. Only folders named by a full commit that hold the artifact and its hash,
+/// and that the recorder never refused, are listed; whether the artifact is still intact is
+/// checked when it is started.
 pub fn built_releases(dir: &Path, service: &str) -> Vec<(String, i64)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -115,7 +128,8 @@ pub fn built_releases(dir: &Path, service: &str) -> Vec<(String, i64)> {
             parse_sha(&name).ok()?;
             let folder = entry.path();
             let artifact = std::fs::symlink_metadata(folder.join(service)).ok()?;
-            if !artifact.file_type().is_file() {
+            let refused = super::release::refusal_path(dir, service, &name).exists();
+            if !artifact.file_type().is_file() || refused {
                 return None;
             }
             let hashed = std::fs::metadata(folder.join(format!("{service}.sha256")))
@@ -143,7 +157,12 @@ mod tests {
     #[test]
     fn only_folders_of_a_commit_with_an_artifact_and_its_hash_are_releases() {
         let dir = tempfile::tempdir().unwrap();
-        let (old, new, broken) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let (old, new, broken, refused) = (
+            "a".repeat(40),
+            "b".repeat(40),
+            "c".repeat(40),
+            "e".repeat(40),
+        );
         for (commit, files) in [
             (old.as_str(), &["shop", "shop.sha256"][..]),
             (
@@ -151,6 +170,10 @@ mod tests {
                 &["shop", "shop.sha256", "shop.assets.json"][..],
             ),
             (broken.as_str(), &["shop"][..]),
+            (
+                refused.as_str(),
+                &["shop", "shop.sha256", "shop.refused"][..],
+            ),
             ("not-a-commit", &["shop", "shop.sha256"][..]),
         ] {
             let folder = dir.path().join(commit);

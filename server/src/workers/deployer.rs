@@ -16,7 +16,7 @@
 //! The live commit is written to `<dir>/live`; after a restart its artifact is started again.
 
 use crate::config::DeployConfig;
-use crate::service::recorder::{verify_and_record, Expected, Publish};
+use crate::service::recorder::{verify_and_record, Expected, Publish, VerifyError};
 use crate::service::release;
 use crate::web::{AppState, LiveInstance, ReleaseStep, Releases};
 use domain::project::ENVIRONMENT_PROJECT;
@@ -53,12 +53,14 @@ pub async fn run(state: AppState, deploy: DeployConfig, recorder: Option<Recorde
         tokio::spawn(beat(state.clone(), seat));
     }
     let board = state.releases.clone();
+    // The environment's launch does not change while the desk runs: nothing to fall back on.
     serve(
         state,
         ENVIRONMENT_PROJECT.to_owned(),
         board,
         deploy,
         recorder,
+        None,
     )
     .await;
 }
@@ -77,6 +79,9 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
         tokio::task::JoinHandle<()>,
     );
     let mut lanes: HashMap<String, Lane> = HashMap::new();
+    // A lane stopped for a new launch of the same service: the launch it ran with, for the
+    // new lane to fall back on when the new one does not start the live release.
+    let mut replaced: HashMap<String, domain::launch::Launch> = HashMap::new();
     loop {
         let scope = state.projects.scope();
         let wanted: Vec<(String, String, domain::launch::Launch)> = scope
@@ -95,6 +100,9 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
                 .any(|(p, s, launch)| p == project && *s == service.0 && *launch == service.1);
             if !keep {
                 tracing::info!(project, service = %service.0, "the project no longer deploys this service (or starts it otherwise); its deployer stops");
+                if wanted.iter().any(|(p, s, _)| p == project && *s == service.0) {
+                    replaced.insert(project.clone(), service.1.clone());
+                }
                 lane.abort();
                 if let Ok(mut boards) = state.project_releases.write() {
                     boards.remove(project);
@@ -128,6 +136,7 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
                 board,
                 deploy,
                 recorder.clone(),
+                replaced.remove(&project),
             ));
             lanes.insert(project, ((service, launch), lane));
         }
@@ -195,6 +204,7 @@ async fn serve(
     board: Arc<Releases>,
     deploy: DeployConfig,
     recorder: Option<RecorderSeat>,
+    fallback: Option<domain::launch::Launch>,
 ) {
     let name = leadership(&board, &project);
     loop {
@@ -203,7 +213,7 @@ async fn serve(
                 board.set_leader_elsewhere(None);
                 tracing::info!(leadership = %name, server = %state.server.id, "this server leads the deployer");
                 tokio::select! {
-                    () = lead(state.clone(), project.clone(), board.clone(), deploy.clone(), recorder.clone()) => {}
+                    () = lead(state.clone(), project.clone(), board.clone(), deploy.clone(), recorder.clone(), fallback.clone()) => {}
                     () = keep_leading(&state, &name) => {
                         // The instance stops with the dropped lane; the leader serves it now.
                         board.clear_live();
@@ -220,13 +230,15 @@ async fn serve(
 }
 
 /// Releases every new head of `project`'s default branch onto `board`, until aborted (its
-/// live instance stops with it).
+/// live instance stops with it). `fallback`: the launch the lane before this one ran with
+/// (an owner changed it), tried when the live release does not start with the new one.
 async fn lead(
     state: AppState,
     project: String,
     board: Arc<Releases>,
     deploy: DeployConfig,
     recorder: Option<RecorderSeat>,
+    fallback: Option<domain::launch::Launch>,
 ) {
     if let Err(error) = release::private_root(&deploy) {
         tracing::warn!(%error, dir = %deploy.dir.display(), "cannot create the release folder");
@@ -253,12 +265,31 @@ async fn lead(
                 // A desk killed after the release went live but before the recorder recorded
                 // it would leave its bugs `merged` for good: the recorder checks it again
                 // (recording a deployment twice moves nothing the first did not).
-                record(&lane, &commit, "restarted after the desk restarted").await;
+                record(&lane, &commit, "restarted after the desk restarted", false).await;
                 tried = Some(pinned.unwrap_or_else(|| commit.as_str().to_owned()));
                 running = Some(instance);
             }
             Err(error) => {
-                tracing::warn!(project, %error, "the recorded live release did not start again")
+                tracing::warn!(project, %error, "the recorded live release did not start again");
+                // A launch an owner just changed that does not start the program: it is
+                // served as it was started before, and the board says why.
+                let before = fallback.map(|launch| DeployConfig {
+                    launch,
+                    ..deploy.clone()
+                });
+                if let Some(before) = before {
+                    if let Ok(instance) = start(&state, &before, &commit).await {
+                        tracing::warn!(project, commit = %commit.as_str(), "served with the launch before the change");
+                        board.set_live(instance.live.clone());
+                        board.report(
+                            commit.as_str(),
+                            ReleaseStep::Failed,
+                            format!("the project's new launch does not start it ({error}); it is served as it was started before until the launch is corrected, and new heads wait for a launch that starts"),
+                        );
+                        tried = Some(pinned.unwrap_or_else(|| commit.as_str().to_owned()));
+                        running = Some(instance);
+                    }
+                }
             }
         }
     }
@@ -423,9 +454,21 @@ async fn roll_back(
         }
     };
     let head = default_head(state, lane.project).await;
+    let previous = board.live();
     board.set_live(instance.live.clone());
     if let Err(error) = std::fs::write(deploy.dir.join("live"), sha) {
         tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
+    }
+    // Checked before anything else changes: a deployment of its own, since a release served
+    // again after a newer one was live is news to the bugs it carries (recorded once already
+    // under the release's first id).
+    if let Recorded::Refused(why) = record(lane, commit, "rolled back by an owner", true).await {
+        give_way(lane, sha, previous).await;
+        instance.service.stop().await;
+        release::refuse_release(deploy, commit, &why);
+        let reason = format!("the recorder found it serving something else than it was built as ({why}); the live release stays");
+        board.report(sha, ReleaseStep::Failed, reason.clone());
+        return Err(reason);
     }
     if let Some(head) = &head {
         if let Err(error) = std::fs::write(deploy.dir.join(PINNED), head.as_str()) {
@@ -449,7 +492,6 @@ async fn roll_back(
             refused.error.message
         )
     })?;
-    record(lane, commit, "rolled back by an owner").await;
     Ok(bugs)
 }
 
@@ -522,6 +564,7 @@ async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Released {
             return Released::Failed;
         }
     };
+    let previous = releases.live();
     releases.set_live(instance.live.clone());
     if let Err(error) = std::fs::write(deploy.dir.join("live"), sha) {
         tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
@@ -531,13 +574,26 @@ async fn release(lane: &Lane<'_>, commit: &CommitSha) -> Released {
         "tested and built in {built_ms} ms, started in {started_ms} ms, artifact SHA-256 {}",
         instance.live.artifact_sha256
     );
-    record(lane, commit, &timings).await;
+    if let Recorded::Refused(why) = record(lane, commit, &timings, false).await {
+        // It serves something else than it was built as: it gives way to the release before
+        // it at once, and is never offered again.
+        give_way(lane, sha, previous).await;
+        instance.service.stop().await;
+        crate::service::release::refuse_release(deploy, commit, &why);
+        let reason = format!("not released: the recorder found it serving something else than it was built as ({why}); the previous release stays live");
+        tell_owners(state, deploy, sha, &reason).await;
+        releases.report(sha, ReleaseStep::Failed, reason);
+        return Released::Failed;
+    }
     Released::Live(Box::new(instance))
 }
 
 /// Has the recorder check both addresses of the live instance of `commit` twice and record it with the
-/// desk, and says how it went on the crew page (`how` says how it came to be live).
-async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
+/// desk, and says how it went on the crew page (`how` says how it came to be live). `again`:
+/// it is served again after another release (a rollback), recorded under an id of its own.
+/// Whether the checks found it serving something else than it was built as (a refusal, not
+/// an unreachable desk).
+async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str, again: bool) -> Recorded {
     let deploy = lane.deploy;
     let sha = commit.as_str();
     let releases = lane.board;
@@ -547,7 +603,7 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
             ReleaseStep::Live,
             format!("live ({how}); no recorder token here, so nothing recorded it (r2r recorder verify)"),
         );
-        return;
+        return Recorded::Yes;
     };
     releases.report(
         sha,
@@ -558,7 +614,16 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
     // The immutable address: the desk's proxy to exactly this commit's instance.
     let immutable = format!("{}/release/{}/{sha}", recorder.desk, deploy.service);
     let public = format!("{}/live/{}", recorder.desk, deploy.service);
-    let deployment = format!("{}-{}", deploy.service, &sha[..12]);
+    let deployment = if again {
+        format!(
+            "{}-{}-again-{}",
+            deploy.service,
+            &sha[..12],
+            crate::clock::now_ms()
+        )
+    } else {
+        format!("{}-{}", deploy.service, &sha[..12])
+    };
     let assets = match crate::service::release::asset_manifest(deploy, commit) {
         Ok(assets) => assets,
         Err(error) => {
@@ -567,7 +632,7 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
                 ReleaseStep::Failed,
                 format!("live but not recorded: {error}"),
             );
-            return;
+            return Recorded::Refused(error);
         }
     };
     let asset_count = assets.len();
@@ -593,6 +658,7 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
                     "live and recorded as {id} ({how}, {asset_count} asset(s) served as built, checked and recorded in {checked_ms} ms)"
                 ),
             );
+            Recorded::Yes
         }
         Err(error) => {
             tracing::warn!(commit = sha, %error, "the recorder did not record the release");
@@ -601,6 +667,12 @@ async fn record(lane: &Lane<'_>, commit: &CommitSha, how: &str) {
                 ReleaseStep::Failed,
                 format!("live but not recorded: {error}"),
             );
+            match error {
+                VerifyError::Mismatch { .. } | VerifyError::NotAliased { .. } => {
+                    Recorded::Refused(error.to_string())
+                }
+                VerifyError::Unreachable { .. } | VerifyError::Record(_) => Recorded::Not,
+            }
         }
     }
 }
@@ -744,4 +816,39 @@ async fn healthy(
         "the new instance is not healthy for {}: {last}",
         commit.as_str()
     ))
+}
+
+/// Makes `previous` (the release live before `sha`) the live one again, on the board and in
+/// the file a restart reads; none: nothing is live.
+async fn give_way(lane: &Lane<'_>, sha: &str, previous: Option<crate::web::LiveInstance>) {
+    let live_file = lane.deploy.dir.join("live");
+    match previous {
+        Some(previous) => {
+            tracing::warn!(commit = sha, previous = %previous.commit, "the recorder refused the release; the previous one is live again");
+            if let Err(error) = std::fs::write(&live_file, &previous.commit) {
+                tracing::warn!(%error, "cannot record the live release; a restart will not start it again");
+            }
+            lane.board.set_live(previous);
+        }
+        None => {
+            tracing::warn!(
+                commit = sha,
+                "the recorder refused the first release; nothing is live"
+            );
+            let _ = std::fs::remove_file(&live_file);
+            lane.board.clear_live();
+        }
+    }
+}
+
+/// What the recorder made of a live release.
+#[derive(Debug, PartialEq, Eq)]
+enum Recorded {
+    /// Recorded, or nothing to record it with (no recorder token).
+    Yes,
+    /// Not recorded: it serves something else than was built (a health answer or an asset
+    /// that differs), in these words.
+    Refused(String),
+    /// Not recorded for another reason (the desk or the address could not be reached).
+    Not,
 }

@@ -517,9 +517,13 @@ async fn the_two_questions_are_answered_over_http(backend: &str) {
     )
     .await;
     assert_eq!(status, 200, "{outcome}");
+    assert_eq!(
+        outcome["state"], "reproducing",
+        "the wire keeps the state's name"
+    );
     let outcome: AnswerOutcome = serde_json::from_value(outcome).unwrap();
     assert!(outcome.recorded);
-    assert_eq!(outcome.state, "reproducing");
+    assert_eq!(outcome.state, domain::BugState::Reproducing);
     assert!(!everything_stored(&url).await.contains(MARKER));
 
     // A second test; A says yes. B's question is then stale: acknowledged, nothing changes.
@@ -625,7 +629,7 @@ async fn the_two_questions_are_answered_over_http(backend: &str) {
     assert_eq!(outcome["state"], "reopened");
     let (_, body) = track(&client, base, Some(&cap_a)).await;
     let view: Tracking = serde_json::from_str(&body).unwrap();
-    assert_eq!(view.bug.as_ref().unwrap().state, "reopened");
+    assert_eq!(view.bug.as_ref().unwrap().state, domain::BugState::Reopened);
     let labels: Vec<&str> = view
         .bug
         .as_ref()

@@ -504,15 +504,11 @@ async fn the_deployer_releases_each_new_head_and_keeps_the_last_good_one_when_a_
         main.contains(css_arm),
         "ShopLite's stylesheet route changed; update the probe"
     );
-    let hostile = main
-        .replace(
-            arm,
-            &format!("{arm}\n        \"/probe\" => (\"200 OK\", \"text/plain\", probe()),"),
-        )
-        // It serves another stylesheet than the one in its tree: the recorder refuses it.
-        .replace(css_arm, "\"body { display: none }\".to_owned()")
-        + &format!(
-            r#"
+    let hostile = main.replace(
+        arm,
+        &format!("{arm}\n        \"/probe\" => (\"200 OK\", \"text/plain\", probe()),"),
+    ) + &format!(
+        r#"
 fn probe() -> String {{
     let mut out = String::new();
     for path in [{database:?}, "/proc/{desk_pid}/environ", "/var/run/docker.sock"] {{
@@ -539,8 +535,8 @@ fn probe() -> String {{
     out
 }}
 "#,
-            desk_pid = server.pid(),
-        );
+        desk_pid = server.pid(),
+    );
     common::write(&work, "src/main.rs", &hostile);
     common::git(
         &work,
@@ -587,22 +583,39 @@ fn probe() -> String {{
     );
     assert!(found.contains("UID Uid:\t10001"), "{found}");
     assert!(!planted.exists());
-    // Live, but the recorder does not record it: the stylesheet it serves is not the one the
-    // build hashed from its tree.
-    let refused = eventually(60, "the recorder's refusal", || async {
+    // A release that serves another stylesheet than the one its build hashed from its tree
+    // is refused by the recorder: the release before it is live again at once, and the
+    // refused one is never offered or started again.
+    common::write(
+        &work,
+        "src/main.rs",
+        &hostile.replace(css_arm, "\"body { display: none }\".to_owned()"),
+    );
+    common::git(&work, &["commit", "--quiet", "-am", "Another stylesheet"]);
+    common::git(&work, &["push", "--quiet", "origin", "main"]);
+    let tampered = common::git(&work, &["rev-parse", "HEAD"]);
+    let refused = eventually(240, "the recorder's refusal", || async {
         release().await.filter(|r| {
-            r["commit"] == looking.as_str()
+            r["commit"] == tampered.as_str()
                 && r["detail"]
                     .as_str()
-                    .is_some_and(|d| d.contains("not recorded"))
+                    .is_some_and(|d| d.contains("not released"))
         })
     })
     .await;
     let detail = refused["detail"].as_str().unwrap();
     assert!(
-        detail.contains("asset static/shop.css") && detail.contains("manifest"),
+        detail.contains("asset static/shop.css")
+            && detail.contains("manifest")
+            && detail.contains("previous release stays live"),
         "{refused}"
     );
+    assert_eq!(
+        health().await.map(|h| h["commit"].clone()),
+        Some(serde_json::Value::from(looking.as_str())),
+        "the release before it serves again"
+    );
+    assert!(releases.join(&tampered).join("shoplite.refused").exists());
     drop(server);
 }
 
@@ -942,6 +955,39 @@ async fn a_project_that_names_a_service_is_released_and_its_merged_bug_goes_live
         "{recorded}"
     );
     assert_eq!(recorded["service"], "shoplite");
+
+    // An owner changes the launch to one the program refuses: the deployer starts again with
+    // it, the program does not start, and the release keeps being served as it was started
+    // before, saying why; the launch corrected, it is served with it.
+    let (code, said) = project(&[
+        "edit",
+        "--id",
+        "shop",
+        "--launch-args=--no-such-flag {addr}",
+    ]);
+    assert_eq!(code, Some(0), "{said}");
+    let kept = eventually(120, "the refused launch said on the board", || async {
+        board().await.filter(|r| {
+            r["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("new launch does not start it"))
+        })
+    })
+    .await;
+    assert_eq!(kept["commit"], shipped.as_str(), "{kept}");
+    assert_eq!(
+        health().await.map(|h| h["commit"].clone()),
+        Some(Value::from(shipped.as_str())),
+        "still served"
+    );
+    let (code, said) = project(&["edit", "--id", "shop", "--launch-args=--addr {addr}"]);
+    assert_eq!(code, Some(0), "{said}");
+    eventually(120, "the corrected launch", || async {
+        board()
+            .await
+            .filter(|r| r["step"] == "live" && r["commit"] == shipped.as_str())
+    })
+    .await;
 
     // A bug of the project, reproduced (the engine's evidence as the desk's re-run gives it),
     // confirmed by its reporter, fixed on a branch, approved and merged by an owner.

@@ -811,3 +811,55 @@ async fn a_large_outcome_is_kept_on_disk_while_it_arrives() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A worker that starts an outcome and then sends it a byte at a time without renewing its
+/// lease loses the upload with the lease (409 `lease_lost` about 20 s in), not after the
+/// body's 300 s timeout: two such uploads cannot hold the desk's upload slots for minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_ends_with_its_lease() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let server = common::start_server_with(&url, &[("R2R_SANDBOX_RUNNER", "workers")]);
+    let (token, _claimed, _store) =
+        leased_job(dir.path(), &url, &server.base, "job-s", "build").await;
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = format!(
+        "POST /api/v1/sandbox/jobs/job-s/outcome HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\nConnection: close\r\n\r\n{{\"lease_id\""
+    );
+    let started = Instant::now();
+    let (mut reading, mut writing) = socket.into_split();
+    writing.write_all(head.as_bytes()).await.unwrap();
+    // The answer is read while the worker is still sending, a byte a second.
+    let answered = tokio::spawn(async move {
+        let mut answer = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            match reading.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    answer.extend_from_slice(&buffer[..n]);
+                    if String::from_utf8_lossy(&answer).contains("lease_lost") {
+                        break;
+                    }
+                }
+            }
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    });
+    while !answered.is_finished() && started.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let _ = writing.write_all(b" ").await;
+    }
+    let answer = answered.await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        answer.starts_with("HTTP/1.1 409") && answer.contains("lease_lost"),
+        "{answer}"
+    );
+    assert!(
+        took < Duration::from_secs(50),
+        "the upload outlived its lease: {took:?}"
+    );
+}
