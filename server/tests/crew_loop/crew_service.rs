@@ -1381,6 +1381,18 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
         ),
         (
             rollback,
+            json!({"commit": base, "reason": "\u{200b}\u{202e}\u{0}\u{1b}"}),
+            422,
+            "reason_required",
+        ),
+        (
+            rollback,
+            json!({"commit": base, "reason": "x".repeat(2_001)}),
+            422,
+            "reason_too_long",
+        ),
+        (
+            rollback,
             json!({"commit": "not-a-commit", "reason": "r"}),
             422,
             "",
@@ -1507,6 +1519,29 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
             .as_deref(),
         Some("merged")
     );
+    // Rolled forward to the release with the fix (served again, so recorded again): the bug
+    // is deployed again and its reporter is asked again.
+    let owner = owner_session(&server.base).await;
+    let (status, answer, _) = owner
+        .post(
+            rollback,
+            json!({"commit": merge.as_str().to_uppercase(), "reason": "the coupon fix was fine after all"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["live"],
+        merge.as_str(),
+        "named in lower case: {answer}"
+    );
+    assert_eq!(live_commit(server.base.clone()).await, merge.as_str());
+    reach(
+        server.base.clone(),
+        bug.clone(),
+        &["deployed"],
+        "the bug deployed again with the release that carries its fix",
+    )
+    .await;
     drop(server);
     let store = store::Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
         .await
