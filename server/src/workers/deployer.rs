@@ -74,11 +74,7 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
     let mut beating = state.releases.service.is_some();
     // Each project's lane, by the service and launch it was started for: a change of either
     // starts the lane again.
-    type Lane = (
-        (String, domain::launch::Launch),
-        tokio::task::JoinHandle<()>,
-    );
-    let mut lanes: HashMap<String, Lane> = HashMap::new();
+    let mut lanes = Lanes(HashMap::new());
     // A lane stopped for a new launch of the same service: the launch it ran with, for the
     // new lane to fall back on when the new one does not start the live release.
     let mut replaced: HashMap<String, domain::launch::Launch> = HashMap::new();
@@ -94,7 +90,7 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
                     .map(|service| (t.project.clone(), service, t.launch.clone()))
             })
             .collect();
-        lanes.retain(|project, (service, lane)| {
+        lanes.0.retain(|project, (service, lane)| {
             let keep = wanted
                 .iter()
                 .any(|(p, s, launch)| p == project && *s == service.0 && *launch == service.1);
@@ -111,7 +107,7 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
             keep
         });
         for (project, service, launch) in wanted {
-            if lanes.contains_key(&project) {
+            if lanes.0.contains_key(&project) {
                 continue;
             }
             if !beating {
@@ -138,9 +134,29 @@ pub async fn supervise(state: AppState, root: PathBuf, recorder: Option<Recorder
                 recorder.clone(),
                 replaced.remove(&project),
             ));
-            lanes.insert(project, ((service, launch), lane));
+            lanes.0.insert(project, ((service, launch), lane));
         }
         tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The stored projects' lanes, by project; stopped with the supervisor (a lane's task is
+/// not stopped by dropping its handle, and its instance stops only with its task).
+struct Lanes(
+    HashMap<
+        String,
+        (
+            (String, domain::launch::Launch),
+            tokio::task::JoinHandle<()>,
+        ),
+    >,
+);
+
+impl Drop for Lanes {
+    fn drop(&mut self) {
+        for (_, (_, lane)) in self.0.drain() {
+            lane.abort();
+        }
     }
 }
 
