@@ -479,6 +479,7 @@ pub fn timeline_label(kind: &str, evidence: &[String], own_report: &str) -> Opti
         "approval_recorded" => "A person approved the fix",
         "merged" => "A person merged the fix",
         "deployment_contains_fix" | "deployment_reconciled" => "The fix is live",
+        "rolled_back" => "The release was rolled back: the fix is not live any more",
         "questions_reasked" => "Questions were asked again after expiring",
         "fix_confirmed" => "A reporter confirmed the live fix works",
         "reopened_by_reporter" => "A reporter said the fix does not work; reopened",
@@ -555,9 +556,15 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
                 .to_owned(),
                 expires_at: q.expires_at,
             });
+        // Only while the fix is live (a rollback takes it away: the bug is merged again).
+        let live = matches!(
+            bug.state,
+            BugState::Deployed | BugState::Verified | BugState::Reopened
+        );
         let release = bug
             .deployments
             .iter()
+            .filter(|_| live)
             .find(|d| d.status == DeploymentStatus::ContainsFix)
             .map(|d| ReleaseView {
                 commit: d.commit.to_string(),
@@ -823,6 +830,16 @@ mod tests {
         assert_eq!(
             timeline_label("report_attached", &["r-2".into()], "r-1").as_deref(),
             Some("Another report of the same bug joined")
+        );
+        // A rollback is said, never with the owner's reason.
+        assert_eq!(
+            timeline_label(
+                "rolled_back",
+                &["the coupon fix broke checkout".into()],
+                "r-1"
+            )
+            .as_deref(),
+            Some("The release was rolled back: the fix is not live any more")
         );
     }
 }

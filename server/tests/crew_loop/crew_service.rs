@@ -1507,6 +1507,26 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
         .await
         .unwrap();
     assert!(tracking["question"].is_null(), "{tracking}");
+    assert!(
+        tracking["bug"]["release"].is_null(),
+        "no release with the fix is offered to try: {tracking}"
+    );
+    let said: Vec<&str> = tracking["bug"]["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["label"].as_str())
+        .collect();
+    assert!(
+        said.last().is_some_and(|l| l.contains("rolled back")),
+        "the rollback is on the reporter's timeline: {said:?}"
+    );
+    assert!(
+        !tracking
+            .to_string()
+            .contains("checkout broke after the coupon fix"),
+        "the owner's reason stays with the owners"
+    );
     // After a restart the rolled-back release stays live: the head it replaced is not
     // released again.
     drop(server);
