@@ -283,12 +283,13 @@ pub(super) async fn perform(
         // The crew page's release list: serve an earlier release of a service again.
         let service = input.of.as_deref().unwrap_or_default();
         let commit = input.head.as_deref().unwrap_or_default();
-        let reason = crate::service::plain_text(input.reason.as_deref().unwrap_or_default());
+        // The service keeps the reason as plain text, whichever path it came by.
+        let reason = input.reason.as_deref().unwrap_or_default();
         crate::service::rollback::roll_back(
             state,
             service,
             commit,
-            &reason,
+            reason,
             crate::auth::owner_actor(account),
         )
         .await?;
