@@ -520,14 +520,6 @@ fn an_owner_can_send_a_bug_back_with_a_reason() {
 }
 
 #[test]
-fn refusals_map_to_http_statuses() {
-    assert_eq!(RefusalKind::Unauthenticated.http_status(), 401);
-    assert_eq!(RefusalKind::Forbidden.http_status(), 403);
-    assert_eq!(RefusalKind::Conflict.http_status(), 409);
-    assert_eq!(RefusalKind::Invalid.http_status(), 422);
-}
-
-#[test]
 fn commit_ids_are_validated() {
     assert!(CommitSha::parse(&"A".repeat(40)).is_ok());
     assert!(CommitSha::parse(&"a".repeat(64)).is_ok());

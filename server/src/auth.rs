@@ -4,7 +4,8 @@
 //! Every secret arrives in a header or cookie, is hashed with SHA-256 and compared with the
 //! stored hash in constant time. Sessions and tokens are never logged.
 
-use axum::http::{header, HeaderMap, StatusCode};
+use crate::error::Kind;
+use axum::http::{header, HeaderMap};
 use domain::Role;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -367,18 +368,19 @@ pub fn in_realm(credential: &Credential, realm: Realm) -> bool {
     }
 }
 
-/// The auth decision for an operation: `Ok` to proceed, or 401/403 with a reason.
+/// The auth decision for an operation: `Ok` to proceed, or "who are you" (401) / "not you"
+/// (403) with a reason.
 pub fn authorize(
     credential: &Credential,
     realm: Realm,
     accepts: &[Principal],
-) -> Result<(), (StatusCode, &'static str, &'static str)> {
+) -> Result<(), (Kind, &'static str, &'static str)> {
     if realm == Realm::Public {
         return Ok(());
     }
     if !in_realm(credential, realm) {
         return Err((
-            StatusCode::UNAUTHORIZED,
+            Kind::Unauthenticated,
             "unauthenticated",
             "this needs a credential for this part of the desk (an owner session or a crew token; for the sandbox job routes, a sandbox worker's token)",
         ));
@@ -393,7 +395,7 @@ pub fn authorize(
         Ok(())
     } else {
         Err((
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "forbidden",
             "your credential is valid but does not carry this power",
         ))
@@ -442,26 +444,26 @@ mod tests {
             authorize(&fixer, Realm::Engineering, &owner_only)
                 .unwrap_err()
                 .0,
-            403
+            Kind::Forbidden
         );
         let concierge = Credential::Role(Role::Concierge);
         assert_eq!(
             authorize(&concierge, Realm::Engineering, &owner_only)
                 .unwrap_err()
                 .0,
-            401
+            Kind::Unauthenticated
         );
         assert_eq!(
             authorize(&Credential::None, Realm::Engineering, &owner_only)
                 .unwrap_err()
                 .0,
-            401
+            Kind::Unauthenticated
         );
         assert_eq!(
             authorize(&Credential::Invalid, Realm::Engineering, &owner_only)
                 .unwrap_err()
                 .0,
-            401
+            Kind::Unauthenticated
         );
         assert!(authorize(&Credential::None, Realm::Public, &[]).is_ok());
         assert_eq!(
@@ -472,7 +474,7 @@ mod tests {
             )
             .unwrap_err()
             .0,
-            401
+            Kind::Unauthenticated
         );
     }
 }

@@ -10,6 +10,8 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod desk;
+pub mod error;
+pub mod instance;
 pub mod projects;
 pub mod ratelimit;
 pub mod router;
@@ -33,6 +35,8 @@ mod layering {
         ("ratelimit", 0),
         ("secret", 0),
         ("config", 1),
+        ("error", 1),
+        ("instance", 1),
         ("auth", 2),
         ("projects", 2),
         ("sandbox_queue", 2),
@@ -127,6 +131,33 @@ mod layering {
                     Some(_) => wrong.push(format!("{} uses crate::{target}", relative.display())),
                     None => {}
                 }
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn services_name_no_http_status_and_routes_no_operation_by_string() {
+        // HTTP statuses are decided in `web::error` alone; the services' refusals carry a kind.
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src.join("service"), &mut files);
+        assert!(files.len() > 10, "found only {} service files", files.len());
+        let mut wrong = Vec::new();
+        for file in &files {
+            let code = std::fs::read_to_string(file).unwrap_or_default();
+            let shipped = code.split("#[cfg(test)]").next().unwrap_or_default();
+            if shipped.contains("StatusCode") || shipped.contains("axum::http") {
+                wrong.push(format!("{} names an HTTP status", file.display()));
+            }
+        }
+        // Handlers are guarded by `Op`, never by an operation's name.
+        let mut routes = Vec::new();
+        sources(&src.join("routes"), &mut routes);
+        for file in &routes {
+            let code = std::fs::read_to_string(file).unwrap_or_default();
+            if code.contains("guard(&state, &credential, &headers, \"") {
+                wrong.push(format!("{} guards by a string", file.display()));
             }
         }
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));

@@ -5,7 +5,7 @@
 
 use crate::routes::reporter;
 use crate::routes::{bugs, meta, owners};
-use crate::web::AppState;
+use crate::web::{AppState, Op};
 use app::dto::limits;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
@@ -148,82 +148,78 @@ pub fn api_router() -> Router<AppState> {
             );
             continue;
         };
-        match api_handler(op.id, filter) {
-            Some(handler) => router = router.route(op.path, handler),
-            None => tracing::error!(operation = op.id, "declared operation without a handler"),
-        }
+        router = router.route(op.path, api_handler(op.op, filter));
     }
     router
 }
 
-/// The handler of operation `id`, routed for `filter` (the table's method).
-pub fn api_handler(id: &str, filter: MethodFilter) -> Option<MethodRouter<AppState>> {
+/// The handler of operation `op`, routed for `filter` (the table's method): one match over
+/// every operation, so an operation without a handler does not compile.
+pub fn api_handler(op: Op, filter: MethodFilter) -> MethodRouter<AppState> {
     use crate::routes::fix;
     use crate::routes::{crew as crew_api, outbox as notify_api, spend as spend_api};
-    Some(match id {
-        "health" => on(filter, meta::health),
-        "openapi" => on(filter, meta::openapi),
-        "components" => on(filter, reporter::components),
-        "fileReport" => on(filter, reporter::file_json),
-        "track" => on(filter, reporter::track_json),
-        "answer" => on(filter, reporter::answer_json),
-        "login" => on(filter, owners::login),
-        "logout" => on(filter, owners::logout),
-        "acceptInvite" => on(filter, owners::accept_invite),
-        "me" => on(filter, owners::me),
-        "invite" => on(filter, owners::invite),
-        "listOwners" => on(filter, owners::list_owners),
-        "confirmOwner" => on(filter, owners::confirm_owner_route),
-        "listBugs" => on(filter, bugs::list_bugs),
-        "getBug" => on(filter, bugs::get_bug),
-        "triage"
-        | "startFix"
-        | "startReproduction"
-        | "proposeReproduction"
-        | "addNote"
-        | "approve"
-        | "reopen"
-        | "retry"
-        | "takeOver"
-        | "promote"
-        | "markDuplicate"
-        | "handToHuman"
-        | "merge" => bug_command(filter, id)?,
-        "getFixContext" => on(filter, fix::get_context),
-        "getReproductionContext" => on(filter, fix::get_reproduction_context),
-        "submitFixCandidate" => {
+    match op {
+        Op::Health => on(filter, meta::health),
+        Op::OpenApi => on(filter, meta::openapi),
+        Op::Components => on(filter, reporter::components),
+        Op::FileReport => on(filter, reporter::file_json),
+        Op::Track => on(filter, reporter::track_json),
+        Op::Answer => on(filter, reporter::answer_json),
+        Op::Login => on(filter, owners::login),
+        Op::Logout => on(filter, owners::logout),
+        Op::AcceptInvite => on(filter, owners::accept_invite),
+        Op::Me => on(filter, owners::me),
+        Op::Invite => on(filter, owners::invite),
+        Op::ListOwners => on(filter, owners::list_owners),
+        Op::ConfirmOwner => on(filter, owners::confirm_owner_route),
+        Op::ListBugs => on(filter, bugs::list_bugs),
+        Op::GetBug => on(filter, bugs::get_bug),
+        Op::Triage
+        | Op::StartFix
+        | Op::StartReproduction
+        | Op::ProposeReproduction
+        | Op::AddNote
+        | Op::Approve
+        | Op::Reopen
+        | Op::Retry
+        | Op::TakeOver
+        | Op::Promote
+        | Op::MarkDuplicate
+        | Op::HandToHuman
+        | Op::Merge => bug_command(filter, op),
+        Op::GetFixContext => on(filter, fix::get_context),
+        Op::GetReproductionContext => on(filter, fix::get_reproduction_context),
+        Op::SubmitFixCandidate => {
             on(filter, fix::post_candidate).layer(DefaultBodyLimit::max(fix::CANDIDATE_BYTES))
         }
-        "getDiff" => on(filter, crate::routes::forge::diff),
-        "recordDeployment" => on(filter, crate::routes::forge::record_deployment),
-        "rollBack" => on(filter, crate::routes::forge::roll_back),
-        "reserveModelCall" => on(filter, spend_api::reserve),
-        "settleModelCall" => on(filter, spend_api::settle),
-        "getSpend" => on(filter, spend_api::summary),
-        "sendTask" => on(filter, crew_api::send),
-        "openTasks" => on(filter, crew_api::open),
-        "acceptTask" => on(filter, crew_api::accept),
-        "completeTask" => on(filter, crew_api::complete),
-        "renewTask" => on(filter, crew_api::renew),
-        "getCrewStep" => on(filter, crew_api::bug_step),
-        "heartbeat" => on(filter, crew_api::heartbeat),
-        "crewStatus" => on(filter, crew_api::status),
-        "claimNotifications" => on(filter, notify_api::claim),
-        "recordDelivery" => on(filter, notify_api::delivered),
-        "failNotification" => on(filter, notify_api::fail),
-        "ackNotification" => on(filter, notify_api::ack),
-        "messageReporter" => on(filter, notify_api::message_reporter),
-        "claimSandboxJob" => on(filter, crate::routes::sandbox::claim),
-        "renewSandboxJob" => on(filter, crate::routes::sandbox::renew),
-        "finishSandboxJob" => on(filter, crate::routes::sandbox::finish),
-        _ => return None,
-    })
+        Op::GetDiff => on(filter, crate::routes::forge::diff),
+        Op::RecordDeployment => on(filter, crate::routes::forge::record_deployment),
+        Op::RollBack => on(filter, crate::routes::forge::roll_back),
+        Op::ReserveModelCall => on(filter, spend_api::reserve),
+        Op::SettleModelCall => on(filter, spend_api::settle),
+        Op::GetSpend => on(filter, spend_api::summary),
+        Op::SendTask => on(filter, crew_api::send),
+        Op::OpenTasks => on(filter, crew_api::open),
+        Op::AcceptTask => on(filter, crew_api::accept),
+        Op::CompleteTask => on(filter, crew_api::complete),
+        Op::RenewTask => on(filter, crew_api::renew),
+        Op::GetCrewStep => on(filter, crew_api::bug_step),
+        Op::Heartbeat => on(filter, crew_api::heartbeat),
+        Op::CrewStatus => on(filter, crew_api::status),
+        Op::ClaimNotifications => on(filter, notify_api::claim),
+        Op::RecordDelivery => on(filter, notify_api::delivered),
+        Op::FailNotification => on(filter, notify_api::fail),
+        Op::AckNotification => on(filter, notify_api::ack),
+        Op::MessageReporter => on(filter, notify_api::message_reporter),
+        Op::ClaimSandboxJob => on(filter, crate::routes::sandbox::claim),
+        Op::RenewSandboxJob => on(filter, crate::routes::sandbox::renew),
+        Op::FinishSandboxJob => on(filter, crate::routes::sandbox::finish),
+    }
 }
 
-/// A bug command's route: the operation id is fixed here, never taken from the path.
-fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>> {
-    let op: &'static str = crate::web::operation(id)?.id;
-    Some(on(
+/// A bug command's route: the operation is fixed here, never taken from the path.
+fn bug_command(filter: MethodFilter, op: Op) -> MethodRouter<AppState> {
+    on(
         filter,
         move |State(state): State<AppState>,
               credential: crate::auth::Credential,
@@ -232,7 +228,7 @@ fn bug_command(filter: MethodFilter, id: &str) -> Option<MethodRouter<AppState>>
               crate::web::LimitedBody(body): crate::web::LimitedBody| async move {
             bugs::bug_operation(state, credential, headers, bug, op, body).await
         },
-    ))
+    )
 }
 
 /// Where a desk server function's answer to a plain form post may send the browser: back to a
@@ -398,7 +394,11 @@ async fn server_fn_statuses(
     let request = match crate::web::read_body(&parts, body, side.body_limit()).await {
         Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
         Err(refused) => {
-            return side.refuse(refused.status, &refused.error.error, refused.error.message)
+            return side.refuse(
+                refused.status(),
+                &refused.error.error,
+                refused.error.message,
+            )
         }
     };
     let mut response = next.run(request).await;
@@ -462,19 +462,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_declared_operation_has_a_handler_and_a_routable_method() {
+    fn every_operation_is_declared_once_with_a_routable_method() {
+        // Handlers are bound by an exhaustive match over `Op` (the compiler checks that one);
+        // the table must name every operation exactly once, at a method the router can serve,
+        // and no path twice for one method.
+        for op in Op::ALL {
+            let entries: Vec<_> = crate::web::OPERATIONS
+                .iter()
+                .filter(|entry| entry.op == *op)
+                .collect();
+            assert_eq!(
+                entries.len(),
+                1,
+                "{op:?} is declared {} times",
+                entries.len()
+            );
+            assert_eq!(op.spec().map(|spec| spec.op), Some(*op));
+        }
+        assert_eq!(crate::web::OPERATIONS.len(), Op::ALL.len());
+        let mut seen = std::collections::BTreeSet::new();
         for op in crate::web::OPERATIONS {
             let method: axum::http::Method = op.method.parse().unwrap_or_default();
             let filter = MethodFilter::try_from(method);
             assert!(filter.is_ok(), "{} has method {}", op.id, op.method);
+            assert!(
+                seen.insert((op.method, op.path)),
+                "{} {} twice",
+                op.method,
+                op.path
+            );
+            assert!(seen.insert(("id", op.id)), "operationId {} twice", op.id);
             if let Ok(filter) = filter {
-                assert!(
-                    api_handler(op.id, filter).is_some(),
-                    "{} has no handler",
-                    op.id
-                );
+                let _handler = api_handler(op.op, filter);
             }
         }
-        assert!(api_handler("noSuchOperation", MethodFilter::POST).is_none());
     }
 }

@@ -895,30 +895,18 @@ pub struct Decision {
     pub changed: bool,
 }
 
-/// The HTTP-meaningful kind of a refusal.
+/// The kind of a refusal (the server alone turns it into an answer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RefusalKind {
-    /// No valid credential (401).
+    /// No valid credential.
     Unauthenticated,
-    /// A valid credential without this power (403).
+    /// A valid credential without this power.
     Forbidden,
-    /// Not possible in the current state (409).
+    /// Not possible in the current state.
     Conflict,
-    /// The command itself is malformed or lacks evidence (422).
+    /// The command itself is malformed or lacks evidence.
     Invalid,
-}
-
-impl RefusalKind {
-    /// The HTTP status this maps to.
-    pub fn http_status(self) -> u16 {
-        match self {
-            RefusalKind::Unauthenticated => 401,
-            RefusalKind::Forbidden => 403,
-            RefusalKind::Conflict => 409,
-            RefusalKind::Invalid => 422,
-        }
-    }
 }
 
 /// A refused command.

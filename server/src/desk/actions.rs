@@ -8,6 +8,7 @@
 //! owner) take the same way, through [`super::owners`].
 
 use super::*;
+use crate::error::Kind;
 use app::dto::ActInput;
 use domain::DeskAction;
 
@@ -40,7 +41,7 @@ pub async fn confirm_report(
 
 fn unknown_action() -> Refused {
     Refused::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
+        Kind::Invalid,
         "unknown_action",
         "That is not an action of the desk (approve, merge, reopen, retry, take_over, promote, contact, duplicate; invite and confirm_owner on the Owners page; rollback on the Crew page).",
     )
@@ -51,7 +52,7 @@ async fn stored_bug(state: &AppState, id: &str) -> Result<Bug, Refused> {
     match state.store.load_bug(id).await {
         Ok(Some(stored)) => Ok(stored.bug),
         Ok(None) => Err(Refused::new(
-            StatusCode::NOT_FOUND,
+            Kind::NotFound,
             "not_found",
             "There is no bug with that id.",
         )),
@@ -69,7 +70,7 @@ async fn addressee(
     if let Some(bug) = bug {
         if !bug.reports.iter().any(|r| r == report) {
             return Err(Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::Invalid,
                 "unknown_report",
                 format!("That report is not one of bug {}'s reports.", bug.id),
             ));
@@ -78,7 +79,7 @@ async fn addressee(
     match state.store.report(report).await {
         Ok(Some(stored)) => Ok(stored),
         Ok(None) => Err(Refused::new(
-            StatusCode::NOT_FOUND,
+            Kind::NotFound,
             "not_found",
             "There is no report with that id.",
         )),
@@ -113,7 +114,7 @@ pub(super) async fn question(
     if let Some(closed) = loaded.as_ref().filter(|b| b.state == BugState::Duplicate) {
         if action != DeskAction::Contact {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "duplicate",
                 format!(
                     "This bug was merged into {}: act on that bug.",
@@ -126,7 +127,7 @@ pub(super) async fn question(
     let head = pull_request.map(|pr| pr.head.as_str().to_owned());
     if matches!(action, DeskAction::Approve | DeskAction::Merge) && head.is_none() {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "no_fix",
             "This bug has no fix to approve or merge yet.",
         ));
@@ -137,7 +138,7 @@ pub(super) async fn question(
         let me = crate::auth::owner_actor(account).human();
         if !super::bug::owner_actions(state, current, me.as_ref()).contains(&action) {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "not_now",
                 format!(
                     "That cannot be done on this bug now: it is {}. Open the bug to see what you can do.",
@@ -234,8 +235,7 @@ async fn duplicate_choices(
             sort: store::ListingSort::Newest,
             ..store::ListingQuery::default()
         })
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     let mut choices: Vec<(bool, String, String)> = Vec::new();
     for listed in listing.bugs {
         let other = listed.bug;
@@ -319,7 +319,7 @@ pub(super) async fn perform(
             let head = input.head.as_deref().unwrap_or_default();
             if head.is_empty() {
                 return Err(Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Kind::Invalid,
                     "missing_head",
                     "The exact head is missing: open the question again from the bug view.",
                 ));
@@ -346,7 +346,7 @@ pub(super) async fn perform(
             let of = input.of.as_deref().unwrap_or_default();
             if of.is_empty() {
                 return Err(Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Kind::Invalid,
                     "missing_of",
                     "Choose the bug this one duplicates.",
                 ));
@@ -362,7 +362,7 @@ pub(super) async fn perform(
             let reason = crate::service::plain_text(input.reason.as_deref().unwrap_or_default());
             if reason.trim().is_empty() {
                 return Err(Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Kind::Invalid,
                     "missing_reason",
                     "A reopen needs a reason: the reporters see that it was reopened.",
                 ));

@@ -176,19 +176,14 @@ pub(crate) async fn bug_data(
     done: Option<&str>,
 ) -> Result<Option<BugDesk>, Refused> {
     let notice = notice(super::done_said(state, session, id, done));
-    let Some(stored) = state.store.load_bug(id).await.map_err(Refused::storage)? else {
+    let Some(stored) = state.store.load_bug(id).await? else {
         return Ok(None);
     };
     let bug = stored.bug.clone();
     let mut reports = Vec::new();
     let mut opened_at = 0;
     for report_id in &bug.reports {
-        let Some(report) = state
-            .store
-            .report(report_id)
-            .await
-            .map_err(Refused::storage)?
-        else {
+        let Some(report) = state.store.report(report_id).await? else {
             continue;
         };
         if opened_at == 0 {
@@ -215,23 +210,15 @@ pub(crate) async fn bug_data(
         });
     }
     let evidence: Vec<EvidenceView> = {
-        let mut records = state
-            .store
-            .evidence_for(id)
-            .await
-            .map_err(Refused::storage)?;
-        let distrusted = state
-            .store
-            .distrusted_sandbox_workers()
-            .await
-            .map_err(Refused::storage)?;
+        let mut records = state.store.evidence_for(id).await?;
+        let distrusted = state.store.distrusted_sandbox_workers().await?;
         records.sort_by_key(|r| r.created_at);
         records
             .into_iter()
             .map(|record| evidence_view(record, &distrusted))
             .collect()
     };
-    let events = state.store.events_of(id).await.map_err(Refused::storage)?;
+    let events = state.store.events_of(id).await?;
     let ledger_status =
         match domain::ledger::verify(id, &events, &stored.head_hash, stored.event_count) {
             Ok(()) => format!("intact ({} events)", events.len()),
@@ -245,8 +232,7 @@ pub(crate) async fn bug_data(
     let names: Names = state
         .store
         .owner_listing()
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .map(|o| (o.id, o.email))
         .collect();
@@ -297,11 +283,7 @@ pub(crate) async fn bug_data(
         waiting_for: waiting_for_now(state, &bug).await?,
     };
     let crew_budget = {
-        let (spent, calls) = state
-            .store
-            .spend_of_bug(id)
-            .await
-            .map_err(Refused::storage)?;
+        let (spent, calls) = state.store.spend_of_bug(id).await?;
         let scope = state.reporter.scope();
         let policy = &scope.policy;
         format!(
@@ -385,8 +367,7 @@ pub(crate) async fn bug_data(
             let mut working: Vec<String> = state
                 .store
                 .heartbeats()
-                .await
-                .map_err(Refused::storage)?
+                .await?
                 .into_iter()
                 .filter(|(_, _, doing)| doing.contains(id))
                 .map(|(role, _, doing)| format!("{role}: {doing}"))

@@ -22,8 +22,9 @@ pub fn desk_server(state: &AppState) -> DeskServer {
 struct Backend(AppState);
 
 fn refusal(refused: Refused) -> DeskError {
+    let status = refused.status().as_u16();
     let mut error = DeskError::new(refused.error.error, refused.error.message);
-    error.status = Some(refused.status.as_u16());
+    error.status = Some(status);
     error
 }
 

@@ -185,7 +185,7 @@ pub async fn sign_in(
         return render(
             &state,
             "/desk/sign-in",
-            refused.status,
+            refused.status(),
             DeskPage::SignIn {
                 error: Some(refused.error.message),
                 next,
@@ -204,7 +204,7 @@ pub async fn sign_in(
             no_store(response)
         }
         Err(refused) => {
-            let status = refused.status;
+            let status = refused.status();
             render(
                 &state,
                 "/desk/sign-in",
@@ -230,7 +230,7 @@ pub async fn sign_out(
         return problem(
             &state,
             owner(&credential).map(|(account, _)| account.email.clone()),
-            refused.status,
+            refused.status(),
             refused.error.message,
             "/desk",
         )
@@ -262,12 +262,7 @@ pub async fn sign_out(
 pub async fn waiting_for_now(state: &AppState, bug: &Bug) -> Result<Option<String>, Refused> {
     if bug.state == BugState::New {
         let now = crate::clock::now_ms();
-        if let Some(at) = state
-            .store
-            .crew_start_put_off(&bug.id, now)
-            .await
-            .map_err(Refused::storage)?
-        {
+        if let Some(at) = state.store.crew_start_put_off(&bug.id, now).await? {
             return Ok(Some(format!(
                 "crew budget: the address that filed it already had {} new {} bug(s) started on this hour (R2R_STRANGER_BUGS_PER_HOUR); the crew's triage starts in {} min, the report is kept meanwhile (an owner who vouches for it can Promote it to start now)",
                 state.reporter.stranger_bugs_per_hour,
@@ -354,7 +349,7 @@ fn nonempty(value: Option<String>) -> Option<String> {
 async fn row(state: &AppState, listed: store::ListedBug) -> Result<BugRow, Refused> {
     let bug = listed.bug;
     let first = match bug.reports.first() {
-        Some(report) => state.store.report(report).await.map_err(Refused::storage)?,
+        Some(report) => state.store.report(report).await?,
         None => None,
     };
     let title = first
@@ -461,8 +456,7 @@ pub(crate) async fn dashboard_data(
             offset: (page - 1) * PAGE_SIZE,
             limit: PAGE_SIZE,
         })
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     let total = usize::try_from(listing.total).unwrap_or(usize::MAX);
     let counts: Vec<(BugState, usize)> = BugState::ALL
         .iter()
@@ -493,8 +487,7 @@ pub(crate) async fn dashboard_data(
     let quarantine = state
         .store
         .quarantine_queue(50)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .map(|r| QuarantineRow {
             id: r.id,
@@ -625,11 +618,7 @@ pub(crate) async fn crew_data(
             u(&status["spend"]["budget"]["calls_per_hour"]),
         ),
         tasks,
-        bug_spend: state
-            .store
-            .spend_by_bug(10)
-            .await
-            .map_err(Refused::storage)?,
+        bug_spend: state.store.spend_by_bug(10).await?,
         projects: {
             let spend = status["spend"]["by_project"]
                 .as_array()
@@ -709,13 +698,8 @@ pub(crate) async fn crew_data(
             let waiting = state
                 .store
                 .crew_starts_waiting(crate::clock::now_ms())
-                .await
-                .map_err(Refused::storage)?;
-            let book = state
-                .store
-                .spend_summary(crate::clock::now_ms())
-                .await
-                .map_err(Refused::storage)?;
+                .await?;
+            let book = state.store.spend_summary(crate::clock::now_ms()).await?;
             let money = |micros: u64| {
                 format!(
                     "${}.{:02}",
@@ -762,16 +746,8 @@ pub(crate) async fn crew_data(
 async fn sandbox_lines(state: &AppState) -> Result<Vec<String>, Refused> {
     let now = crate::clock::now_ms();
     let ago = |at: i64| format!("{} s ago", (now - at).max(0) / 1000);
-    let workers = state
-        .store
-        .sandbox_workers()
-        .await
-        .map_err(Refused::storage)?;
-    let queue = state
-        .store
-        .sandbox_queue()
-        .await
-        .map_err(Refused::storage)?;
+    let workers = state.store.sandbox_workers().await?;
+    let queue = state.store.sandbox_queue().await?;
     let mut lines = Vec::new();
     lines.push(match state.sandbox.runner() {
         sandbox::pool::Runner::Workers => format!(

@@ -5,6 +5,7 @@
 //! desk is not really usable with one owner.
 
 use super::*;
+use crate::error::Kind;
 use app::dto::{InvitePage, OwnerLine, OwnersDesk};
 use axum::http::HeaderValue;
 
@@ -38,8 +39,7 @@ pub(super) async fn owners_data(
     let owners = state
         .store
         .owner_listing()
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .map(|o| {
             let pending = o.status == "pending";
@@ -132,7 +132,7 @@ pub(super) async fn question(
 
 fn missing_person() -> Refused {
     Refused::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
+        Kind::Invalid,
         "missing_person",
         "Name the owner to confirm: open the question again from the Owners page.",
     )
@@ -152,27 +152,26 @@ async fn pending_owner(
     let listed = state
         .store
         .owner_listing()
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .find(|o| o.id == person)
         .ok_or_else(|| {
             Refused::new(
-                StatusCode::NOT_FOUND,
+                Kind::NotFound,
                 "unknown_owner",
                 "There is no owner with that id.",
             )
         })?;
     if listed.status != "pending" {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "not_pending",
             format!("{} is not waiting for a confirmation.", listed.email),
         ));
     }
     if listed.invited_by.as_deref() == Some(account.email.as_str()) || listed.id == account.id {
         return Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "same_person",
             "The owner who invited them cannot confirm them: a second owner must.",
         ));
@@ -287,7 +286,7 @@ pub async fn invite_accept(
             render(
                 &state,
                 "/desk/invite",
-                refused.status,
+                refused.status(),
                 DeskPage::Invite(Box::new(page)),
             )
             .await

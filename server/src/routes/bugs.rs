@@ -3,9 +3,11 @@
 //! id, never the path).
 
 use crate::auth::Credential;
+use crate::error::Kind;
 use crate::service::commands::run_command;
 use crate::service::forge::{self as forge_service, HeadBody};
 use crate::web::AppState;
+use crate::web::Op;
 use crate::web::Refused;
 use crate::web::{guard, json_body, respond};
 use api_types::{BugDetail, BugList, BugSummary, ReportEntry};
@@ -29,7 +31,7 @@ pub async fn list_bugs(
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "listBugs")?;
+        guard(&state, &credential, &headers, Op::ListBugs)?;
         let wait = crate::web::wait::wait_of(query.as_deref())?;
         let after = query
             .as_deref()
@@ -56,12 +58,11 @@ async fn bug_list(state: &AppState) -> Result<BugList, Refused> {
     let waiting = state
         .store
         .crew_starts_put_off(crate::clock::now_ms())
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     let mut bugs = Vec::new();
     let mut fingerprint = sha2::Sha256::new();
-    for id in state.store.bug_ids().await.map_err(Refused::storage)? {
-        if let Some(stored) = state.store.load_bug(&id).await.map_err(Refused::storage)? {
+    for id in state.store.bug_ids().await? {
+        if let Some(stored) = state.store.load_bug(&id).await? {
             let bug = stored.bug;
             let crew_budget_until = waiting.get(&bug.id).copied();
             fingerprint
@@ -90,18 +91,16 @@ pub async fn get_bug(
     Path(id): Path<String>,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "getBug")?;
+        guard(&state, &credential, &headers, Op::GetBug)?;
         let stored = state
             .store
             .load_bug(&id)
-            .await
-            .map_err(Refused::storage)?
+            .await?
             .ok_or_else(|| Refused::unknown_bug(&id))?;
         let reports = state
             .store
             .reports_of_bug(&id)
-            .await
-            .map_err(Refused::storage)?
+            .await?
             .into_iter()
             .map(|r| ReportEntry {
                 id: r.id,
@@ -141,23 +140,23 @@ struct DuplicateBody {
     of: String,
 }
 
-/// A bug command (`/api/v1/bugs/{id}/…`), guarded as operation `op_id` of [`OPERATIONS`].
+/// A bug command (`/api/v1/bugs/{id}/…`), guarded as operation `op` of [`OPERATIONS`].
 pub async fn bug_operation(
     state: AppState,
     credential: Credential,
     headers: HeaderMap,
     id: String,
-    op_id: &str,
+    op: Op,
     body: axum::body::Bytes,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, op_id)?;
+        guard(&state, &credential, &headers, op)?;
         let actor = credential.actor();
-        if matches!(op_id, "triage" | "startReproduction") {
+        if matches!(op, Op::Triage | Op::StartReproduction) {
             crate::service::reporter::crew_may_start(&state, &id).await?;
         }
-        match op_id {
-            "proposeReproduction" => {
+        match op {
+            Op::ProposeReproduction => {
                 let proposed: Proposed = json_body(&body)?;
                 let (state, id) = (state.clone(), id.clone());
                 let proposal = reproduction::to_the_end(async move {
@@ -171,7 +170,7 @@ pub async fn bug_operation(
                     }
                 });
             }
-            "merge" => {
+            Op::Merge => {
                 let merge: HeadBody = json_body(&body)?;
                 let head = forge_service::parse_sha(&merge.head)?;
                 let merged = forge_service::merge(&state, &id, head, &actor).await?;
@@ -181,11 +180,11 @@ pub async fn bug_operation(
                 }
                 return Ok(response);
             }
-            "promote" => {
+            Op::Promote => {
                 let recorded = crate::service::commands::promote(&state, &id, &actor).await?;
                 return Ok(Json(recorded).into_response());
             }
-            "markDuplicate" => {
+            Op::MarkDuplicate => {
                 let duplicate: DuplicateBody = json_body(&body)?;
                 let recorded = crate::service::commands::mark_duplicate(
                     &state,
@@ -196,7 +195,7 @@ pub async fn bug_operation(
                 .await?;
                 return Ok(Json(recorded).into_response());
             }
-            "approve" => {
+            Op::Approve => {
                 let approve: HeadBody = json_body(&body)?;
                 let head = forge_service::parse_sha(&approve.head)?;
                 let recorded = forge_service::approve(&state, &id, head, &actor).await?;
@@ -204,40 +203,40 @@ pub async fn bug_operation(
             }
             _ => {}
         }
-        let command = match op_id {
-            "triage" => {
+        let command = match op {
+            Op::Triage => {
                 let note: NoteBody = json_body(&body)?;
                 Command::RecordTriage {
                     note: screened_note(&note.note)?,
                 }
             }
-            "addNote" => {
+            Op::AddNote => {
                 let note: NoteBody = json_body(&body)?;
                 Command::AddNote {
                     note: screened_note(&note.note)?,
                 }
             }
-            "reopen" => {
+            Op::Reopen => {
                 let reopen: ReopenBody = json_body(&body)?;
                 Command::OwnerReopen {
                     reason: reopen.reason,
                 }
             }
-            "retry" => Command::OwnerRetry,
-            "takeOver" => Command::OwnerTakeOver,
-            "handToHuman" => {
+            Op::Retry => Command::OwnerRetry,
+            Op::TakeOver => Command::OwnerTakeOver,
+            Op::HandToHuman => {
                 let handed: HandBody = json_body(&body)?;
                 Command::HandToHuman {
                     reason: handed.reason,
                 }
             }
-            "startFix" => Command::StartFix,
-            "startReproduction" => Command::StartReproduction,
+            Op::StartFix => Command::StartFix,
+            Op::StartReproduction => Command::StartReproduction,
             other => {
                 return Err(Refused::new(
-                    StatusCode::FORBIDDEN,
+                    Kind::Forbidden,
                     "undeclared_operation",
-                    format!("{other} is not a bug command."),
+                    format!("{other:?} is not a bug command."),
                 ))
             }
         };

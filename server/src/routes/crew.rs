@@ -3,12 +3,14 @@
 //! against budget, recent tasks.
 
 use crate::auth::Credential;
+use crate::error::Kind;
 use crate::service::crew::{parse_role, status_json, wire};
 use crate::web::guard;
 use crate::web::json_body;
 use crate::web::respond;
 use crate::web::AppState;
 use crate::web::LimitedBody;
+use crate::web::Op;
 use crate::web::Refused;
 use api_types::{Accepted, TaskList};
 use axum::extract::{Path, State};
@@ -25,7 +27,7 @@ fn role_of(credential: &Credential) -> Result<Role, Refused> {
     match credential {
         Credential::Role(role) if role.is_crew() => Ok(*role),
         _ => Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "forbidden_actor",
             "only the crew's roles hand off tasks",
         )),
@@ -34,11 +36,11 @@ fn role_of(credential: &Credential) -> Result<Role, Refused> {
 
 fn refused(refusal: TaskRefusal) -> Refused {
     let (status, code) = match refusal {
-        TaskRefusal::BadAddress(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_address"),
-        TaskRefusal::BadBody(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_body"),
-        TaskRefusal::NotYours(_) => (StatusCode::FORBIDDEN, "not_addressed_to_you"),
-        TaskRefusal::BodyChanged => (StatusCode::CONFLICT, "body_mismatch"),
-        TaskRefusal::AlreadyAccepted => (StatusCode::CONFLICT, "already_accepted"),
+        TaskRefusal::BadAddress(_) => (Kind::Invalid, "invalid_address"),
+        TaskRefusal::BadBody(_) => (Kind::Invalid, "invalid_body"),
+        TaskRefusal::NotYours(_) => (Kind::Forbidden, "not_addressed_to_you"),
+        TaskRefusal::BodyChanged => (Kind::Conflict, "body_mismatch"),
+        TaskRefusal::AlreadyAccepted => (Kind::Conflict, "already_accepted"),
     };
     Refused::new(status, code, refusal.to_string())
 }
@@ -47,7 +49,7 @@ fn short_text(text: &str, field: &str, max: usize) -> Result<String, Refused> {
     let text = text.trim();
     if text.is_empty() || text.chars().count() > max || text.chars().any(char::is_control) {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_field",
             format!("{field}: 1 to {max} characters, no control characters"),
         ));
@@ -56,11 +58,7 @@ fn short_text(text: &str, field: &str, max: usize) -> Result<String, Refused> {
 }
 
 fn unknown_task(id: &str) -> Refused {
-    Refused::new(
-        StatusCode::NOT_FOUND,
-        "unknown_task",
-        format!("No task {id}."),
-    )
+    Refused::new(Kind::NotFound, "unknown_task", format!("No task {id}."))
 }
 
 #[derive(Deserialize)]
@@ -84,7 +82,7 @@ pub async fn send(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "sendTask")?;
+        guard(&state, &credential, &headers, Op::SendTask)?;
         let sender = role_of(&credential)?;
         let asked: Send = json_body(&body)?;
         let addressed_to = parse_role(&asked.addressed_to)?;
@@ -128,8 +126,7 @@ pub async fn send(
                 completed_at: None,
                 outcome: None,
             })
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         let status = if fresh {
             StatusCode::CREATED
         } else {
@@ -150,7 +147,7 @@ pub async fn open(
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "openTasks")?;
+        guard(&state, &credential, &headers, Op::OpenTasks)?;
         let role = role_of(&credential)?;
         let wait = crate::web::wait::wait_of(query.as_deref())?;
         let tasks = crate::web::wait::until_found(
@@ -186,8 +183,7 @@ async fn facts(state: &AppState, id: &str) -> Result<(CrewTask, TaskFacts), Refu
     let task = state
         .store
         .crew_task(id)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .ok_or_else(|| unknown_task(id))?;
     let facts = TaskFacts {
         sender: parse_role(&task.sender)?,
@@ -224,7 +220,7 @@ pub async fn accept(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "acceptTask")?;
+        guard(&state, &credential, &headers, Op::AcceptTask)?;
         let caller = role_of(&credential)?;
         let asked: Accept = json_body(&body)?;
         let named = parse_role(&asked.addressed_to)?;
@@ -234,8 +230,7 @@ pub async fn accept(
         if !state
             .store
             .accept_task(&id, now, now - state.task_lease_ms)
-            .await
-            .map_err(Refused::storage)?
+            .await?
         {
             return Err(refused(TaskRefusal::AlreadyAccepted));
         }
@@ -271,7 +266,7 @@ pub async fn complete(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "completeTask")?;
+        guard(&state, &credential, &headers, Op::CompleteTask)?;
         let caller = role_of(&credential)?;
         let asked: Complete = json_body(&body)?;
         let outcome = short_text(&asked.outcome, "outcome", 300)?;
@@ -281,10 +276,10 @@ pub async fn complete(
             .store
             .complete_task(&id, &outcome, crate::clock::now_ms(), asked.lease)
             .await
-            .map_err(Refused::storage)?
+            ?
         {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "not_open",
                 "only an accepted task that is not completed yet can be completed, by the worker that holds it",
             ));
@@ -314,7 +309,7 @@ pub async fn renew(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "renewTask")?;
+        guard(&state, &credential, &headers, Op::RenewTask)?;
         let caller = role_of(&credential)?;
         let asked: Renew = json_body(&body)?;
         let (_, facts) = facts(&state, &id).await?;
@@ -324,10 +319,10 @@ pub async fn renew(
             .store
             .renew_task(&id, asked.lease, now)
             .await
-            .map_err(Refused::storage)?
+            ?
         {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "lease_lost",
                 "this task is completed, or was accepted again after its lease ran out: stop working on it",
             ));
@@ -348,7 +343,7 @@ pub async fn bug_step(
     Path(bug): Path<String>,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "getCrewStep")?;
+        guard(&state, &credential, &headers, Op::GetCrewStep)?;
         let step = crate::service::crew::crew_step(&state, &bug)
             .await?
             .ok_or_else(|| Refused::unknown_bug(&bug))?;
@@ -373,7 +368,7 @@ pub async fn heartbeat(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "heartbeat")?;
+        guard(&state, &credential, &headers, Op::Heartbeat)?;
         let role = match credential {
             Credential::Role(Role::Recorder) => Role::Recorder,
             _ => role_of(&credential)?,
@@ -390,8 +385,7 @@ pub async fn heartbeat(
         state
             .store
             .heartbeat(role.as_str(), &detail, crate::clock::now_ms())
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         Ok::<_, Refused>(Json(json!({"recorded": true})))
     }
     .await;
@@ -405,7 +399,7 @@ pub async fn status(
     headers: HeaderMap,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "crewStatus")?;
+        guard(&state, &credential, &headers, Op::CrewStatus)?;
         Ok::<_, Refused>(Json(status_json(&state).await?))
     }
     .await;

@@ -4,6 +4,7 @@
 
 use crate::auth::Credential;
 use crate::service::fix::{self, Candidate, Measured};
+use crate::web::Op;
 use crate::web::{guard, json_body, respond, AppState};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -21,7 +22,7 @@ pub async fn get_context(
     Path(id): Path<String>,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "getFixContext")?;
+        guard(&state, &credential, &headers, Op::GetFixContext)?;
         fix::context(&state, &id).await.map(Json)
     }
     .await;
@@ -36,7 +37,7 @@ pub async fn get_reproduction_context(
     Path(id): Path<String>,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "getReproductionContext")?;
+        guard(&state, &credential, &headers, Op::GetReproductionContext)?;
         crate::service::repro_context::context(&state, &id)
             .await
             .map(Json)
@@ -54,7 +55,7 @@ pub async fn post_candidate(
     body: axum::body::Bytes,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "submitFixCandidate")?;
+        guard(&state, &credential, &headers, Op::SubmitFixCandidate)?;
         let candidate: Candidate = json_body(&body)?;
         let (state, id) = (state.clone(), id.clone());
         let measured = crate::service::reproduction::to_the_end(async move {

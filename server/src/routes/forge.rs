@@ -5,6 +5,7 @@
 
 use crate::auth::Credential;
 use crate::service::forge::{self as forge_service, parse_sha};
+use crate::web::Op;
 use crate::web::{guard, json_body, respond, AppState, LimitedBody, Refused};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -21,7 +22,7 @@ pub async fn diff(
     Path(id): Path<String>,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "getDiff")?;
+        guard(&state, &credential, &headers, Op::GetDiff)?;
         Ok::<_, Refused>(Json(forge_service::diff(&state, &id).await?))
     }
     .await;
@@ -46,7 +47,7 @@ pub async fn record_deployment(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "recordDeployment")?;
+        guard(&state, &credential, &headers, Op::RecordDeployment)?;
         let deployment: DeploymentBody = json_body(&body)?;
         let commit = parse_sha(&deployment.commit)?;
         let actor = credential.actor();
@@ -93,7 +94,7 @@ pub async fn roll_back(
 ) -> Response {
     use crate::service::rollback::{self, RolledBack};
     let result = async {
-        guard(&state, &credential, &headers, "rollBack")?;
+        guard(&state, &credential, &headers, Op::RollBack)?;
         let request: RollbackBody = json_body(&body)?;
         let answer = rollback::roll_back(
             &state,

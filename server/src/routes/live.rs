@@ -3,7 +3,7 @@
 //! `GET /release/<service>/<commit>[/…]`: the immutable address of one release, answered only
 //! while exactly that commit's instance is live. The instance runs in the desk's sandbox in a
 //! network namespace of its own; the desk reaches it from inside that namespace
-//! ([`crate::service::instance`]). Nothing is forwarded but the path and the query; only the
+//! ([`crate::instance`]). Nothing is forwarded but the path and the query; only the
 //! answer's status, type and caching come back. The target's pages are served from the desk's
 //! origin, so they get the desk's own policy, whatever the target sends: no script at all, and
 //! a sandboxed document (an opaque origin: the owners' session cookie and the desk's pages are
@@ -144,7 +144,7 @@ async fn forward_to(
         target.push('?');
         target.push_str(&query);
     }
-    let answer = match crate::service::instance::get(&live.dialer, live.addr, &target).await {
+    let answer = match crate::instance::get(&live.dialer, live.addr, &target).await {
         Ok(answer) => answer,
         Err(error) => {
             tracing::warn!(%error, "the live release did not answer");

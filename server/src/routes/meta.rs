@@ -1,6 +1,7 @@
 //! `/api/health`, `/api/openapi.json`, and the answer for an `/api` path the table does not
 //! declare.
 
+use crate::error::Kind;
 use crate::web::ops::openapi_document;
 use crate::web::{AppState, Refused};
 use app::dto::{Health, SERVICE_NAME};
@@ -105,7 +106,7 @@ pub async fn openapi() -> Json<Value> {
 /// Any other `/api` path: a JSON 404 that names no operation.
 pub async fn undeclared_api_path() -> Response {
     crate::web::respond::<Response>(Err(Refused::new(
-        StatusCode::NOT_FOUND,
+        Kind::NotFound,
         "unknown_operation",
         "No such operation: see /api/openapi.json for every operation this desk serves.",
     )))

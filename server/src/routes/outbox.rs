@@ -9,12 +9,14 @@
 
 use crate::auth::Credential;
 use crate::clock::now_ms;
+use crate::error::Kind;
 use crate::service::notify::send_message;
 use crate::web::guard;
 use crate::web::json_body;
 use crate::web::respond;
 use crate::web::AppState;
 use crate::web::LimitedBody;
+use crate::web::Op;
 use crate::web::Refused;
 use api_types::{ClaimedJob, ClaimedJobs, ClaimedNotice};
 use axum::extract::{Path, State};
@@ -48,7 +50,7 @@ pub async fn claim(
     axum::extract::RawQuery(query): axum::extract::RawQuery,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "claimNotifications")?;
+        guard(&state, &credential, &headers, Op::ClaimNotifications)?;
         let wait = crate::web::wait::wait_of(query.as_deref())?;
         let jobs = crate::web::wait::until_found(
             state.store.work_added(),
@@ -68,8 +70,7 @@ pub async fn claim(
             let delivered = state
                 .store
                 .deliveries_of(&job.key)
-                .await
-                .map_err(Refused::storage)?
+                .await?
                 .into_iter()
                 .map(|channel| channel.as_str().to_owned())
                 .collect();
@@ -89,14 +90,11 @@ pub async fn claim(
                         Audience::Reporter(report) => state
                             .store
                             .report(report)
-                            .await
-                            .map_err(Refused::storage)?
+                            .await?
                             .and_then(|r| r.contact)
                             .into_iter()
                             .collect(),
-                        Audience::Owners => {
-                            state.store.owner_emails().await.map_err(Refused::storage)?
-                        }
+                        Audience::Owners => state.store.owner_emails().await?,
                     };
                     entry.notice = Some(ClaimedNotice {
                         audience: audience_of(&notice),
@@ -131,7 +129,7 @@ struct LeaseBody {
 
 fn lease_lost() -> Refused {
     Refused::new(
-        StatusCode::CONFLICT,
+        Kind::Conflict,
         "lease_lost",
         "No live lease with that id on this job.",
     )
@@ -142,8 +140,7 @@ async fn leased_job(state: &AppState, key: &str, lease_id: &str) -> Result<Store
     let job = state
         .store
         .outbox_job(key)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .filter(|job| job.consumer == "concierge")
         .ok_or_else(Refused::not_found)?;
     if job.leased_by(lease_id, now_ms()) {
@@ -163,7 +160,7 @@ pub async fn delivered(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "recordDelivery")?;
+        guard(&state, &credential, &headers, Op::RecordDelivery)?;
         let body: LeaseBody = json_body(&body)?;
         let channel = body
             .channel
@@ -171,19 +168,14 @@ pub async fn delivered(
             .and_then(Channel::parse)
             .ok_or_else(|| {
                 Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Kind::Invalid,
                     "invalid_channel",
                     "channel: one of inbox, email, webhook",
                 )
             })?;
         let job = leased_job(&state, &key, &body.lease_id).await?;
-        let notice = compose(&job.kind, &job.payload).map_err(|error| {
-            Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "undeliverable",
-                error.to_string(),
-            )
-        })?;
+        let notice = compose(&job.kind, &job.payload)
+            .map_err(|error| Refused::new(Kind::Invalid, "undeliverable", error.to_string()))?;
         let inbox = match (&notice.audience, channel) {
             (Audience::Reporter(report), Channel::Inbox) => Some(InboxNotice {
                 key: key.clone(),
@@ -196,7 +188,7 @@ pub async fn delivered(
             }),
             (Audience::Owners, Channel::Inbox) => {
                 return Err(Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Kind::Invalid,
                     "invalid_channel",
                     "a notice for the owners has no tracking page: email or webhook",
                 ))
@@ -207,8 +199,7 @@ pub async fn delivered(
         let new = state
             .store
             .record_delivery(&key, channel, inbox.as_ref(), &detail, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         Ok::<_, Refused>(Json(
             json!({"key": key, "channel": channel.as_str(), "new": new}),
         ))
@@ -227,12 +218,12 @@ pub async fn fail(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "failNotification")?;
+        guard(&state, &credential, &headers, Op::FailNotification)?;
         let body: LeaseBody = json_body(&body)?;
         let error = body.error.unwrap_or_default();
         if error.trim().is_empty() {
             return Err(Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::Invalid,
                 "invalid_body",
                 "error: say what failed",
             ));
@@ -241,16 +232,11 @@ pub async fn fail(
         let failed = state
             .store
             .fail_job(&key, &body.lease_id, &error, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         if !failed {
             return Err(lease_lost());
         }
-        let status = state
-            .store
-            .job_status(&key)
-            .await
-            .map_err(Refused::storage)?;
+        let status = state.store.job_status(&key).await?;
         let (attempts, available_at) = status.map(|s| (s.0, s.1)).unwrap_or_default();
         Ok(Json(
             json!({"key": key, "attempts": attempts, "retry_at": available_at}),
@@ -270,30 +256,22 @@ pub async fn ack(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "ackNotification")?;
+        guard(&state, &credential, &headers, Op::AckNotification)?;
         let body: LeaseBody = json_body(&body)?;
         let job = leased_job(&state, &key, &body.lease_id).await?;
         let for_reporter = compose(&job.kind, &job.payload)
             .is_ok_and(|n| matches!(n.audience, Audience::Reporter(_)));
         if for_reporter {
-            let delivered = state
-                .store
-                .deliveries_of(&key)
-                .await
-                .map_err(Refused::storage)?;
+            let delivered = state.store.deliveries_of(&key).await?;
             if !delivered.contains(&Channel::Inbox) {
                 return Err(Refused::new(
-                    StatusCode::CONFLICT,
+                    Kind::Conflict,
                     "inbox_first",
                     "A reporter's notice is done only once it is on their tracking page.",
                 ));
             }
         }
-        let done = state
-            .store
-            .ack_job(&key, &body.lease_id, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+        let done = state.store.ack_job(&key, &body.lease_id, now_ms()).await?;
         if done {
             Ok(StatusCode::NO_CONTENT.into_response())
         } else {
@@ -320,11 +298,11 @@ pub async fn message_reporter(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "messageReporter")?;
+        guard(&state, &credential, &headers, Op::MessageReporter)?;
         let body: MessageBody = json_body(&body)?;
         let Actor::Owner { id: author } = credential.actor() else {
             return Err(Refused::new(
-                StatusCode::FORBIDDEN,
+                Kind::Forbidden,
                 "forbidden_actor",
                 "only owners write to reporters",
             ));

@@ -2,11 +2,13 @@
 //! and confirm other owners.
 
 use crate::auth::{csrf_token, hash_secret, Credential};
+use crate::error::Kind;
 use crate::service::owners::*;
 use crate::web::session::{refuse_cross_site, session_cookie, session_cookie_header};
 use crate::web::AppState;
 use crate::web::ClientAddr;
 use crate::web::LimitedBody;
+use crate::web::Op;
 use crate::web::Refused;
 use crate::web::{guard, json_body, respond};
 use axum::extract::{Path, State};
@@ -59,13 +61,9 @@ pub async fn logout(
     headers: HeaderMap,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "logout")?;
+        guard(&state, &credential, &headers, Op::Logout)?;
         if let Credential::Owner { session, account } = &credential {
-            state
-                .store
-                .delete_session(&hash_secret(session))
-                .await
-                .map_err(Refused::storage)?;
+            state.store.delete_session(&hash_secret(session)).await?;
             tracing::info!(owner = %account.id, "owner signed out");
         }
         let mut response = StatusCode::NO_CONTENT.into_response();
@@ -85,7 +83,7 @@ pub async fn me(
     headers: HeaderMap,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "me")?;
+        guard(&state, &credential, &headers, Op::Me)?;
         Ok::<_, Refused>(match &credential {
             Credential::Owner { account, session } => Json(json!({
                 "kind": "owner",
@@ -108,13 +106,9 @@ pub async fn invite(
     headers: HeaderMap,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "invite")?;
+        guard(&state, &credential, &headers, Op::Invite)?;
         let Credential::Owner { account, .. } = &credential else {
-            return Err(Refused::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "owners only",
-            ));
+            return Err(Refused::new(Kind::Forbidden, "forbidden", "owners only"));
         };
         let (link, expires_at) = create_invite(&state, account).await?;
         Ok((
@@ -134,12 +128,8 @@ pub async fn list_owners(
     headers: HeaderMap,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "listOwners")?;
-        let owners = state
-            .store
-            .owner_listing()
-            .await
-            .map_err(Refused::storage)?;
+        guard(&state, &credential, &headers, Op::ListOwners)?;
+        let owners = state.store.owner_listing().await?;
         let owners: Vec<Value> = owners
             .into_iter()
             .map(|o| {
@@ -164,13 +154,9 @@ pub async fn confirm_owner_route(
     Path(id): Path<String>,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "confirmOwner")?;
+        guard(&state, &credential, &headers, Op::ConfirmOwner)?;
         let Credential::Owner { account, .. } = &credential else {
-            return Err(Refused::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "owners only",
-            ));
+            return Err(Refused::new(Kind::Forbidden, "forbidden", "owners only"));
         };
         confirm_owner(&state, account, &id).await?;
         Ok(Json(json!({"id": id, "status": "active"})))

@@ -5,6 +5,7 @@
 //! script-free forms, a POST body field) — never in a path or query string — and is never
 //! logged: handlers log report ids only.
 
+use crate::error::Kind;
 use crate::web::AppState;
 use crate::web::{client_of, no_store, render_script_free, ClientAddr, LimitedBody, Refused};
 use app::dto::{
@@ -41,7 +42,7 @@ pub async fn file_json(
             .is_some_and(|v| v.starts_with("application/json"));
         if !is_json {
             return Err(Refused::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                Kind::UnsupportedMediaType,
                 "unsupported_media_type",
                 "Send the report as JSON with Content-Type: application/json.",
             ));
@@ -50,14 +51,14 @@ pub async fn file_json(
             .and_then(|()| serde_json::from_slice(&body))
             .map_err(|error| {
                 Refused::new(
-                    StatusCode::BAD_REQUEST,
+                    Kind::BadRequest,
                     "malformed_json",
                     format!("The body is not valid JSON: {error}."),
                 )
             })?;
         let Value::Object(object) = value else {
             return Err(Refused::new(
-                StatusCode::BAD_REQUEST,
+                Kind::BadRequest,
                 "malformed_json",
                 "The body must be a JSON object with component, title, what_happened, expected \
                  and steps.",
@@ -126,7 +127,7 @@ pub async fn file_form(
             render(
                 &state,
                 "/report",
-                refused.status,
+                refused.status(),
                 retry,
                 PageContext::Report(ReportPageState::Refused(refused.error, typed)),
             )
@@ -185,7 +186,7 @@ pub async fn answer_json(
             .ok_or_else(Refused::not_found)?;
         let answer: Answer = serde_json::from_slice(&body).map_err(|error| {
             Refused::new(
-                StatusCode::BAD_REQUEST,
+                Kind::BadRequest,
                 "malformed_answer",
                 format!(
                     "Send JSON {{\"request_id\", \"kind\": \"reproduction\"|\"fix\", \"yes\": true|false, \"reason\"}}: {error}."
@@ -216,7 +217,7 @@ pub async fn track_form(
 /// A form post another site's page made a visitor's browser send.
 fn cross_site_post(what: &str) -> Refused {
     Refused::new(
-        StatusCode::FORBIDDEN,
+        Kind::Forbidden,
         "cross_site",
         format!(
             "Another site's page tried to {what} here. Nothing was recorded: use this desk's own page to send it."
@@ -252,7 +253,7 @@ pub async fn answer_form(
         Some(cross_site_post("answer for a reporter"))
     } else if !matches!(field("answer").as_str(), "yes" | "no") {
         Some(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_answer",
             "Choose yes or no.",
         ))
@@ -263,7 +264,7 @@ pub async fn answer_form(
         return render(
             &state,
             "/track",
-            refused.status,
+            refused.status(),
             None,
             PageContext::Track(TrackPageState::Refused(refused.error)),
         )
@@ -334,7 +335,7 @@ async fn track_page(
             render(
                 state,
                 "/track",
-                refused.status,
+                refused.status(),
                 retry,
                 PageContext::Track(TrackPageState::Refused(refused.error)),
             )

@@ -24,7 +24,7 @@ struct Backend(AppState);
 
 fn refusal(refused: Refused) -> Refusal {
     Refusal {
-        status: refused.status.as_u16(),
+        status: refused.status().as_u16(),
         retry_after: refused.retry_after,
         error: refused.error,
     }

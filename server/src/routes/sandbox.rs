@@ -6,6 +6,8 @@
 
 use crate::auth::Credential;
 use crate::clock::now_ms;
+use crate::error::Kind;
+use crate::web::Op;
 use crate::web::{guard, json_body, read_body_to_file, respond, AppState, LimitedBody, Refused};
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -45,21 +47,21 @@ impl Upload {
     fn begin(id: &str) -> Result<Upload, Refused> {
         let mut uploading = UPLOADING.lock().map_err(|_| {
             Refused::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                Kind::Internal,
                 "uploads_broken",
                 "the desk's upload book is broken; restart it",
             )
         })?;
         if uploading.iter().any(|job| job == id) {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "upload_in_progress",
                 format!("An outcome for sandbox job {id} is already being received; one upload a lease."),
             ));
         }
         let slot = UPLOAD_SLOTS.try_acquire().map_err(|_| {
             Refused::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+                Kind::Unavailable,
                 "uploads_busy",
                 format!("The desk is receiving {OUTCOME_UPLOADS} outcomes already; send it again in {UPLOAD_RETRY_AFTER_SECONDS} s (the lease is kept while you renew it)."),
             )
@@ -121,7 +123,7 @@ fn worker_name(credential: &Credential) -> Result<&str, Refused> {
     match credential {
         Credential::Worker { name } => Ok(name),
         _ => Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "forbidden",
             "only a sandbox worker's token may do this",
         )),
@@ -130,7 +132,7 @@ fn worker_name(credential: &Credential) -> Result<&str, Refused> {
 
 fn lease_lost(id: &str) -> Refused {
     Refused::new(
-        StatusCode::CONFLICT,
+        Kind::Conflict,
         "lease_lost",
         format!("The lease on sandbox job {id} is no longer yours (it expired and the job was claimed again, or the job is over); drop it."),
     )
@@ -159,7 +161,7 @@ pub async fn claim(
     LimitedBody(_): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "claimSandboxJob")?;
+        guard(&state, &credential, &headers, Op::ClaimSandboxJob)?;
         let worker = worker_name(&credential)?;
         let wait = crate::web::wait::wait_of(query.as_deref())?;
         let claimed = crate::web::wait::until_found(
@@ -188,7 +190,7 @@ pub async fn claim(
         };
         let job = serde_json::from_str(&spec).map_err(|e| {
             Refused::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                Kind::Internal,
                 "corrupt_job",
                 format!("sandbox job {id} does not read: {e}"),
             )
@@ -217,15 +219,14 @@ pub async fn renew(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "renewSandboxJob")?;
+        guard(&state, &credential, &headers, Op::RenewSandboxJob)?;
         let worker = worker_name(&credential)?;
         let renewal: Renewal = json_body(&body)?;
         let now = now_ms();
         let renewed = state
             .store
             .renew_sandbox_job(&id, &renewal.lease_id, worker, now + LEASE_MS, now)
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         if !renewed {
             return Err(lease_lost(&id));
         }
@@ -247,14 +248,9 @@ pub async fn finish(
     request: Request,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "finishSandboxJob")?;
+        guard(&state, &credential, &headers, Op::FinishSandboxJob)?;
         let worker = worker_name(&credential)?;
-        let Some(purpose) = state
-            .store
-            .sandbox_job_held(&id, worker, now_ms())
-            .await
-            .map_err(Refused::storage)?
-        else {
+        let Some(purpose) = state.store.sandbox_job_held(&id, worker, now_ms()).await? else {
             return Err(lease_lost(&id));
         };
         // A test run carries no artifact: its outcome's bound is the output's.
@@ -285,14 +281,14 @@ pub async fn finish(
         .await
         .map_err(|e| {
             Refused::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                Kind::Internal,
                 "outcome_unread",
                 format!("reading the outcome stopped: {e}"),
             )
         })?
         .map_err(|e| {
             Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::Invalid,
                 "invalid_body",
                 format!("The outcome does not read: {e}"),
             )
@@ -300,8 +296,7 @@ pub async fn finish(
         let recorded = state
             .store
             .finish_sandbox_job(&id, &finished.lease_id, worker, &outcome, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         if !recorded {
             return Err(lease_lost(&id));
         }

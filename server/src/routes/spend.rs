@@ -3,11 +3,13 @@
 //! crew read the book.
 
 use crate::auth::Credential;
+use crate::error::Kind;
 use crate::web::guard;
 use crate::web::json_body;
 use crate::web::respond;
 use crate::web::AppState;
 use crate::web::LimitedBody;
+use crate::web::Op;
 use crate::web::Refused;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -39,7 +41,7 @@ fn label(text: &str, field: &str) -> Result<String, Refused> {
     let text = text.trim();
     if text.is_empty() || text.len() > 100 || text.chars().any(char::is_control) {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_field",
             format!("{field}: 1 to 100 characters, no control characters"),
         ));
@@ -55,7 +57,7 @@ pub async fn reserve(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "reserveModelCall")?;
+        guard(&state, &credential, &headers, Op::ReserveModelCall)?;
         let asked: Reserve = json_body(&body)?;
         let provider = label(&asked.provider, "provider")?;
         let model = label(&asked.model, "model")?;
@@ -70,7 +72,7 @@ pub async fn reserve(
         ) || bug.needs_human == Some(domain::workflow::NeedsHumanReason::TakenOver)
         {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "bug_closed_to_the_crew",
                 format!(
                     "bug {} is {}: no model call can be booked to it",
@@ -95,7 +97,7 @@ pub async fn reserve(
             .store
             .reserve_model_call(&call, &state.spend, crate::clock::now_ms())
             .await
-            .map_err(Refused::storage)?
+            ?
         {
             Ok(()) => Ok((
                 StatusCode::CREATED,
@@ -130,7 +132,7 @@ pub async fn settle(
     LimitedBody(body): LimitedBody,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "settleModelCall")?;
+        guard(&state, &credential, &headers, Op::SettleModelCall)?;
         let settle: Settle = json_body(&body)?;
         let end = match settle.outcome.as_str() {
             "answered" => CallEnd::Answered(settle.cost_micros),
@@ -138,7 +140,7 @@ pub async fn settle(
             "connection_lost" => CallEnd::ConnectionLost,
             other => {
                 return Err(Refused::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Kind::Invalid,
                     "invalid_outcome",
                     format!("outcome: answered, timed_out or connection_lost, got {other:?}"),
                 ))
@@ -151,16 +153,16 @@ pub async fn settle(
             .store
             .settle_model_call(&id, &client, end, crate::clock::now_ms())
             .await
-            .map_err(Refused::storage)?
+            ?
         {
             Settlement::Settled => Ok(Json(json!({"settled": true})).into_response()),
             Settlement::NotOpen => Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "not_open",
                 format!("no open model call {id}"),
             )),
             Settlement::NotYours => Err(Refused::new(
-                StatusCode::FORBIDDEN,
+                Kind::Forbidden,
                 "not_your_call",
                 format!("model call {id} was reserved by another principal; only it may settle the call"),
             )),
@@ -177,12 +179,8 @@ pub async fn summary(
     headers: HeaderMap,
 ) -> Response {
     let result = async {
-        guard(&state, &credential, &headers, "getSpend")?;
-        let summary = state
-            .store
-            .spend_summary(crate::clock::now_ms())
-            .await
-            .map_err(Refused::storage)?;
+        guard(&state, &credential, &headers, Op::GetSpend)?;
+        let summary = state.store.spend_summary(crate::clock::now_ms()).await?;
         Ok::<_, Refused>(Json(json!({"budget": state.spend, "book": summary})))
     }
     .await;

@@ -4,6 +4,7 @@
 //! answered 202. The GitHub worker ([`crate::workers::github`]) applies it.
 
 use crate::clock::now_ms;
+use crate::error::Kind;
 use crate::service::github_events::*;
 use crate::web::AppState;
 use crate::web::Refused;
@@ -28,14 +29,14 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
     let result = async {
         let Some(secret) = &state.github.webhook_secret else {
             return Err(Refused::new(
-                StatusCode::UNAUTHORIZED,
+                Kind::Unauthenticated,
                 "webhooks_disabled",
                 "no webhook secret is configured (R2R_GITHUB_WEBHOOK_SECRET)",
             ));
         };
         if body.len() > MAX_WEBHOOK_BYTES {
             return Err(Refused::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
+                Kind::TooLarge,
                 "too_large",
                 "webhook body too large",
             ));
@@ -47,7 +48,7 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
         ) {
             tracing::warn!("github webhook: bad or missing signature");
             return Err(Refused::new(
-                StatusCode::UNAUTHORIZED,
+                Kind::Unauthenticated,
                 "bad_signature",
                 "X-Hub-Signature-256 does not match the body",
             ));
@@ -62,14 +63,14 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
             .to_owned();
         if delivery.is_empty() || event.is_empty() || delivery.len() > 100 || event.len() > 100 {
             return Err(Refused::new(
-                StatusCode::BAD_REQUEST,
+                Kind::BadRequest,
                 "missing_headers",
                 "X-GitHub-Delivery and X-GitHub-Event are required",
             ));
         }
         let payload: Value = serde_json::from_slice(&body).map_err(|e| {
             Refused::new(
-                StatusCode::BAD_REQUEST,
+                Kind::BadRequest,
                 "malformed_json",
                 format!("not JSON: {e}"),
             )
@@ -85,7 +86,7 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
         {
             tracing::warn!(repository, "github webhook: repository not allowed");
             return Err(Refused::new(
-                StatusCode::FORBIDDEN,
+                Kind::Forbidden,
                 "repository_not_allowed",
                 "this desk does not follow that repository",
             ));
@@ -131,7 +132,7 @@ pub async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: By
                 now_ms(),
             )
             .await
-            .map_err(Refused::storage)?;
+            ?;
         if !fresh {
             tracing::warn!(%delivery, %event, body_sha256 = %body_hash, "github webhook: this body or delivery id was accepted before; not applied again");
         }

@@ -3,8 +3,8 @@
 //! only ask whether the engine would accept a command now (the dry run before anything
 //! irreversible, such as opening a pull request or moving a branch).
 
+use crate::error::Kind;
 use crate::web::{AppState, Refused};
-use axum::http::StatusCode;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{decide, Actor, Ancestry, AncestryOracle, Command, CommitSha};
 use domain::BugState;
@@ -39,8 +39,7 @@ pub async fn load(state: &AppState, id: &str) -> Result<domain::workflow::Bug, R
     Ok(state
         .store
         .load_bug(id)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .ok_or_else(|| Refused::unknown_bug(id))?
         .bug)
 }
@@ -124,8 +123,7 @@ pub async fn promote(state: &AppState, bug: &str, actor: &Actor) -> Result<Recor
     state
         .store
         .start_crew_now(bug, crate::clock::now_ms())
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     Ok(recorded)
 }
 
@@ -145,14 +143,14 @@ pub async fn mark_duplicate(
         Actor::Owner { .. } => {}
         Actor::Anonymous => {
             return Err(Refused::new(
-                StatusCode::UNAUTHORIZED,
+                Kind::Unauthenticated,
                 "unauthenticated",
                 "sign in as an owner to merge bugs",
             ))
         }
         _ => {
             return Err(Refused::new(
-                StatusCode::FORBIDDEN,
+                Kind::Forbidden,
                 "forbidden_actor",
                 "only an owner may mark a bug as a duplicate",
             ))
@@ -167,7 +165,7 @@ pub async fn mark_duplicate(
     };
     if !plain(of) || of == duplicate {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_duplicate",
             "of: the id of another bug, the one that stays",
         ));
@@ -186,7 +184,7 @@ pub async fn mark_duplicate(
     // Checked before anything moves: a refused merge changes nothing.
     if matches!(bug.state, BugState::Duplicate | BugState::Verified) {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "wrong_state",
             format!(
                 "bug {duplicate} is {}: it cannot be merged into another",
@@ -197,7 +195,7 @@ pub async fn mark_duplicate(
     match target.state {
         BugState::Duplicate => {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "duplicate_chain",
                 format!(
                     "bug {of} is itself a duplicate of {}: merge into that bug",
@@ -207,7 +205,7 @@ pub async fn mark_duplicate(
         }
         BugState::Verified => {
             return Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "wrong_state",
                 format!("bug {of} is verified and closed: its reporters have had the last word"),
             ))
@@ -224,11 +222,7 @@ pub async fn mark_duplicate(
         actor,
     )
     .await?;
-    let moved = state
-        .store
-        .reassign_reports(duplicate, of)
-        .await
-        .map_err(Refused::storage)?;
+    let moved = state.store.reassign_reports(duplicate, of).await?;
     tracing::info!(duplicate, of, moved, "bug merged into another");
     run_command(
         state,
@@ -249,7 +243,7 @@ pub fn screened_note(text: &str) -> Result<String, Refused> {
     let chars = text.chars().count();
     if chars == 0 || chars > MAX_NOTE_CHARS {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_note",
             format!("note: 1 to {MAX_NOTE_CHARS} characters (got {chars})"),
         ));
@@ -257,7 +251,7 @@ pub fn screened_note(text: &str) -> Result<String, Refused> {
     match domain::airlock::screen(text) {
         Ok((redacted, _)) => Ok(redacted),
         Err(families) => Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "note_quarantined",
             format!(
                 "the airlock refused this note: it reads like {} — notes are model output and pass the same filter as reports",

@@ -1,9 +1,9 @@
 //! The crew as the desk sees it: which roles have a live heartbeat, what each is doing, and
 //! the open tasks (the crew page and `GET /api/v1/crew/status` show the same facts).
 
+use crate::error::Kind;
 use crate::web::AppState;
 use crate::web::Refused;
-use axum::http::StatusCode;
 use domain::crew::{self as rules};
 use domain::Role;
 use serde_json::{json, Value};
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 /// desk's crew page).
 pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
     let now = crate::clock::now_ms();
-    let beats = state.store.heartbeats().await.map_err(Refused::storage)?;
+    let beats = state.store.heartbeats().await?;
     let pairs: Vec<(Role, i64)> = beats
         .iter()
         .filter_map(|(role, at, _)| parse_role(role).ok().map(|r| (r, *at)))
@@ -31,16 +31,11 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
             })
         })
         .collect();
-    let spend = state
-        .store
-        .spend_summary(now)
-        .await
-        .map_err(Refused::storage)?;
+    let spend = state.store.spend_summary(now).await?;
     let tasks: Vec<Value> = state
         .store
         .recent_tasks(20)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .map(|t| {
             json!({
@@ -88,12 +83,7 @@ pub async fn status_json(state: &AppState) -> Result<Value, Refused> {
         .iter()
         .map(|t| (t.project.clone(), 0, 0))
         .collect();
-    for (component, spent, calls) in state
-        .store
-        .spend_by_component()
-        .await
-        .map_err(Refused::storage)?
-    {
+    for (component, spent, calls) in state.store.spend_by_component().await? {
         let project = scope.target_of(&component).project.clone();
         if let Some(row) = by_project.iter_mut().find(|(p, _, _)| *p == project) {
             row.1 += spent;
@@ -125,7 +115,7 @@ pub fn parse_role(text: &str) -> Result<Role, Refused> {
         .find(|role| role.as_str() == text.trim())
         .ok_or_else(|| {
             Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::Invalid,
                 "invalid_role",
                 format!("addressed_to: one of manager, reproducer, fixer, reviewer; got {text:?}"),
             )
@@ -138,23 +128,14 @@ pub async fn crew_step(
     state: &AppState,
     bug: &str,
 ) -> Result<Option<api_types::BugCrewStep>, Refused> {
-    let Some(found) = state.store.load_bug(bug).await.map_err(Refused::storage)? else {
+    let Some(found) = state.store.load_bug(bug).await? else {
         return Ok(None);
     };
-    let Some(updated_at) = state
-        .store
-        .bug_updated_at(bug)
-        .await
-        .map_err(Refused::storage)?
-    else {
+    let Some(updated_at) = state.store.bug_updated_at(bug).await? else {
         return Ok(None);
     };
     let found = found.bug;
-    let tasks = state
-        .store
-        .tasks_for_bug(bug, 100)
-        .await
-        .map_err(Refused::storage)?;
+    let tasks = state.store.tasks_for_bug(bug, 100).await?;
     let now = crate::clock::now_ms();
     let step = rules::crew_step(found.state).map(|(kind, role)| {
         let facts: Vec<rules::StepTask> = tasks

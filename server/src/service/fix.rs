@@ -14,12 +14,12 @@
 
 use super::reproduction::{evidence_label, invalid, short, RERUN_DEADLINE};
 use super::snapshot::Snapshot;
+use crate::error::Kind;
 use crate::service::commands::Fetched;
 use crate::service::commands::{dry_run, load, record};
 use crate::web::AppState;
 use crate::web::Refused;
 use api_types::{ContextFile, FixContext};
-use axum::http::StatusCode;
 use domain::workflow::{Actor, Command};
 use forge::{DraftRequest, Forge};
 use sandbox::{Toolchains, Verdict};
@@ -52,7 +52,7 @@ async fn confirmed_test(
 ) -> Result<ConfirmedTest, Refused> {
     let reproduction = bug.reproduction.as_ref().ok_or_else(|| {
         Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "no_reproduction",
             "this bug has no measured reproduction to fix against",
         )
@@ -60,8 +60,7 @@ async fn confirmed_test(
     let evidence = state
         .store
         .evidence_for(&bug.id)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .find(|e| e.id == reproduction.id)
         .ok_or_else(|| {
@@ -241,7 +240,7 @@ pub async fn candidate(
     snapshot.share_read_only()?;
     let sandbox = state.sandbox.get().await.map_err(|reason| {
         Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Unavailable,
             "sandbox_unavailable",
             format!("the desk cannot measure the fix now: {reason}"),
         )
@@ -390,7 +389,7 @@ pub async fn candidate(
         Some((repository, remote)) => {
             forge.push_branch(&remote, &branch).await.map_err(|e| {
                 Refused::new(
-                    StatusCode::BAD_GATEWAY,
+                    Kind::Upstream,
                     "github_push_failed",
                     format!("the desk could not push {branch} to {repository}: {e}"),
                 )
@@ -406,7 +405,7 @@ pub async fn candidate(
     };
     if draft_pull.head != head {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "branch_moved",
             format!("branch {branch} moved from {head} before its pull request was opened; push again and resubmit"),
         ));

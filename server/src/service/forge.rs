@@ -5,8 +5,8 @@
 //! accepted it — and the recorder records a verified deployment, with ancestry from git.
 
 use super::commands::{dry_run, load, record, Fetched, KnownAncestry, Recorded};
+use crate::error::Kind;
 use crate::web::{AppState, Refused};
-use axum::http::StatusCode;
 use domain::codeowners::CodeOwners;
 use domain::workflow::{Actor, Command, CommitSha, DeploymentStatus};
 use domain::BugState;
@@ -18,7 +18,7 @@ use serde::Deserialize;
 pub fn forge_of(target: &crate::projects::Target) -> Result<&LocalForge, Refused> {
     target.forge.as_deref().ok_or_else(|| {
         Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "no_local_forge",
             format!(
                 "the project {:?} has no local forge (set R2R_LOCAL_FORGE to a bare git repository, or define the project with one)",
@@ -48,7 +48,7 @@ pub async fn current_head(
     if let Some((repository, remote)) = github_remote(state, target) {
         forge.sync_default_branch(&remote).await.map_err(|e| {
             Refused::new(
-                StatusCode::BAD_GATEWAY,
+                Kind::Upstream,
                 "github_unreachable",
                 format!(
                     "cannot fetch {repository}'s {} from GitHub: {e}",
@@ -68,7 +68,7 @@ pub async fn default_head(forge: &LocalForge) -> Result<CommitSha, Refused> {
         .map_err(Refused::forge)?
         .ok_or_else(|| {
             Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "empty_target",
                 format!(
                     "the target repository has no {} branch yet",
@@ -81,7 +81,7 @@ pub async fn default_head(forge: &LocalForge) -> Result<CommitSha, Refused> {
 fn git_refused(error: GitError) -> Refused {
     match error {
         GitError::Conflict { .. } => {
-            Refused::new(StatusCode::CONFLICT, "merge_conflict", error.to_string())
+            Refused::new(Kind::Conflict, "merge_conflict", error.to_string())
         }
         other => Refused::forge(other),
     }
@@ -89,21 +89,13 @@ fn git_refused(error: GitError) -> Refused {
 
 /// A commit id from a request, or 422 `invalid_head`.
 pub fn parse_sha(text: &str) -> Result<CommitSha, Refused> {
-    CommitSha::parse(text).map_err(|e| {
-        Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_head",
-            e.to_string(),
-        )
-    })
+    CommitSha::parse(text).map_err(|e| Refused::new(Kind::Invalid, "invalid_head", e.to_string()))
 }
 
 fn forge_refused(error: ForgeError) -> Refused {
     match error {
         ForgeError::Git(git) => git_refused(git),
-        ForgeError::Invalid(reason) => {
-            Refused::new(StatusCode::UNPROCESSABLE_ENTITY, "forge_refused", reason)
-        }
+        ForgeError::Invalid(reason) => Refused::new(Kind::Invalid, "forge_refused", reason),
         other => Refused::forge(other),
     }
 }
@@ -155,7 +147,7 @@ pub async fn merge(
     let target = state.target_of(&bug.component).await;
     if let Some((repository, _)) = github_remote(state, &target) {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "merged_on_github",
             format!("this project's pull requests live on GitHub ({repository}): merge there; the signed webhook records it"),
         ));
@@ -199,7 +191,7 @@ pub async fn merge(
         .await
         .map_err(|e| {
             Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "branch_moved",
                 format!("the default branch moved while merging; try again ({e})"),
             )
@@ -229,11 +221,7 @@ pub async fn diff(state: &AppState, id: &str) -> Result<FixDiff, Refused> {
     let target = state.target_of(&bug.component).await;
     let forge = forge_of(&target)?;
     let pr = bug.pull_request.ok_or_else(|| {
-        Refused::new(
-            StatusCode::CONFLICT,
-            "no_pull_request",
-            "this bug has no fix yet",
-        )
+        Refused::new(Kind::Conflict, "no_pull_request", "this bug has no fix yet")
     })?;
     let merged = bug.merge.as_ref().map(|m| &m.merge_commit);
     let diff = forge
@@ -271,7 +259,7 @@ pub async fn record_deployment(
         .project(project.trim())
         .ok_or_else(|| {
             Refused::new(
-                StatusCode::NOT_FOUND,
+                Kind::NotFound,
                 "unknown_project",
                 format!("this desk serves no project {:?}", project.trim()),
             )
@@ -280,7 +268,7 @@ pub async fn record_deployment(
     let id = deployment.trim().to_owned();
     if id.is_empty() || id.len() > 200 || id.chars().any(domain::airlock::unicode::is_unprintable) {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_deployment",
             "deployment: 1 to 200 printable characters (no control, line-separator or invisible formatting characters)",
         ));
@@ -296,8 +284,7 @@ pub async fn record_deployment(
     for bug_id in state
         .store
         .bug_ids_in_states(&[BugState::InReview, BugState::Approved, BugState::Merged])
-        .await
-        .map_err(Refused::storage)?
+        .await?
     {
         let bug = load(state, &bug_id).await?;
         if state.target_of(&bug.component).await.project != target.project {
@@ -340,7 +327,7 @@ pub async fn hold_release(
         .project(project)
         .ok_or_else(|| {
             Refused::new(
-                StatusCode::NOT_FOUND,
+                Kind::NotFound,
                 "unknown_project",
                 format!("this desk serves no project {project:?}"),
             )
@@ -383,7 +370,7 @@ pub async fn roll_back_bugs(
         .project(project)
         .ok_or_else(|| {
             Refused::new(
-                StatusCode::NOT_FOUND,
+                Kind::NotFound,
                 "unknown_project",
                 format!("this desk serves no project {project:?}"),
             )
@@ -393,8 +380,7 @@ pub async fn roll_back_bugs(
     for bug_id in state
         .store
         .bug_ids_in_states(&[BugState::Deployed, BugState::Verified])
-        .await
-        .map_err(Refused::storage)?
+        .await?
     {
         let bug = load(state, &bug_id).await?;
         if state.target_of(&bug.component).await.project != target.project {
@@ -424,12 +410,7 @@ async fn merged_bugs(
     target: &crate::projects::Target,
 ) -> Result<Vec<(String, domain::workflow::MergeRecord)>, Refused> {
     let mut merged = Vec::new();
-    for bug_id in state
-        .store
-        .bug_ids_in_states(&[BugState::Merged])
-        .await
-        .map_err(Refused::storage)?
-    {
+    for bug_id in state.store.bug_ids_in_states(&[BugState::Merged]).await? {
         let bug = load(state, &bug_id).await?;
         if state.target_of(&bug.component).await.project != target.project {
             continue;

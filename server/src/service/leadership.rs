@@ -3,6 +3,7 @@
 //! merge of duplicates, a service's deployer. A server that stops (killed, cut off) loses what
 //! it held once the holding runs out; a clean end hands it on at once.
 
+use crate::error::Kind;
 use crate::web::AppState;
 use std::time::Duration;
 
@@ -161,7 +162,7 @@ pub async fn wait_for(
             Ok(held) => return Ok(held),
             Err(other) if tokio::time::Instant::now() >= until => {
                 return Err(crate::web::Refused::new(
-                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    Kind::Unavailable,
                     "busy_elsewhere",
                     format!("the desk server at {other} has been doing this for {} s; try again shortly", patience.as_secs()),
                 )
@@ -185,7 +186,7 @@ pub async fn measure(state: &AppState, bug: &str) -> Result<Held, crate::web::Re
     {
         Ok(held) => Ok(held),
         Err(other) => Err(crate::web::Refused::new(
-            axum::http::StatusCode::CONFLICT,
+            Kind::Conflict,
             "already_measuring",
             format!(
                 "the desk server at {other} is measuring another proposal for {bug} now; nothing of this one was run or recorded (wait for that answer)"

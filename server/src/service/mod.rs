@@ -1,6 +1,6 @@
 //! What the desk does, independent of HTTP: commands through the engine, the forge's
 //! pull requests, merges and deployments. Every function takes the state and typed input and
-//! returns a typed result or a [`crate::web::Refused`]; routes and desk pages only parse,
+//! returns a typed result or a [`crate::error::Refused`] (a kind, never an HTTP status); routes and desk pages only parse,
 //! call one of these and answer.
 
 pub mod commands;
@@ -8,7 +8,6 @@ pub mod crew;
 pub mod fix;
 pub mod forge;
 pub mod github_events;
-pub mod instance;
 pub mod leadership;
 pub mod notify;
 pub mod owners;

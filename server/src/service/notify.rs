@@ -2,9 +2,9 @@
 //! shows them at once; the concierge emails them when the reporter left an address).
 
 use crate::clock::now_ms;
+use crate::error::Kind;
 use crate::web::AppState;
 use crate::web::Refused;
-use axum::http::StatusCode;
 
 /// Longest message an owner may send a reporter.
 pub const MESSAGE_MAX_CHARS: usize = 4_000;
@@ -15,7 +15,7 @@ pub fn message_text(text: &str) -> Result<String, Refused> {
     let text = text.replace("\r\n", "\n").trim().to_owned();
     if text.is_empty() || text.chars().count() > MESSAGE_MAX_CHARS {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_message",
             format!("text: write 1 to {MESSAGE_MAX_CHARS} characters"),
         ));
@@ -35,7 +35,6 @@ pub async fn send_message(
     state
         .store
         .add_report_message(report, author, &text, now_ms())
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .ok_or_else(Refused::not_found)
 }

@@ -4,9 +4,9 @@
 
 use crate::auth::{hash_secret, random_secret, INVITE_TTL_MS, SESSION_TTL_MS};
 use crate::clock::now_ms;
+use crate::error::Kind;
 use crate::web::AppState;
 use crate::web::Refused;
-use axum::http::StatusCode;
 use serde::Deserialize;
 use store::{ConfirmOutcome, InviteOutcome, NewOwner, OwnerAccount};
 
@@ -48,15 +48,10 @@ pub async fn sign_in(
     ] {
         limiter
             .take(&key, now)
-            .await
-            .map_err(Refused::storage)?
+            .await?
             .map_err(Refused::rate_limited)?;
     }
-    let account = state
-        .store
-        .owner_by_email(&email)
-        .await
-        .map_err(Refused::storage)?;
+    let account = state.store.owner_by_email(&email).await?;
     // Verify against a real hash even for an unknown email, so timing says nothing.
     let hash = account.as_ref().map_or_else(
         || state.auth.dummy_password_hash.clone(),
@@ -66,7 +61,7 @@ pub async fn sign_in(
     let Some(account) = account.filter(|_| ok) else {
         tracing::info!("login refused");
         return Err(Refused::new(
-            StatusCode::UNAUTHORIZED,
+            Kind::Unauthenticated,
             "bad_credentials",
             "That email and password do not match an owner account.",
         ));
@@ -74,7 +69,7 @@ pub async fn sign_in(
     if !account.active {
         // Only someone who knows the password learns this.
         return Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "awaiting_confirmation",
             "This account waits for a second owner's confirmation: an owner other than the one who invited you must confirm it on the desk's Owners page.",
         ));
@@ -89,8 +84,7 @@ pub async fn sign_in(
             now,
             now + SESSION_TTL_MS,
         )
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     tracing::info!(owner = %account.id, "owner signed in");
     Ok((session, account))
 }
@@ -106,8 +100,7 @@ pub async fn create_invite(
     state
         .store
         .create_invite(&hash_secret(&token), &by.id, now, now + INVITE_TTL_MS)
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     tracing::info!(owner = %by.id, "owner invitation created");
     Ok((format!("/desk/invite#{token}"), now + INVITE_TTL_MS))
 }
@@ -124,25 +117,24 @@ pub async fn confirm_owner(
     let outcome = state
         .store
         .confirm_owner(pending_id, &account.id, now_ms())
-        .await
-        .map_err(Refused::storage)?;
+        .await?;
     match outcome {
         ConfirmOutcome::Confirmed => {
             tracing::info!(owner = %pending_id, by = %account.id, "pending owner confirmed");
             Ok(())
         }
         ConfirmOutcome::NotPending => Err(Refused::new(
-            StatusCode::NOT_FOUND,
+            Kind::NotFound,
             "not_pending",
             "No owner with this id waits for confirmation.",
         )),
         ConfirmOutcome::NeedsAnotherOwner => Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "needs_another_owner",
             "You invited this owner (or are them): an owner other than their inviter must confirm them, so one person can never make a second approving identity alone.",
         )),
         ConfirmOutcome::NotAnOwner => Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "forbidden",
             "Only an active owner can confirm another.",
         )),
@@ -163,8 +155,7 @@ pub async fn accept_invitation(
         .auth
         .login_limiter
         .take(&format!("invite:{client}"), crate::clock::now_ms())
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .map_err(Refused::rate_limited)?;
     let accept = Accept {
         token: token.to_owned(),
@@ -184,7 +175,7 @@ pub async fn accept_invitation(
         }
         if !fields.is_empty() {
             let mut refused = Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::Invalid,
                 "invalid_account",
                 "The account was not created.",
             );
@@ -204,8 +195,7 @@ pub async fn accept_invitation(
         let outcome = state
             .store
             .accept_invite(&hash_secret(accept.token.trim()), &owner, now_ms())
-            .await
-            .map_err(Refused::storage)?;
+            .await?;
         match outcome {
             InviteOutcome::Created => {
                 tracing::info!(owner = %owner.id, "owner account created from an invitation");
@@ -216,17 +206,17 @@ pub async fn accept_invitation(
                 Ok((owner.id, owner.email, false))
             }
             InviteOutcome::Unknown => Err(Refused::new(
-                StatusCode::NOT_FOUND,
+                Kind::NotFound,
                 "unknown_invite",
                 "This invitation does not exist or has expired.",
             )),
             InviteOutcome::Used => Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "invite_used",
                 "This invitation was already used.",
             )),
             InviteOutcome::EmailTaken => Err(Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "email_taken",
                 "An owner with this email exists.",
             )),

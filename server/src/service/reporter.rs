@@ -4,6 +4,7 @@
 //! logs name report ids only.
 
 use crate::clock::now_ms;
+use crate::error::Kind;
 use crate::ratelimit::Limiter;
 use crate::web::AppState;
 use crate::web::Refused;
@@ -11,7 +12,6 @@ use app::dto::{
     limits, Answer, AnswerOutcome, ApiError, BugView, MessageView, NoticeView, QuestionView,
     ReleaseView, ReportForm, ReportReceipt, ReportView, ReproductionView, TimelineEntry, Tracking,
 };
-use axum::http::StatusCode;
 use domain::airlock::{admit, screen, RawReport};
 use domain::workflow::{
     decide, open_bug_at, Actor, Bug, Command, DeploymentStatus, Evidence, QuestionKind,
@@ -157,11 +157,11 @@ pub async fn crew_may_start(state: &AppState, bug: &str) -> Result<(), Refused> 
         .store
         .crew_start_put_off(bug, now)
         .await
-        .map_err(Refused::storage)?
+        ?
     {
         None => Ok(()),
         Some(at) => Err(Refused::new(
-            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            Kind::RateLimited,
             "crew_budget_waiting",
             format!(
                 "bug {bug} waits for its stranger's budget (R2R_STRANGER_BUGS_PER_HOUR): the crew may start on it in {} min, or when an owner promotes it",
@@ -257,8 +257,7 @@ pub async fn file_report(
             },
             move |crew_at| open_bug_at(&bug_id, &component, &report_id, now, crew_at),
         )
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .map_err(|limited| Refused::rate_limited(Duration::from_millis(limited.retry_ms)))?;
     let quarantined = filed.bug_id.is_none();
     tracing::info!(
@@ -309,7 +308,7 @@ pub async fn validate_and_file(
 ) -> Result<ReportReceipt, Refused> {
     let scope = state.reporter.fresh(&state.store).await;
     let form = validate_report(object, &scope.components).map_err(|error| Refused {
-        status: StatusCode::UNPROCESSABLE_ENTITY,
+        kind: Kind::Invalid,
         error,
         retry_after: None,
     })?;
@@ -319,8 +318,7 @@ pub async fn validate_and_file(
 pub async fn take_token(limiter: &Limiter, client: &str) -> Result<(), Refused> {
     limiter
         .take(client, crate::clock::now_ms())
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .map_err(Refused::rate_limited)
 }
 
@@ -337,12 +335,7 @@ pub async fn find_report(
         return Ok(None);
     };
     let hash = capability.hash().to_hex();
-    let Some(report) = state
-        .store
-        .report_by_capability_hash(&hash)
-        .await
-        .map_err(Refused::storage)?
-    else {
+    let Some(report) = state.store.report_by_capability_hash(&hash).await? else {
         return Ok(None);
     };
     let stored = CapabilityHash::try_from(report.capability_hash.clone()).ok();
@@ -512,19 +505,10 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
     let mut bug_view = None;
     let mut question = None;
     if let Some(bug_id) = &report.bug_id {
-        let stored = state
-            .store
-            .load_bug(bug_id)
-            .await
-            .map_err(Refused::storage)?
-            .ok_or_else(|| {
-                Refused::storage(format!("bug {bug_id} of report {} is missing", report.id))
-            })?;
-        let events = state
-            .store
-            .events_of(bug_id)
-            .await
-            .map_err(Refused::storage)?;
+        let stored = state.store.load_bug(bug_id).await?.ok_or_else(|| {
+            Refused::storage(format!("bug {bug_id} of report {} is missing", report.id))
+        })?;
+        let events = state.store.events_of(bug_id).await?;
         let bug = stored.bug;
         let timeline = events
             .iter()
@@ -603,8 +587,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
     let messages = state
         .store
         .report_messages(&report.id)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .map(|m| MessageView {
             at: m.at,
@@ -615,8 +598,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
     let inbox = state
         .store
         .inbox_of(&report.id)
-        .await
-        .map_err(Refused::storage)?
+        .await?
         .into_iter()
         .filter(|n| n.kind != "owner_message")
         // A question's notice is for a reporter who is not here: on this page it only points
@@ -660,7 +642,7 @@ pub async fn record_answer(
 ) -> Result<AnswerOutcome, Refused> {
     let invalid = |field: &str, reason: &str| {
         let mut refused = Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_answer",
             format!("The answer was not recorded: {field} {reason}."),
         );
@@ -672,7 +654,7 @@ pub async fn record_answer(
     };
     let Some(bug_id) = &report.bug_id else {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "no_question",
             "There is no question for this report.",
         ));
@@ -744,7 +726,7 @@ pub async fn record_answer(
         Err(ApplyError::Refused(refusal)) => Err(refusal.into()),
         Err(ApplyError::Contended { .. }) => {
             let mut refused = Refused::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+                Kind::Unavailable,
                 "busy",
                 "The bug is changing right now; nothing was recorded. Please try again.",
             );

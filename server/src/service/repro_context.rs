@@ -4,9 +4,9 @@
 //! reads the project only through this; the dossiers' redacted fields are the query.
 
 use super::snapshot::Snapshot;
+use crate::error::Kind;
 use crate::web::{AppState, Refused};
 use api_types::ReproductionContext;
-use axum::http::StatusCode;
 use crew::context::{self, SourceFile};
 
 /// Largest file read for ranking (characters); larger ones are left out of the context.
@@ -17,11 +17,7 @@ const MANIFESTS: &[&str] = &["Cargo.toml", "package.json", "pyproject.toml", "go
 /// The reports' words the files are ranked for: every clean dossier's component, title,
 /// what happened, expected and steps (the airlock's redacted text, never the raw report).
 pub(crate) async fn query_of(state: &AppState, id: &str) -> Result<String, Refused> {
-    let reports = state
-        .store
-        .reports_of_bug(id)
-        .await
-        .map_err(Refused::storage)?;
+    let reports = state.store.reports_of_bug(id).await?;
     let mut query = String::new();
     for dossier in reports.iter().filter_map(|r| r.dossier.as_ref()) {
         for field in [
@@ -66,7 +62,7 @@ pub async fn context(state: &AppState, id: &str) -> Result<ReproductionContext, 
     let bug = crate::service::commands::load(state, id).await?;
     if bug.state != domain::BugState::Reproducing {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "not_reproducing",
             format!(
                 "bug {id} is {}: a reproduction context is given only while the crew reproduces it",

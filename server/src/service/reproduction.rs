@@ -10,11 +10,11 @@
 //! assertion the desk saw — not the one the crew claimed.
 
 use super::snapshot::Snapshot;
+use crate::error::Kind;
 use crate::service::commands::record;
 use crate::service::commands::Fetched;
 use crate::web::AppState;
 use crate::web::Refused;
-use axum::http::StatusCode;
 use domain::workflow::{Actor, Command, Reproduction, Rerun};
 use sandbox::{Sandbox, Toolchains, Verdict};
 use serde::Deserialize;
@@ -43,7 +43,7 @@ pub(crate) async fn sandbox_slot(
 ) -> Result<tokio::sync::OwnedSemaphorePermit, Refused> {
     pool.slot(SLOT_WAIT).await.map_err(|busy| {
         Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Unavailable,
             "sandbox_busy",
             format!(
                 "the desk already runs {} sandbox measurement(s), its limit (R2R_SANDBOX_CONCURRENCY); nothing was recorded, try again in {SLOT_RETRY_AFTER_SECONDS} s",
@@ -63,7 +63,7 @@ pub async fn to_the_end<T: Send + 'static>(
 ) -> Result<T, Refused> {
     tokio::spawn(work).await.map_err(|error| {
         Refused::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
+            Kind::Internal,
             "measurement_failed",
             format!("the measurement stopped before its answer: {error}"),
         )
@@ -95,7 +95,7 @@ pub struct Proposed {
 }
 
 pub(crate) fn invalid(code: &str, message: impl Into<String>) -> Refused {
-    Refused::new(StatusCode::UNPROCESSABLE_ENTITY, code, message)
+    Refused::new(Kind::Invalid, code, message)
 }
 
 /// The evidence of one sandbox run (backend, exit, limits hit, duration and the tail of each
@@ -218,7 +218,7 @@ async fn baseline(
             ),
         })
         .await
-        .map_err(Refused::storage)?;
+        ?;
     let reproducer = Actor::Role {
         role: domain::Role::Reproducer,
     };
@@ -231,7 +231,7 @@ async fn baseline(
     )
     .await?;
     Err(Refused::new(
-        StatusCode::CONFLICT,
+        Kind::Conflict,
         "red_baseline",
         format!(
             "the target's own suite fails at {head} before any new test (evidence {run}); the bug goes to a person"
@@ -256,7 +256,7 @@ pub fn screened_summary(text: &str) -> Result<String, Refused> {
     crate::service::commands::screened_note(text).map_err(|refused| {
         if refused.error.error == "note_quarantined" {
             Refused::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Kind::Invalid,
                 "summary_quarantined",
                 "the airlock refused this summary: reporters read it, so it passes the same filter as their reports",
             )
@@ -363,7 +363,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
     }
     let sandbox = state.sandbox.get().await.map_err(|reason| {
         Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Unavailable,
             "sandbox_unavailable",
             format!("the desk cannot re-run the test now: {reason}"),
         )
@@ -426,11 +426,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
             &outcome,
         ),
     };
-    state
-        .store
-        .add_evidence(&evidence)
-        .await
-        .map_err(Refused::storage)?;
+    state.store.add_evidence(&evidence).await?;
     let desk_run = json!({
         "evidence": evidence_id,
         "backend": outcome.backend,
@@ -577,7 +573,10 @@ mod tests {
         let refused = sandbox_slot(&pool).await.unwrap_err();
         assert!(started.elapsed() < SLOT_WAIT + Duration::from_secs(2));
         let response = refused.into_response();
-        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            response.status(),
+            axum::http::StatusCode::SERVICE_UNAVAILABLE
+        );
         assert_eq!(response.headers()["retry-after"], "30");
         let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
             .await

@@ -5,8 +5,8 @@
 //! with the owner's reason, and has the recorder record it.
 
 use super::forge::parse_sha;
+use crate::error::Kind;
 use crate::web::{AppState, Refused};
-use axum::http::StatusCode;
 use domain::workflow::{Actor, CommitSha};
 use std::path::Path;
 
@@ -48,14 +48,14 @@ pub async fn roll_back(
     let reason = reason.trim();
     if reason.is_empty() {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "reason_required",
             "Say why the release is rolled back (reason): it goes in the ledger of every bug whose fix stops being live.",
         ));
     }
     if reason.chars().count() > MOST_REASON_CHARS {
         return Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "reason_too_long",
             format!("Say why in at most {MOST_REASON_CHARS} characters: the reason goes in the ledger of every bug whose fix stops being live."),
         ));
@@ -63,14 +63,14 @@ pub async fn roll_back(
     let reason = reason.to_owned();
     let board = state.releases_serving(service).ok_or_else(|| {
         Refused::new(
-            StatusCode::NOT_FOUND,
+            Kind::NotFound,
             "unknown_service",
             format!("No deployer on this desk serves {service:?}."),
         )
     })?;
     if let Some(leader) = board.leader_elsewhere() {
         return Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "deployer_elsewhere",
             format!("The desk server at {leader} leads {service:?}'s deployer and holds its releases: ask it to roll back."),
         ));
@@ -85,7 +85,7 @@ pub async fn roll_back(
         })
         .map_err(|_| {
             Refused::new(
-                StatusCode::CONFLICT,
+                Kind::Conflict,
                 "rollback_in_progress",
                 "Another rollback of this service is under way; try again when it is live.",
             )
@@ -93,7 +93,7 @@ pub async fn roll_back(
     match tokio::time::timeout(ROLLBACK_WAIT, answer).await {
         Ok(Ok(Ok(bugs))) => Ok(RolledBack::Live(commit, bugs)),
         Ok(Ok(Err(why))) => Err(Refused::new(
-            StatusCode::CONFLICT,
+            Kind::Conflict,
             "rollback_refused",
             format!(
                 "The release {} was not served again: {why}",
@@ -101,7 +101,7 @@ pub async fn roll_back(
             ),
         )),
         Ok(Err(_)) => Err(Refused::new(
-            StatusCode::SERVICE_UNAVAILABLE,
+            Kind::Unavailable,
             "deployer_stopped",
             "The service's deployer stopped before it took the rollback; nothing changed.",
         )),

@@ -119,7 +119,7 @@ mod tests {
         ]
         .into_iter()
         .map(|r| {
-            assert_eq!(r.status, axum::http::StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(r.kind(), crate::error::Kind::Unavailable);
             r.error.error
         })
         .collect();

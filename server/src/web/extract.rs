@@ -1,12 +1,13 @@
 //! Request extractors: the client's address (for rate limits) and a body of bounded size.
 
 use super::{AppState, Refused, ReporterDesk};
+use crate::error::Kind;
 use crate::ratelimit::client_key;
 use app::dto::limits;
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, Request, StatusCode};
+use axum::http::{HeaderMap, Request};
 use std::net::SocketAddr;
 
 /// The client's address as the listener saw it (absent in in-process tests).
@@ -50,7 +51,7 @@ enum BodyFault {
 
 fn unwritable(reason: &str) -> Refused {
     Refused::new(
-        StatusCode::INSUFFICIENT_STORAGE,
+        Kind::OutOfSpace,
         "body_unwritable",
         format!("The desk cannot keep the request body while it arrives ({reason}); nothing was recorded."),
     )
@@ -58,7 +59,7 @@ fn unwritable(reason: &str) -> Refused {
 
 fn too_large(limit: usize) -> Refused {
     Refused::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
+        Kind::TooLarge,
         "too_large",
         format!(
             "The request is larger than {} KiB; shorten the text (see the per-field limits).",
@@ -149,13 +150,13 @@ where
         Ok(Ok(())) => Ok(()),
         Ok(Err(BodyFault::TooLarge)) => Err(too_large(limit)),
         Ok(Err(BodyFault::Unreadable(reason))) => Err(Refused::new(
-            StatusCode::BAD_REQUEST,
+            Kind::BadRequest,
             "unreadable_body",
             format!("The request body could not be read ({reason}): send it whole, once, with a correct length."),
         )),
         Ok(Err(BodyFault::Unwritable(reason))) => Err(unwritable(&reason)),
         Err(_) => Err(Refused::new(
-            StatusCode::REQUEST_TIMEOUT,
+            Kind::TimedOut,
             "body_timeout",
             format!(
                 "The request body did not arrive within {} s of its headers (R2R_BODY_TIMEOUT); nothing was recorded.",

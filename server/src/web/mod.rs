@@ -15,7 +15,7 @@ pub use error::{json_body, no_store, respond, Refused};
 pub use extract::{
     client_key_of, client_of, read_body, read_body_to_file, ClientAddr, LimitedBody,
 };
-pub use ops::{guard, operation, Operation, OPERATIONS};
+pub use ops::{guard, Op, Operation, OPERATIONS};
 pub use render::{render_hydrated, render_script_free};
 pub use state::{
     desk_sandbox, AppState, LiveInstance, ReleaseProgress, ReleaseStep, Releases, ReporterDesk,

@@ -7,13 +7,140 @@ use super::{AppState, Refused};
 use crate::auth::{
     authorize, csrf_valid, Credential, Principal, Realm, CSRF_HEADER, SESSION_COOKIE,
 };
-use axum::http::{HeaderMap, Method, StatusCode};
+use crate::error::Kind;
+use axum::http::{HeaderMap, Method};
 use domain::Role;
 use serde_json::{json, Value};
+
+/// Every `/api` operation by name: routes are bound to handlers, and handlers guarded, by these
+/// (never by a string); the table below gives each its method, path and rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Health,
+    OpenApi,
+    Components,
+    FileReport,
+    Track,
+    Answer,
+    Login,
+    AcceptInvite,
+    Logout,
+    Me,
+    Invite,
+    ListOwners,
+    ConfirmOwner,
+    RollBack,
+    ListBugs,
+    GetBug,
+    Triage,
+    StartFix,
+    StartReproduction,
+    ReserveModelCall,
+    SettleModelCall,
+    GetSpend,
+    SendTask,
+    OpenTasks,
+    AcceptTask,
+    RenewTask,
+    GetCrewStep,
+    CompleteTask,
+    Heartbeat,
+    CrewStatus,
+    ProposeReproduction,
+    AddNote,
+    Approve,
+    Reopen,
+    Retry,
+    MarkDuplicate,
+    Promote,
+    TakeOver,
+    HandToHuman,
+    GetReproductionContext,
+    GetFixContext,
+    SubmitFixCandidate,
+    GetDiff,
+    Merge,
+    RecordDeployment,
+    ClaimNotifications,
+    RecordDelivery,
+    FailNotification,
+    AckNotification,
+    ClaimSandboxJob,
+    RenewSandboxJob,
+    FinishSandboxJob,
+    MessageReporter,
+}
+
+impl Op {
+    /// Every operation, in the table's order.
+    pub const ALL: &'static [Op] = &[
+        Op::Health,
+        Op::OpenApi,
+        Op::Components,
+        Op::FileReport,
+        Op::Track,
+        Op::Answer,
+        Op::Login,
+        Op::AcceptInvite,
+        Op::Logout,
+        Op::Me,
+        Op::Invite,
+        Op::ListOwners,
+        Op::ConfirmOwner,
+        Op::RollBack,
+        Op::ListBugs,
+        Op::GetBug,
+        Op::Triage,
+        Op::StartFix,
+        Op::StartReproduction,
+        Op::ReserveModelCall,
+        Op::SettleModelCall,
+        Op::GetSpend,
+        Op::SendTask,
+        Op::OpenTasks,
+        Op::AcceptTask,
+        Op::RenewTask,
+        Op::GetCrewStep,
+        Op::CompleteTask,
+        Op::Heartbeat,
+        Op::CrewStatus,
+        Op::ProposeReproduction,
+        Op::AddNote,
+        Op::Approve,
+        Op::Reopen,
+        Op::Retry,
+        Op::MarkDuplicate,
+        Op::Promote,
+        Op::TakeOver,
+        Op::HandToHuman,
+        Op::GetReproductionContext,
+        Op::GetFixContext,
+        Op::SubmitFixCandidate,
+        Op::GetDiff,
+        Op::Merge,
+        Op::RecordDeployment,
+        Op::ClaimNotifications,
+        Op::RecordDelivery,
+        Op::FailNotification,
+        Op::AckNotification,
+        Op::ClaimSandboxJob,
+        Op::RenewSandboxJob,
+        Op::FinishSandboxJob,
+        Op::MessageReporter,
+    ];
+
+    /// Its entry in the operation table (`None` only if the table forgot it, which a test
+    /// rules out).
+    pub fn spec(self) -> Option<&'static Operation> {
+        OPERATIONS.iter().find(|entry| entry.op == self)
+    }
+}
 
 /// One operation of the API: the single source for routing checks and the OpenAPI document.
 #[derive(Debug)]
 pub struct Operation {
+    /// Which operation.
+    pub op: Op,
     /// `operationId`.
     pub id: &'static str,
     /// HTTP method.
@@ -69,6 +196,7 @@ const BEATING: &[Principal] = &[
 /// Every operation under `/api`.
 pub const OPERATIONS: &[Operation] = &[
     Operation {
+        op: Op::Health,
         id: "health",
         method: "GET",
         path: "/api/health",
@@ -78,6 +206,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::OpenApi,
         id: "openapi",
         method: "GET",
         path: "/api/openapi.json",
@@ -87,6 +216,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Components,
         id: "components",
         method: "GET",
         path: "/api/v1/components",
@@ -96,6 +226,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::FileReport,
         id: "fileReport",
         method: "POST",
         path: "/api/v1/reports",
@@ -105,6 +236,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Track,
         id: "track",
         method: "GET",
         path: "/api/v1/track",
@@ -114,6 +246,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: true,
     },
     Operation {
+        op: Op::Answer,
         id: "answer",
         method: "POST",
         path: "/api/v1/track/answer",
@@ -123,6 +256,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: true,
     },
     Operation {
+        op: Op::Login,
         id: "login",
         method: "POST",
         path: "/api/v1/session",
@@ -132,6 +266,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::AcceptInvite,
         id: "acceptInvite",
         method: "POST",
         path: "/api/v1/owners/accept",
@@ -141,6 +276,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Logout,
         id: "logout",
         method: "DELETE",
         path: "/api/v1/session",
@@ -150,6 +286,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Me,
         id: "me",
         method: "GET",
         path: "/api/v1/me",
@@ -159,6 +296,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Invite,
         id: "invite",
         method: "POST",
         path: "/api/v1/owners/invites",
@@ -168,6 +306,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ListOwners,
         id: "listOwners",
         method: "GET",
         path: "/api/v1/owners",
@@ -177,6 +316,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ConfirmOwner,
         id: "confirmOwner",
         method: "POST",
         path: "/api/v1/owners/{id}/confirm",
@@ -186,6 +326,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::RollBack,
         id: "rollBack",
         method: "POST",
         path: "/api/v1/releases/{service}/rollback",
@@ -195,6 +336,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ListBugs,
         id: "listBugs",
         method: "GET",
         path: "/api/v1/bugs",
@@ -204,6 +346,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::GetBug,
         id: "getBug",
         method: "GET",
         path: "/api/v1/bugs/{id}",
@@ -213,6 +356,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Triage,
         id: "triage",
         method: "POST",
         path: "/api/v1/bugs/{id}/triage",
@@ -222,6 +366,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::StartFix,
         id: "startFix",
         method: "POST",
         path: "/api/v1/bugs/{id}/fix/start",
@@ -231,6 +376,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::StartReproduction,
         id: "startReproduction",
         method: "POST",
         path: "/api/v1/bugs/{id}/reproduction/start",
@@ -240,6 +386,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ReserveModelCall,
         id: "reserveModelCall",
         method: "POST",
         path: "/api/v1/model-calls",
@@ -249,6 +396,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::SettleModelCall,
         id: "settleModelCall",
         method: "POST",
         path: "/api/v1/model-calls/{id}/settle",
@@ -258,6 +406,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::GetSpend,
         id: "getSpend",
         method: "GET",
         path: "/api/v1/spend",
@@ -267,6 +416,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::SendTask,
         id: "sendTask",
         method: "POST",
         path: "/api/v1/crew/tasks",
@@ -276,6 +426,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::OpenTasks,
         id: "openTasks",
         method: "GET",
         path: "/api/v1/crew/tasks",
@@ -285,6 +436,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::AcceptTask,
         id: "acceptTask",
         method: "POST",
         path: "/api/v1/crew/tasks/{id}/accept",
@@ -294,6 +446,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::RenewTask,
         id: "renewTask",
         method: "POST",
         path: "/api/v1/crew/tasks/{id}/renew",
@@ -303,6 +456,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::GetCrewStep,
         id: "getCrewStep",
         method: "GET",
         path: "/api/v1/bugs/{id}/crew-step",
@@ -312,6 +466,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::CompleteTask,
         id: "completeTask",
         method: "POST",
         path: "/api/v1/crew/tasks/{id}/complete",
@@ -321,6 +476,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Heartbeat,
         id: "heartbeat",
         method: "POST",
         path: "/api/v1/crew/heartbeat",
@@ -330,6 +486,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::CrewStatus,
         id: "crewStatus",
         method: "GET",
         path: "/api/v1/crew",
@@ -339,6 +496,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ProposeReproduction,
         id: "proposeReproduction",
         method: "POST",
         path: "/api/v1/bugs/{id}/reproduction",
@@ -348,6 +506,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::AddNote,
         id: "addNote",
         method: "POST",
         path: "/api/v1/bugs/{id}/notes",
@@ -362,6 +521,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Approve,
         id: "approve",
         method: "POST",
         path: "/api/v1/bugs/{id}/approve",
@@ -371,6 +531,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Reopen,
         id: "reopen",
         method: "POST",
         path: "/api/v1/bugs/{id}/reopen",
@@ -380,6 +541,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Retry,
         id: "retry",
         method: "POST",
         path: "/api/v1/bugs/{id}/retry",
@@ -389,6 +551,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::MarkDuplicate,
         id: "markDuplicate",
         method: "POST",
         path: "/api/v1/bugs/{id}/duplicate",
@@ -398,6 +561,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Promote,
         id: "promote",
         method: "POST",
         path: "/api/v1/bugs/{id}/promote",
@@ -407,6 +571,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::TakeOver,
         id: "takeOver",
         method: "POST",
         path: "/api/v1/bugs/{id}/take-over",
@@ -416,6 +581,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::HandToHuman,
         id: "handToHuman",
         method: "POST",
         path: "/api/v1/bugs/{id}/hand-to-human",
@@ -425,6 +591,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::GetReproductionContext,
         id: "getReproductionContext",
         method: "GET",
         path: "/api/v1/bugs/{id}/reproduction/context",
@@ -434,6 +601,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::GetFixContext,
         id: "getFixContext",
         method: "GET",
         path: "/api/v1/bugs/{id}/fix/context",
@@ -443,6 +611,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::SubmitFixCandidate,
         id: "submitFixCandidate",
         method: "POST",
         path: "/api/v1/bugs/{id}/fix/candidate",
@@ -452,6 +621,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::GetDiff,
         id: "getDiff",
         method: "GET",
         path: "/api/v1/bugs/{id}/diff",
@@ -461,6 +631,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::Merge,
         id: "merge",
         method: "POST",
         path: "/api/v1/bugs/{id}/merge",
@@ -470,6 +641,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::RecordDeployment,
         id: "recordDeployment",
         method: "POST",
         path: "/api/v1/deployments",
@@ -479,6 +651,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ClaimNotifications,
         id: "claimNotifications",
         method: "POST",
         path: "/api/v1/outbox/concierge/claim",
@@ -488,6 +661,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::RecordDelivery,
         id: "recordDelivery",
         method: "POST",
         path: "/api/v1/outbox/jobs/{key}/delivered",
@@ -497,6 +671,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::FailNotification,
         id: "failNotification",
         method: "POST",
         path: "/api/v1/outbox/jobs/{key}/fail",
@@ -506,6 +681,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::AckNotification,
         id: "ackNotification",
         method: "POST",
         path: "/api/v1/outbox/jobs/{key}/ack",
@@ -515,6 +691,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::ClaimSandboxJob,
         id: "claimSandboxJob",
         method: "POST",
         path: "/api/v1/sandbox/jobs/claim",
@@ -524,6 +701,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::RenewSandboxJob,
         id: "renewSandboxJob",
         method: "POST",
         path: "/api/v1/sandbox/jobs/{key}/renew",
@@ -533,6 +711,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::FinishSandboxJob,
         id: "finishSandboxJob",
         method: "POST",
         path: "/api/v1/sandbox/jobs/{key}/outcome",
@@ -542,6 +721,7 @@ pub const OPERATIONS: &[Operation] = &[
         reporter: false,
     },
     Operation {
+        op: Op::MessageReporter,
         id: "messageReporter",
         method: "POST",
         path: "/api/v1/reports/{id}/messages",
@@ -552,28 +732,23 @@ pub const OPERATIONS: &[Operation] = &[
     },
 ];
 
-/// The operation named `id`, if the table declares it.
-pub fn operation(id: &str) -> Option<&'static Operation> {
-    OPERATIONS.iter().find(|op| op.id == id)
-}
-
-/// Checks the credential against operation `id`; for an owner's session on a state-changing
+/// Checks the credential against operation `op`; for an owner's session on a state-changing
 /// method, also the CSRF token.
 pub fn guard(
     state: &AppState,
     credential: &Credential,
     headers: &HeaderMap,
-    id: &str,
+    op: Op,
 ) -> Result<(), Refused> {
     // A handler naming an operation the table does not declare is refused outright: a route
     // outside the table must never fall back to some other operation's rules.
-    let Some(op) = operation(id) else {
+    let Some(op) = op.spec() else {
         tracing::error!(
-            operation = id,
+            operation = ?op,
             "a handler guards itself with an undeclared operation"
         );
         return Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "undeclared_operation",
             "This operation is not declared in the desk's operation table, so nobody may call it.",
         ));
@@ -591,7 +766,7 @@ pub fn guard(
             )
         {
             return Err(Refused::new(
-                StatusCode::FORBIDDEN,
+                Kind::Forbidden,
                 "csrf",
                 "missing or wrong X-CSRF-Token: reload the page (or GET /api/v1/me) and try again",
             ));

@@ -2,7 +2,8 @@
 
 use super::{AppState, Refused};
 use crate::auth::{SESSION_COOKIE, SESSION_TTL_MS};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use crate::error::Kind;
+use axum::http::{HeaderMap, HeaderValue};
 
 pub fn session_cookie_header(state: &AppState, value: &str, max_age_s: i64) -> HeaderValue {
     owner_cookie_header(state, SESSION_COOKIE, "/", value, max_age_s)
@@ -32,7 +33,7 @@ pub fn owner_cookie_header(
 pub fn refuse_cross_site(headers: &HeaderMap) -> Result<(), Refused> {
     if crate::auth::cross_site(headers) {
         return Err(Refused::new(
-            StatusCode::FORBIDDEN,
+            Kind::Forbidden,
             "cross_site",
             "This request came from another site's page; sign in on this desk's own page.",
         ));

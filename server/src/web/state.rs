@@ -2,6 +2,7 @@
 //! settings and limiters, owner sessions and the model budget — built once from the
 //! configuration.
 
+use crate::error::Kind;
 use crate::ratelimit::Limiter;
 use app::dto::SiteSettings;
 use axum::extract::FromRef;
@@ -180,7 +181,7 @@ impl AppState {
         };
         if !bugs.insert(bug.to_owned()) {
             return Err(crate::web::Refused::new(
-                axum::http::StatusCode::CONFLICT,
+                Kind::Conflict,
                 "already_measuring",
                 format!(
                     "the desk is measuring another proposal for {bug} now; nothing of this one was run or recorded (wait for that answer)"

@@ -5,7 +5,7 @@
 //! PostgreSQL through `LISTEN r2r_work`), or when the wait is over with nothing.
 
 use super::Refused;
-use axum::http::StatusCode;
+use crate::error::Kind;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -25,7 +25,7 @@ pub fn wait_of(query: Option<&str>) -> Result<Option<Duration>, Refused> {
         Ok(0) => Ok(None),
         Ok(ms) if ms <= MOST_WAIT_MS => Ok(Some(Duration::from_millis(ms))),
         _ => Err(Refused::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Kind::Invalid,
             "invalid_wait",
             format!(
                 "wait_ms: a whole number of milliseconds from 0 to {MOST_WAIT_MS}, got {value:?}"

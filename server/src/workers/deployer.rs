@@ -815,7 +815,7 @@ async fn healthy(
 ) -> Result<(), String> {
     let mut last = String::new();
     for _ in 0..40 {
-        match crate::service::instance::get(dialer, addr, "/api/health").await {
+        match crate::instance::get(dialer, addr, "/api/health").await {
             Ok(answer) => {
                 let health: serde_json::Value =
                     serde_json::from_slice(&answer.body).unwrap_or_default();
