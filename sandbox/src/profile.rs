@@ -22,6 +22,12 @@ use std::time::Duration;
 /// Where the Rust toolchain appears inside.
 pub const RUST_TOOLCHAIN_DIR: &str = "/opt/rust";
 
+/// The start of every Rust script: when the project's prepared dependencies are mounted
+/// ([`crate::prepare::RUST_VENDOR_DIR`]), cargo's arguments (`"$@"`) name them as the source
+/// of crates.io. Given on the command line, they win over a `.cargo/config.toml` of the
+/// repository's own.
+const VENDORED: &str = "[ -d /deps/cargo/vendor ] && set -- --config 'source.crates-io.replace-with=\"vendored-sources\"' --config 'source.vendored-sources.directory=\"/deps/cargo/vendor\"'; ";
+
 /// A project's kind of test suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -154,9 +160,11 @@ impl Profile {
                                 "a Rust test file lives in tests/ and ends in .rs: {file:?}"
                             ))
                         })?;
-                    format!("cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline --test {stem}")
+                    format!("{VENDORED}cd {SNAPSHOT_DIR} && exec cargo \"$@\" test --frozen --offline --test {stem}")
                 }
-                None => format!("cd {SNAPSHOT_DIR} && exec cargo test --frozen --offline"),
+                None => format!(
+                    "{VENDORED}cd {SNAPSHOT_DIR} && exec cargo \"$@\" test --frozen --offline"
+                ),
             },
             Profile::NodeTest => {
                 let run = match file {
@@ -249,7 +257,7 @@ impl Profile {
             "/bin/sh".into(),
             "-c".into(),
             format!(
-                "cd {SNAPSHOT_DIR} && cargo build --release --frozen --offline --bin {binary} && cp {WORK_DIR}/target/release/{binary} {}/{binary}",
+                "{VENDORED}cd {SNAPSHOT_DIR} && cargo \"$@\" build --release --frozen --offline --bin {binary} && cp {WORK_DIR}/target/release/{binary} {}/{binary}",
                 crate::isolated::OUTPUT_DIR
             ),
         ];
@@ -361,7 +369,7 @@ impl Profile {
                 scripts.push((
                     "lint",
                     format!(
-                        "cd {SNAPSHOT_DIR} && exec cargo clippy --frozen --offline --all-targets -- -D warnings"
+                        "{VENDORED}cd {SNAPSHOT_DIR} && exec cargo \"$@\" clippy --frozen --offline --all-targets -- -D warnings"
                     ),
                 ));
             }

@@ -282,6 +282,11 @@ impl WireJob {
                         "this worker has no Rust toolchain for {target} (rustc --print sysroot, or R2R_SANDBOX_RUST_SYSROOT)"
                     ))
                 })?,
+                crate::prepare::RUST_VENDOR_DIR => {
+                    return Err(invalid(format!(
+                        "this project needs its prepared registry dependencies at {target}, and worker hosts do not receive them yet: run its measurements in the desk's own sandbox (R2R_SANDBOX_RUNNER=local)"
+                    )))
+                }
                 other => {
                     return Err(invalid(format!(
                         "this worker has no toolchain to mount at {other}"

@@ -15,6 +15,7 @@ pub mod demo;
 pub mod demo_drive;
 pub mod demo_run;
 pub mod ledger;
+pub mod preflight;
 pub mod project;
 pub mod quarantine;
 pub mod recorder;

@@ -20,6 +20,20 @@ pub enum ProjectCommand {
     },
     /// Every project this desk serves, the environment's first.
     List,
+    /// Before any report: prepare a repository's dependencies (the one step that reaches a
+    /// package registry) and run its own suite once in the networkless sandbox; exits 0 only
+    /// on a green baseline.
+    Preflight {
+        /// The repository (a work tree or a bare repository).
+        #[arg(long, value_name = "PATH")]
+        repository: std::path::PathBuf,
+        /// The branch, tag or commit to measure.
+        #[arg(long = "ref", default_value = "HEAD", value_name = "REF")]
+        reference: String,
+        /// How its tests run (only rust has its dependencies prepared so far).
+        #[arg(long, default_value = "rust")]
+        profile: String,
+    },
     /// Change a project: only the options given change.
     Edit {
         /// The project's id.
@@ -189,6 +203,11 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
                 .map_err(refused)?;
             println!("changed   {}", spec.id);
         }
+        ProjectCommand::Preflight {
+            repository,
+            reference,
+            profile,
+        } => return super::preflight::preflight(env_file, &repository, &reference, &profile).await,
         ProjectCommand::List => {
             println!(
                 "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} {:<16} forge",

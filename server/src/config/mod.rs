@@ -3,13 +3,16 @@
 
 mod crew_run;
 mod deploy;
+mod deps;
 mod env;
 mod github;
+mod limits;
 mod notify;
 mod proxies;
 
 pub use crew_run::{crew_approach, project_hint, CrewMode};
 pub use deploy::DeployConfig;
+pub use deps::DepsConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
 pub use notify::NotifyConfig;
@@ -96,6 +99,11 @@ pub struct Config {
     /// Where releases live (`R2R_DEPLOY_DIR`, default `data/releases`): the environment's
     /// project's directly, a stored project's under `projects/<id>/`.
     pub deploy_dir: std::path::PathBuf,
+    /// The dependency cache (`R2R_DEPS_DIR`, `R2R_DEPS_CACHE_MB`).
+    pub deps: deps::DepsConfig,
+    /// The limits of a project's sandbox runs (`R2R_SANDBOX_MEMORY_MB`, `R2R_SANDBOX_CPU`,
+    /// `R2R_SANDBOX_PIDS`, `R2R_SANDBOX_WORK_MB`).
+    pub run_limits: sandbox::Limits,
     /// Its default branch (`R2R_LOCAL_FORGE_BRANCH`, default `main`).
     pub local_forge_branch: String,
     /// The sandbox the desk re-runs proposed tests in (`R2R_SANDBOX_BACKEND`: docker, bwrap
@@ -554,6 +562,8 @@ impl Config {
                 env.target_profile()?,
             )?,
             deploy_dir: deploy::directory(env),
+            deps: deps::DepsConfig::from_env(env)?,
+            run_limits: limits::run_limits(env)?,
             local_forge_branch: {
                 let branch = env.get("R2R_LOCAL_FORGE_BRANCH").unwrap_or("main").trim();
                 if branch.is_empty()

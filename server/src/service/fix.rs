@@ -215,6 +215,9 @@ pub async fn candidate(
     let _slot = super::reproduction::sandbox_slot(&state.sandbox).await?;
     let snapshot = Snapshot::new()?;
     snapshot.export(forge, &base).await?;
+    snapshot
+        .prepare(&state.deps, &state.run_limits, target.profile)
+        .await?;
     for file in draft
         .files
         .iter()
@@ -249,9 +252,10 @@ pub async fn candidate(
     let toolchains = Toolchains::detect();
     let mut checks = Vec::new();
     // The whole suite, with the confirmed test in it: it must pass, and so must everything.
-    let suite = profile
+    let mut suite = profile
         .job(snapshot.root(), None, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
+    snapshot.attach(&mut suite);
     let outcome = sandbox.run(&suite).await.map_err(Refused::sandbox)?;
     let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
     let confirmed_passed = matches!(
@@ -273,7 +277,8 @@ pub async fn candidate(
     let jobs = profile
         .checks(snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
-    for (name, job) in jobs {
+    for (name, mut job) in jobs {
+        snapshot.attach(&mut job);
         let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
         let passed = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
         let detail = if passed { "clean" } else { "reported problems" };

@@ -256,6 +256,10 @@ pub async fn build(
         .await
         .map_err(|r| failed(r.error.message))?;
     snapshot
+        .prepare(&state.deps, &state.run_limits, target.profile)
+        .await
+        .map_err(|r| failed(r.error.message))?;
+    snapshot
         .share_read_only()
         .map_err(|r| failed(r.error.message))?;
     let toolchains = sandbox::Toolchains::detect();
@@ -279,7 +283,7 @@ pub async fn build(
         ReleaseStep::Testing,
         "the project's own suite runs in the sandbox",
     );
-    let suite = target
+    let mut suite = target
         .profile
         .job(
             snapshot.root(),
@@ -288,6 +292,7 @@ pub async fn build(
             super::reproduction::RERUN_DEADLINE,
         )
         .map_err(|e| failed(e.to_string()))?;
+    snapshot.attach(&mut suite);
     let outcome = sandbox
         .run(&suite)
         .await
@@ -355,7 +360,7 @@ async fn build_artifact(
     };
     prepare().map_err(|e| failed(format!("cannot prepare {}: {e}", folder.display())))?;
     // Only Rust projects deploy (the configuration and the project's definition say so).
-    let job = sandbox::Profile::Rust
+    let mut job = sandbox::Profile::Rust
         .release_job(
             snapshot.root(),
             &deploy.service,
@@ -364,6 +369,7 @@ async fn build_artifact(
             BUILD_DEADLINE,
         )
         .map_err(|e| failed(e.to_string()))?;
+    snapshot.attach(&mut job);
     let outcome = sandbox
         .run(&job)
         .await

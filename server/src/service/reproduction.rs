@@ -192,10 +192,11 @@ async fn baseline(
         return Ok(());
     }
     snapshot.share_read_only()?;
-    let job = target
+    let mut job = target
         .profile
         .job(snapshot.root(), None, toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
+    snapshot.attach(&mut job);
     let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
     let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
     if green {
@@ -329,7 +330,7 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
     let toolchains = Toolchains::detect();
     let snapshot = Snapshot::new()?;
     // The job is built (and the path checked) before anything is written.
-    let job = profile
+    let mut job = profile
         .job(
             snapshot.root(),
             Some(proposed.test_path.trim()),
@@ -338,6 +339,10 @@ pub async fn propose(state: &AppState, id: &str, proposed: Proposed) -> Result<P
         )
         .map_err(|e| invalid("invalid_test_path", e.to_string()))?;
     snapshot.export(forge, &head).await?;
+    snapshot
+        .prepare(&state.deps, &state.run_limits, profile)
+        .await?;
+    snapshot.attach(&mut job);
     let test_path = proposed.test_path.trim();
     profile
         .suite_collects(snapshot.root(), test_path)

@@ -4,6 +4,7 @@
 //! then the tree shared read-only with the sandbox. The scratch folder goes when the
 //! `Snapshot` is dropped.
 
+use crate::error::Kind;
 use crate::web::Refused;
 use domain::workflow::CommitSha;
 use forge::LocalForge;
@@ -26,6 +27,10 @@ pub(crate) fn through_symlink(root: &Path, path: &str) -> bool {
 pub(crate) struct Snapshot {
     _scratch: tempfile::TempDir,
     root: PathBuf,
+    /// The project's registry dependencies, once prepared ([`Snapshot::prepare`]).
+    deps: std::sync::OnceLock<sandbox::Prepared>,
+    /// The limits of the project's runs, once prepared.
+    limits: std::sync::OnceLock<sandbox::Limits>,
 }
 
 impl Snapshot {
@@ -38,6 +43,8 @@ impl Snapshot {
         Ok(Snapshot {
             _scratch: scratch,
             root,
+            deps: std::sync::OnceLock::new(),
+            limits: std::sync::OnceLock::new(),
         })
     }
 
@@ -74,6 +81,64 @@ impl Snapshot {
             std::fs::create_dir_all(parent).map_err(Refused::workspace)?;
         }
         std::fs::write(&file, content).map_err(Refused::workspace)
+    }
+
+    /// Prepares the exported tree's runs: its registry dependencies for a run with no
+    /// network (Rust: vendored from crates.io into the desk's cache, a lockfile the desk had to
+    /// generate put into the tree; other profiles run as they are) and the limits its runs
+    /// get. Runs nothing of the project's. Call after [`Snapshot::export`] and before
+    /// [`Snapshot::share_read_only`].
+    pub(crate) async fn prepare(
+        &self,
+        cache: &sandbox::DepsCache,
+        limits: &sandbox::Limits,
+        profile: sandbox::Profile,
+    ) -> Result<(), Refused> {
+        let _ = self.limits.set(limits.clone());
+        if profile != sandbox::Profile::Rust {
+            return Ok(());
+        }
+        let prepared = cache
+            .prepare_rust(&self.root)
+            .await
+            .map_err(|error| match error {
+                sandbox::PrepareError::Refused(why) => Refused::new(
+                    Kind::Invalid,
+                    "dependencies_refused",
+                    format!("the project's dependencies cannot be prepared: {why}"),
+                ),
+                sandbox::PrepareError::Failed(why) => Refused::new(
+                    Kind::Unavailable,
+                    "dependencies_unavailable",
+                    format!("the project's dependencies could not be fetched: {why}"),
+                ),
+                sandbox::PrepareError::Cache(why) => Refused::workspace(why),
+            })?;
+        prepared
+            .install_lockfile(&self.root)
+            .map_err(Refused::workspace)?;
+        let _ = self.deps.set(prepared);
+        Ok(())
+    }
+
+    /// The prepared dependencies, if any.
+    pub(crate) fn prepared(&self) -> Option<&sandbox::Prepared> {
+        self.deps.get()
+    }
+
+    /// Gives `job` the project's run limits and its prepared dependencies, if any
+    /// (read-only).
+    pub(crate) fn attach(&self, job: &mut sandbox::SandboxJob) {
+        if let Some(limits) = self.limits.get() {
+            // A release build keeps its own (longer) deadline; only the resources change.
+            job.limits = sandbox::Limits {
+                output_bytes: job.limits.output_bytes,
+                ..limits.clone()
+            };
+        }
+        if let Some(prepared) = self.deps.get() {
+            prepared.attach(job);
+        }
     }
 
     /// Opens the tree for the sandbox's unprivileged user (read-only).

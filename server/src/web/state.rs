@@ -32,6 +32,10 @@ pub struct AppState {
     pub projects: Arc<crate::projects::Projects>,
     /// The sandbox the desk re-runs proposed tests in (connected on first use).
     pub sandbox: Arc<sandbox::Pool>,
+    /// Where a project's registry dependencies are prepared before its code runs offline.
+    pub deps: sandbox::DepsCache,
+    /// The limits of a project's measurement runs.
+    pub run_limits: sandbox::Limits,
     /// The model budget.
     pub spend: domain::spend::Budget,
     /// How long an accepted crew task is its worker's (`R2R_CREW_TASK_LEASE`).
@@ -114,6 +118,8 @@ impl AppState {
             github: Arc::new(config.github.clone()),
             projects,
             sandbox: Arc::new(desk_sandbox(config, &store)),
+            deps: config.deps.cache(),
+            run_limits: config.run_limits.clone(),
             spend: config.spend,
             task_lease_ms: config.task_lease_ms,
             crew_retry: config.crew_retry,

@@ -589,3 +589,172 @@ async fn two_servers_on_one_database_measure_a_bug_once() {
         None
     );
 }
+
+/// A team's crate as it often is: registry dependencies (a dev-dependency among them) and no
+/// `Cargo.lock`. The desk prepares the crates once into its cache (the one step that reaches
+/// crates.io), generates and keeps the lockfile, and then measures the baseline and the
+/// proposal with no network. A dependency from git is refused with its reason before anything
+/// is fetched, and nothing is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crate_with_registry_dependencies_and_no_lockfile_is_measured_offline() {
+    if !docker_available().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = "[package]\nname = \"till\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[dev-dependencies]\npretty_assertions = \"1\"\n\n[workspace]\n";
+    let (bare, work) = common::local_forge_with(dir.path(), "till", |work| {
+        common::write(work, "Cargo.toml", manifest);
+        common::write(
+            work,
+            "src/lib.rs",
+            "pub fn price(cents: u64) -> String {\n    let mut b = itoa::Buffer::new();\n    let whole = b.format(cents / 100).to_owned();\n    format!(\"{whole}.{:0>2}\", cents / 100)\n}\n",
+        );
+        common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
+    })
+    .await;
+    let deps = dir.path().join("deps");
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_DEPS_DIR", deps.to_str().unwrap()),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Prices show the euros twice", "what_happened": "12.12 for 12.34", "expected": "12.34", "steps": ""})).await;
+    let post = |path: &str, body: Value| {
+        let request = client
+            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
+            .bearer_auth(&reproducer)
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, _) = post("reproduction/start", json!({})).await;
+    assert_eq!(status, 200);
+    let test = "use pretty_assertions::assert_eq;\n\n#[test]\nfn cents_follow_the_point() {\n    assert_eq!(till::price(1234), \"12.34\", \"shown price\");\n}\n";
+    let (status, answer) = post(
+        "reproduction",
+        json!({
+            "test_path": "tests/price.rs", "test_name": "cents_follow_the_point",
+            "test_source": test, "model": "scripted-shoplite-1", "provider": "scripted",
+            "claimed": {"exit_code": 101, "verdict": "reproduced"},
+        }),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "awaiting_reporter", "{answer}");
+    // The desk generated the lockfile and keeps it in its cache, beside the crates it fetched.
+    let kept: Vec<_> = std::fs::read_dir(deps.join("cargo"))
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert_eq!(kept.len(), 1, "one prepare for one set of manifests");
+    let lock = std::fs::read_to_string(kept[0].path().join("Cargo.lock")).unwrap();
+    assert!(lock.contains("name = \"itoa\"") && lock.contains("name = \"pretty_assertions\""));
+    assert!(kept[0].path().join("vendor").read_dir().unwrap().count() >= 3);
+    // Nothing was pushed into the team's repository.
+    common::git(&work, &["fetch", "--quiet", "origin"]);
+    assert!(
+        common::git(&work, &["ls-tree", "--name-only", "origin/main"])
+            .lines()
+            .all(|name| name != "Cargo.lock")
+    );
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    // Recorded only past a green baseline: the project's own suite built and passed offline.
+    let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
+    let reproduction = stored.reproduction.unwrap();
+    assert!(
+        reproduction.assertion.contains("shown price"),
+        "{}",
+        reproduction.assertion
+    );
+    let evidence = store.evidence_for(&bug).await.unwrap();
+    let kept = evidence.iter().find(|e| e.id == reproduction.id).unwrap();
+    assert_eq!(kept.body["backend"], "docker");
+}
+
+/// A dependency from git is refused with its reason before anything is fetched or measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crate_depending_on_git_is_refused_with_the_reason() {
+    if !docker_available().await {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, _work) = common::local_forge_with(dir.path(), "gitdep", |work| {
+        common::write(work, "Cargo.toml", "[package]\nname = \"g\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nsecret = { git = \"https://example.invalid/secret\" }\n\n[workspace]\n");
+        common::write(work, "src/lib.rs", "pub fn f() {}\n");
+    })
+    .await;
+    let deps = dir.path().join("deps");
+    let url = format!("sqlite://{}/desk.db", dir.path().display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_DEPS_DIR", deps.to_str().unwrap()),
+        ],
+    );
+    let base = server.base.clone();
+    let client = reqwest::Client::new();
+    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "f does nothing", "what_happened": "nothing", "expected": "something", "steps": ""})).await;
+    let start = client
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
+        .bearer_auth(&reproducer)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(start.status(), 200);
+    let answer = client
+        .post(format!("{base}/api/v1/bugs/{bug}/reproduction"))
+        .bearer_auth(&reproducer)
+        .json(&json!({
+            "test_path": "tests/f.rs", "test_name": "f_works",
+            "test_source": "#[test]\nfn f_works() { assert!(false, \"no\"); }\n",
+            "model": "scripted-shoplite-1", "provider": "scripted",
+            "claimed": {"exit_code": 101, "verdict": "reproduced"},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 422);
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(answer["error"], "dependencies_refused", "{answer}");
+    assert!(
+        answer["message"].as_str().unwrap().contains("from git"),
+        "{answer}"
+    );
+    assert!(
+        !deps.join("cargo").exists()
+            || deps.join("cargo").read_dir().unwrap().all(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.'))
+    );
+    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        store.evidence_for(&bug).await.unwrap().is_empty(),
+        "nothing was measured"
+    );
+}

@@ -1,0 +1,189 @@
+//! A Rust crate with registry dependencies and no lockfile, as a team's repository often is:
+//! prepare fetches its crates once (the only step that reaches crates.io), and the networkless
+//! sandbox then builds and tests it offline from the read-only cache — a failing assertion is a
+//! reproduction, the fixed code passes, and the lockfile the desk generated is the one every run
+//! sees. A git source is refused with its reason before anything is fetched.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use sandbox::{share_read_only, DepsCache, PrepareError, Profile, Sandbox, Toolchains, Verdict};
+use std::path::Path;
+use std::time::Duration;
+
+fn write(root: &Path, relative: &str, text: &str) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A crate formatting prices with `itoa` and keeping line items in a `smallvec`, tested with
+/// `pretty_assertions` (a dev-dependency): three registry crates and what they pull in.
+fn priced_crate(root: &Path, fixed: bool) {
+    write(
+        root,
+        "Cargo.toml",
+        "[package]\nname = \"till\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nitoa = \"1\"\nsmallvec = \"1\"\n\n\
+         [dev-dependencies]\npretty_assertions = \"1\"\n\n[workspace]\n",
+    );
+    let cents = if fixed { "cents % 100" } else { "cents / 100" };
+    write(
+        root,
+        "src/lib.rs",
+        &format!(
+            "use smallvec::SmallVec;\n\n\
+             pub fn price(cents: u64) -> String {{\n\
+             \x20   let mut whole = itoa::Buffer::new();\n\
+             \x20   let mut part = itoa::Buffer::new();\n\
+             \x20   let part = part.format({cents});\n\
+             \x20   format!(\"{{}}.{{:0>2}}\", whole.format(cents / 100), part)\n\
+             }}\n\n\
+             pub fn lines(items: &[u64]) -> SmallVec<[String; 4]> {{\n\
+             \x20   items.iter().map(|c| price(*c)).collect()\n\
+             }}\n"
+        ),
+    );
+    write(
+        root,
+        "tests/price.rs",
+        "use pretty_assertions::assert_eq;\n\n#[test]\nfn cents_are_shown_after_the_point() {\n    assert_eq!(till::price(1234), \"12.34\", \"shown price\");\n    assert_eq!(till::lines(&[5]).len(), 1);\n}\n",
+    );
+}
+
+async fn prepared_crate_runs_offline(backend: sandbox::Backend) {
+    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
+    let image = std::env::var("R2R_SANDBOX_IMAGE")
+        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
+    let sandbox: Box<dyn Sandbox> = match sandbox::connect(backend, &image).await {
+        Ok(sandbox) => sandbox,
+        Err(error) if !required => {
+            eprintln!("SKIPPED the {backend} prepare runs: {error}");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = DepsCache::new(cache_dir.path(), 2 << 30);
+    let toolchains = Toolchains::detect();
+    let test = "cents_are_shown_after_the_point";
+
+    let buggy = tempfile::tempdir().unwrap();
+    priced_crate(buggy.path(), false);
+    let started = std::time::Instant::now();
+    let prepared = match cache.prepare_rust(buggy.path()).await {
+        Ok(prepared) => prepared,
+        Err(PrepareError::Failed(why)) if !required => {
+            eprintln!("SKIPPED the {backend} prepare runs: crates.io not reachable: {why}");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    eprintln!(
+        "[{backend}] prepared {} crates, {} bytes, in {} ms",
+        prepared.crates,
+        prepared.bytes,
+        started.elapsed().as_millis()
+    );
+    assert!(prepared.generated && !prepared.reused);
+    assert!(prepared.crates >= 4, "{prepared:?}");
+    assert!(
+        !buggy.path().join("Cargo.lock").exists(),
+        "prepare never writes into the tree it reads"
+    );
+    prepared.install_lockfile(buggy.path()).unwrap();
+    let lock = std::fs::read_to_string(buggy.path().join("Cargo.lock")).unwrap();
+    assert!(lock.contains("name = \"itoa\""), "{lock}");
+
+    let run = |dir: &Path, prepared: &sandbox::Prepared| {
+        share_read_only(dir).unwrap();
+        let mut job = Profile::Rust
+            .job(
+                dir,
+                Some("tests/price.rs"),
+                &toolchains,
+                Duration::from_secs(300),
+            )
+            .unwrap();
+        prepared.attach(&mut job);
+        job
+    };
+    let outcome = sandbox.run(&run(buggy.path(), &prepared)).await.unwrap();
+    let verdict = Profile::Rust.classify(&outcome, test);
+    assert!(
+        matches!(&verdict, Verdict::Reproduced { assertion, .. } if assertion.contains("shown price")),
+        "{backend}: {verdict:?}\n{}\n{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    eprintln!(
+        "[{backend}] reproduction with registry crates in {} ms",
+        outcome.duration_ms
+    );
+
+    // The fix: same manifests, so the same key, the same generated lockfile, nothing fetched.
+    let fixed = tempfile::tempdir().unwrap();
+    priced_crate(fixed.path(), true);
+    let again = cache.prepare_rust(fixed.path()).await.unwrap();
+    assert!(again.reused && again.generated);
+    assert_eq!(again.key, prepared.key);
+    again.install_lockfile(fixed.path()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fixed.path().join("Cargo.lock")).unwrap(),
+        lock
+    );
+    let outcome = sandbox.run(&run(fixed.path(), &again)).await.unwrap();
+    assert_eq!(
+        Profile::Rust.classify(&outcome, test),
+        Verdict::Passed { test: test.into() },
+        "{backend}: {}",
+        outcome.stderr
+    );
+
+    // Without the prepared crates the sandbox has no way to them: the run fails to build
+    // (never reads as a reproduction).
+    let bare = Profile::Rust
+        .job(
+            fixed.path(),
+            Some("tests/price.rs"),
+            &toolchains,
+            Duration::from_secs(300),
+        )
+        .unwrap();
+    let outcome = sandbox.run(&bare).await.unwrap();
+    assert!(
+        !matches!(
+            Profile::Rust.classify(&outcome, test),
+            Verdict::Reproduced { .. } | Verdict::Passed { .. }
+        ),
+        "{backend}: {}",
+        outcome.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_runs_a_prepared_crate_offline() {
+    prepared_crate_runs_offline(sandbox::Backend::Docker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_runs_a_prepared_crate_offline() {
+    prepared_crate_runs_offline(sandbox::Backend::Bwrap).await;
+}
+
+#[tokio::test]
+async fn a_git_dependency_is_refused_before_anything_is_fetched() {
+    let tree = tempfile::tempdir().unwrap();
+    write(
+        tree.path(),
+        "Cargo.toml",
+        "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ny = { git = \"https://example.invalid/y\" }\n",
+    );
+    write(tree.path(), "src/lib.rs", "");
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = DepsCache::new(cache_dir.path(), 1 << 30);
+    let error = cache.prepare_rust(tree.path()).await.unwrap_err();
+    assert!(matches!(error, PrepareError::Refused(_)), "{error}");
+    assert!(error.to_string().contains("from git"), "{error}");
+    // Nothing was fetched or kept.
+    assert!(!cache_dir.path().join("cargo").exists());
+}

@@ -1,0 +1,211 @@
+//! `r2r project preflight`: what the desk would make of a repository before any report —
+//! its dependencies prepared (the one step that reaches a registry, running nothing of the
+//! project's), then its own test suite run once in the networkless sandbox from the
+//! read-only cache. Prints the toolchain, the dependencies, the suite's counts and the time;
+//! exits 0 only on a green baseline.
+
+use crate::service::snapshot::Snapshot;
+use domain::workflow::CommitSha;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// The longest a preflight's suite may run.
+const SUITE_DEADLINE: Duration = Duration::from_secs(1200);
+
+/// The repository's git folder: `path` itself when bare, else its `.git`.
+fn git_dir(path: &Path) -> PathBuf {
+    if path.join(".git").is_dir() {
+        path.join(".git")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The commit `reference` names in `git_dir`.
+async fn resolve(git_dir: &Path, reference: &str) -> anyhow::Result<CommitSha> {
+    if reference.starts_with('-')
+        || reference
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        anyhow::bail!("--ref: expected a branch, tag or commit, got {reference:?}");
+    }
+    let output = tokio::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["rev-parse", "--verify", "--end-of-options"])
+        .arg(format!("{reference}^{{commit}}"))
+        .output()
+        .await?;
+    if !output.status.success() {
+        anyhow::bail!(
+            "--ref: {reference:?} names no commit in {}: {}",
+            git_dir.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    CommitSha::parse(String::from_utf8_lossy(&output.stdout).trim())
+        .map_err(|e| anyhow::anyhow!("git answered an odd commit id: {e}"))
+}
+
+/// libtest's counts over every test binary: passed, failed, ignored.
+pub fn libtest_counts(output: &str) -> Option<(u64, u64, u64)> {
+    let mut counts = None;
+    for line in output.lines() {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else {
+            continue;
+        };
+        let (mut passed, mut failed, mut ignored) = counts.unwrap_or((0, 0, 0));
+        for part in rest.split(';') {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let (number, word) = match words.as_slice() {
+                [_, n, w, ..] if n.parse::<u64>().is_ok() => (*n, *w),
+                [n, w, ..] => (*n, *w),
+                _ => continue,
+            };
+            let Ok(n) = number.parse::<u64>() else {
+                continue;
+            };
+            match word {
+                "passed" => passed += n,
+                "failed" => failed += n,
+                "ignored" => ignored += n,
+                _ => {}
+            }
+        }
+        counts = Some((passed, failed, ignored));
+    }
+    counts
+}
+
+/// Runs the preflight of the repository at `repository` (`reference` in it) as `profile`.
+pub async fn preflight(
+    env_file: &Path,
+    repository: &Path,
+    reference: &str,
+    profile: &str,
+) -> anyhow::Result<ExitCode> {
+    let config = super::load_config(env_file, None)?;
+    let profile = sandbox::Profile::parse(profile.trim()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--profile: expected rust, node, vitest, python, go or junit, got {profile:?}"
+        )
+    })?;
+    let git_dir = git_dir(repository);
+    let commit = resolve(&git_dir, reference).await?;
+    let forge = forge::LocalForge::new(&git_dir, reference);
+    let started = Instant::now();
+    let snapshot = Snapshot::new().map_err(|r| anyhow::anyhow!(r.error.message))?;
+    snapshot
+        .export(&forge, &commit)
+        .await
+        .map_err(|r| anyhow::anyhow!(r.error.message))?;
+    println!("repository  {} at {commit}", repository.display());
+    let toolchains = sandbox::Toolchains::detect();
+    if profile == sandbox::Profile::Rust {
+        let rustc = toolchains
+            .rust_sysroot
+            .as_ref()
+            .and_then(|root| {
+                std::process::Command::new(root.join("bin/rustc"))
+                    .arg("-V")
+                    .output()
+                    .ok()
+            })
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_else(|| "none found".to_owned());
+        println!("toolchain   {rustc} (the host's, mounted read-only)");
+        if snapshot.root().join("rust-toolchain.toml").is_file()
+            || snapshot.root().join("rust-toolchain").is_file()
+        {
+            println!("            the repository pins a toolchain (rust-toolchain): the sandbox uses the host's all the same");
+        }
+    }
+    let cache = config.deps.cache();
+    let prepare_started = Instant::now();
+    if let Err(refused) = snapshot.prepare(&cache, &config.run_limits, profile).await {
+        println!("deps        NOT PREPARED: {}", refused.error.message);
+        return Ok(ExitCode::FAILURE);
+    }
+    match snapshot.prepared() {
+        Some(prepared) => println!(
+            "deps        {} crates, {:.1} MB, {} in {:.1} s ({}; cache {})",
+            prepared.crates,
+            prepared.bytes as f64 / 1e6,
+            if prepared.reused { "reused" } else { "fetched" },
+            prepare_started.elapsed().as_secs_f64(),
+            if prepared.generated {
+                "no Cargo.lock: the desk generated one and keeps it"
+            } else {
+                "the repository's Cargo.lock"
+            },
+            cache.root().display()
+        ),
+        None => println!(
+            "deps        none prepared for the {} profile (it runs as the tree is)",
+            profile.as_str()
+        ),
+    }
+    snapshot
+        .share_read_only()
+        .map_err(|r| anyhow::anyhow!(r.error.message))?;
+    let backend = config.sandbox_backend.ok_or_else(|| {
+        anyhow::anyhow!("R2R_SANDBOX_BACKEND is none: there is no sandbox to run the suite in")
+    })?;
+    let sandbox = sandbox::connect(backend, &config.sandbox_image).await?;
+    let mut job = profile.job(snapshot.root(), None, &toolchains, SUITE_DEADLINE)?;
+    snapshot.attach(&mut job);
+    let outcome = sandbox.run(&job).await?;
+    let green = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
+    let counts = match profile {
+        sandbox::Profile::Rust => {
+            libtest_counts(&format!("{}\n{}", outcome.stdout, outcome.stderr))
+        }
+        _ => None,
+    };
+    println!(
+        "suite       {} in {:.1} s ({backend}, no network){}",
+        if green { "GREEN" } else { "RED" },
+        outcome.duration_ms as f64 / 1e3,
+        counts.map_or(String::new(), |(p, f, i)| format!(
+            ": {p} passed, {f} failed, {i} ignored"
+        )),
+    );
+    if !green {
+        let failing = profile.failing_tests(&outcome);
+        let why = if outcome.timed_out {
+            format!("it ran past {} s", SUITE_DEADLINE.as_secs())
+        } else if outcome.oom_killed {
+            "it ran out of the sandbox's memory".to_owned()
+        } else if failing.is_empty() {
+            let tail: Vec<&str> = outcome.stderr.lines().rev().take(8).collect();
+            tail.into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n            ")
+        } else {
+            format!("failing: {}", failing.join(", "))
+        };
+        println!("            {why}");
+    }
+    println!("total       {:.1} s", started.elapsed().as_secs_f64());
+    Ok(if green {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::libtest_counts;
+
+    #[test]
+    fn libtest_counts_add_up_over_binaries_and_nothing_is_none() {
+        let output = "running 3 tests\ntest result: ok. 3 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s\n\
+                      test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(libtest_counts(output), Some((5, 1, 1)));
+        assert_eq!(libtest_counts("error[E0425]: cannot find value"), None);
+    }
+}
