@@ -18,6 +18,21 @@ use std::time::{Duration, Instant};
 
 /// Where the vendored crates appear inside the sandbox.
 pub const RUST_VENDOR_DIR: &str = "/deps/cargo/vendor";
+/// Where a Python project's installed wheels appear inside the sandbox (on `PYTHONPATH`).
+pub const PYTHON_SITE_DIR: &str = "/deps/py/site";
+
+/// Which ecosystem's dependencies were prepared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ecosystem {
+    /// Crates vendored from crates.io.
+    Rust,
+    /// Wheels from PyPI installed into a folder of their own; `src_layout` when the project's
+    /// package lives under `src/` (then `src` goes on `PYTHONPATH` too).
+    Python {
+        /// Whether the project keeps its package under `src/`.
+        src_layout: bool,
+    },
+}
 
 /// The only package sources a `Cargo.lock` may name (crates.io, by git index or sparse).
 const CRATES_IO: [&str; 2] = [
@@ -47,6 +62,8 @@ pub enum PrepareError {
 /// A project's prepared dependencies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Prepared {
+    /// Which ecosystem.
+    pub ecosystem: Ecosystem,
     /// The cache key (hex SHA-256 of the lockfile, or of the manifests when the desk
     /// generated the lockfile).
     pub key: String,
@@ -71,9 +88,23 @@ impl Prepared {
         if self.crates == 0 {
             return;
         }
+        let target = match self.ecosystem {
+            Ecosystem::Rust => RUST_VENDOR_DIR,
+            Ecosystem::Python { src_layout } => {
+                // Relative entries resolve in the run's copy of the tree (its working folder).
+                let path = if src_layout {
+                    format!("src:{PYTHON_SITE_DIR}")
+                } else {
+                    PYTHON_SITE_DIR.to_owned()
+                };
+                job.env.retain(|(name, _)| name != "PYTHONPATH");
+                job.env.push(("PYTHONPATH".into(), path));
+                PYTHON_SITE_DIR
+            }
+        };
         job.mounts.push(crate::ReadOnlyMount {
             host: self.vendor.clone(),
-            target: PathBuf::from(RUST_VENDOR_DIR),
+            target: PathBuf::from(target),
         });
     }
 
@@ -81,7 +112,7 @@ impl Prepared {
     /// baseline, the reproduction and the fix see the same versions. A project's own
     /// lockfile is left as it is.
     pub fn install_lockfile(&self, tree: &Path) -> std::io::Result<()> {
-        if self.generated {
+        if self.generated && self.ecosystem == Ecosystem::Rust {
             // A new file only: never through a link the tree holds (a dangling
             // `Cargo.lock -> /anywhere` would otherwise be written on the host).
             let mut file = std::fs::OpenOptions::new()
@@ -102,7 +133,7 @@ pub struct DepsCache {
 }
 
 /// One prepare per key in this process (other processes are kept apart by the rename).
-fn key_locks() -> &'static std::sync::Mutex<
+pub(crate) fn key_locks() -> &'static std::sync::Mutex<
     std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>,
 > {
     static LOCKS: std::sync::OnceLock<
@@ -111,7 +142,7 @@ fn key_locks() -> &'static std::sync::Mutex<
     LOCKS.get_or_init(Default::default)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -227,7 +258,11 @@ fn check_manifests(tree: &Path, manifests: &[PathBuf]) -> Result<(), PrepareErro
 
 /// Runs `cargo` from the neutral folder `neutral` with a private `CARGO_HOME` and nothing of
 /// the desk's environment but `PATH`.
-async fn cargo(neutral: &Path, home: &Path, args: &[&str]) -> Result<String, PrepareError> {
+pub(crate) async fn cargo(
+    neutral: &Path,
+    home: &Path,
+    args: &[&str],
+) -> Result<String, PrepareError> {
     let mut command = tokio::process::Command::new("cargo");
     command
         .args(args)
@@ -257,8 +292,7 @@ async fn cargo(neutral: &Path, home: &Path, args: &[&str]) -> Result<String, Pre
         .map_err(|e| PrepareError::Failed(format!("cargo could not start: {e}")))?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
-        let last: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-        let tail = last[last.len().saturating_sub(6)..].join("\n");
+        let tail = cargo_said(&stderr, neutral.parent().unwrap_or(neutral));
         return Err(PrepareError::Failed(format!(
             "cargo {} failed: {tail}",
             args.first().unwrap_or(&"")
@@ -267,7 +301,31 @@ async fn cargo(neutral: &Path, home: &Path, args: &[&str]) -> Result<String, Pre
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-fn size_of(dir: &Path) -> (usize, u64) {
+/// cargo's reason, as the desk passes it on: its last lines without progress ("Updating …",
+/// "Locking …") and with the desk's own scratch folder (`scratch`) shown as "the repository".
+fn cargo_said(stderr: &str, scratch: &Path) -> String {
+    let tree = scratch.join("tree");
+    let (tree, scratch) = (tree.to_string_lossy(), scratch.to_string_lossy());
+    let lines: Vec<String> = stderr
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| {
+            let word = line.trim_start().split(' ').next().unwrap_or_default();
+            !line.trim().is_empty()
+                && !matches!(
+                    word,
+                    "Updating" | "Locking" | "Downloading" | "Downloaded" | "Adding" | "Vendoring"
+                )
+        })
+        .map(|line| {
+            line.replace(tree.as_ref(), "the repository")
+                .replace(scratch.as_ref(), "the desk's scratch folder")
+        })
+        .collect();
+    lines[lines.len().saturating_sub(6)..].join("\n")
+}
+
+pub(crate) fn size_of(dir: &Path) -> (usize, u64) {
     fn walk(dir: &Path, bytes: &mut u64) {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             match entry.file_type() {
@@ -352,6 +410,7 @@ impl DepsCache {
             // Touched on use: the cache drops the least recently used first.
             let _ = std::fs::write(done.join("used"), b"");
             return Ok(Prepared {
+                ecosystem: Ecosystem::Rust,
                 key,
                 vendor: done.join("vendor"),
                 lockfile: done.join("Cargo.lock"),
@@ -425,8 +484,9 @@ impl DepsCache {
             "rust dependencies prepared"
         );
         drop(work);
-        self.evict(&key);
+        self.evict("cargo", &key);
         Ok(Prepared {
+            ecosystem: Ecosystem::Rust,
             key,
             vendor: done.join("vendor"),
             lockfile: done.join("Cargo.lock"),
@@ -437,9 +497,10 @@ impl DepsCache {
         })
     }
 
-    /// Drops the least recently used entries (never `keep`) until the cache fits its cap.
-    fn evict(&self, keep: &str) {
-        let folder = self.root.join("cargo");
+    /// Drops the least recently used entries of `ecosystem`'s folder (never `keep`) until
+    /// the cache fits its cap.
+    pub(crate) fn evict(&self, ecosystem: &str, keep: &str) {
+        let folder = self.root.join(ecosystem);
         let mut entries: Vec<(std::time::SystemTime, String, u64)> = std::fs::read_dir(&folder)
             .into_iter()
             .flatten()
@@ -524,6 +585,23 @@ mod tests {
             .contains("other than crates.io"));
     }
 
+    #[test]
+    fn cargos_words_lose_progress_lines_and_the_desks_own_paths() {
+        let scratch = Path::new("/var/cache/r2r/cargo/.preparing-abc");
+        let said = cargo_said(
+            "    Updating crates.io index\nerror: no matching package named `nope` found\nrequired by package `x v0.1.0 (/var/cache/r2r/cargo/.preparing-abc/tree)`\n",
+            scratch,
+        );
+        assert!(
+            !said.contains("Updating") && !said.contains("/var/cache"),
+            "{said}"
+        );
+        assert!(
+            said.contains("no matching package named `nope`") && said.contains("(the repository)"),
+            "{said}"
+        );
+    }
+
     #[tokio::test]
     async fn a_linked_manifest_or_lockfile_is_refused_and_never_written_through() {
         let tree = tempfile::tempdir().unwrap();
@@ -543,6 +621,7 @@ mod tests {
         let lockfile = outside.path().join("generated.lock");
         std::fs::write(&lockfile, "version = 4\n").unwrap();
         let prepared = Prepared {
+            ecosystem: Ecosystem::Rust,
             key: "k".into(),
             vendor: outside.path().to_path_buf(),
             lockfile,

@@ -187,3 +187,124 @@ async fn a_git_dependency_is_refused_before_anything_is_fetched() {
     // Nothing was fetched or kept.
     assert!(!cache_dir.path().join("cargo").exists());
 }
+
+/// A Python package in a `src/` layout whose tests need a newer pytest than the sandbox's
+/// own, a pytest plugin and a runtime dependency from PyPI: prepared as wheels (no setup
+/// script runs), then measured with no network, the project's pinned pytest taking the place
+/// of the sandbox's.
+async fn prepared_python_runs_offline(backend: sandbox::Backend) {
+    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
+    let image = std::env::var("R2R_SANDBOX_IMAGE")
+        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
+    let sandbox: Box<dyn Sandbox> = match sandbox::connect(backend, &image).await {
+        Ok(sandbox) => sandbox,
+        Err(error) if !required => {
+            eprintln!("SKIPPED the {backend} Python prepare runs: {error}");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    let project = |fixed: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "pyproject.toml",
+            "[project]\nname = \"till\"\nversion = \"0.1\"\ndependencies = [\"attrs>=23\"]\n\n\
+             [project.optional-dependencies]\ntest = [\"pytest>=8\", \"pytest-timeout\"]\n\n\
+             [tool.pytest.ini_options]\ntestpaths = [\"tests\"]\naddopts = \"--timeout=60\"\n",
+        );
+        let cents = if fixed { "cents % 100" } else { "cents // 100" };
+        write(
+            dir.path(),
+            "src/till/__init__.py",
+            &format!("import attrs\n\n@attrs.define\nclass Price:\n    cents: int\n\n    def shown(self):\n        cents = self.cents\n        return f\"{{cents // 100}}.{{{cents}:02d}}\"\n"),
+        );
+        write(
+            dir.path(),
+            "tests/test_price.py",
+            "import pytest\nfrom till import Price\n\n\ndef test_cents_follow_the_point():\n    assert int(pytest.__version__.split('.')[0]) >= 8\n    assert Price(1234).shown() == \"12.34\", \"shown price\"\n",
+        );
+        dir
+    };
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = DepsCache::new(cache_dir.path(), 2 << 30);
+    let toolchains = Toolchains::detect();
+    let test = "test_cents_follow_the_point";
+    let buggy = project(false);
+    let prepared = match cache.prepare_python(buggy.path()).await {
+        Ok(prepared) => prepared,
+        Err(PrepareError::Failed(why)) if !required => {
+            eprintln!("SKIPPED the {backend} Python prepare runs: PyPI not reachable: {why}");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(
+        prepared.ecosystem,
+        sandbox::Ecosystem::Python { src_layout: true }
+    );
+    let pins = std::fs::read_to_string(&prepared.lockfile).unwrap();
+    assert!(
+        pins.contains("attrs==") && pins.contains("pytest_timeout=="),
+        "{pins}"
+    );
+    let run = |dir: &Path, prepared: &sandbox::Prepared| {
+        share_read_only(dir).unwrap();
+        let mut job = Profile::Python
+            .job(
+                dir,
+                Some("tests/test_price.py"),
+                &toolchains,
+                Duration::from_secs(120),
+            )
+            .unwrap();
+        prepared.attach(&mut job);
+        job
+    };
+    let outcome = sandbox.run(&run(buggy.path(), &prepared)).await.unwrap();
+    let verdict = Profile::Python.classify(&outcome, test);
+    assert!(
+        matches!(&verdict, Verdict::Reproduced { assertion, .. } if assertion.contains("shown price")),
+        "{backend}: {verdict:?}\n{}\n{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    let fixed = project(true);
+    let again = cache.prepare_python(fixed.path()).await.unwrap();
+    assert!(again.reused && again.key == prepared.key);
+    let outcome = sandbox.run(&run(fixed.path(), &again)).await.unwrap();
+    assert_eq!(
+        Profile::Python.classify(&outcome, test),
+        Verdict::Passed { test: test.into() },
+        "{backend}: {}",
+        outcome.stderr
+    );
+    // Without the prepared wheels, `attrs` is missing: an import error, never a reproduction.
+    let bare = Profile::Python
+        .job(
+            buggy.path(),
+            Some("tests/test_price.py"),
+            &toolchains,
+            Duration::from_secs(120),
+        )
+        .unwrap();
+    let outcome = sandbox.run(&bare).await.unwrap();
+    assert!(
+        !matches!(
+            Profile::Python.classify(&outcome, test),
+            Verdict::Reproduced { .. } | Verdict::Passed { .. }
+        ),
+        "{backend}: {}",
+        outcome.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_runs_a_prepared_python_package_offline() {
+    prepared_python_runs_offline(sandbox::Backend::Docker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_runs_a_prepared_python_package_offline() {
+    prepared_python_runs_offline(sandbox::Backend::Bwrap).await;
+}

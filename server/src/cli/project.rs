@@ -30,7 +30,7 @@ pub enum ProjectCommand {
         /// The branch, tag or commit to measure.
         #[arg(long = "ref", default_value = "HEAD", value_name = "REF")]
         reference: String,
-        /// How its tests run (only rust has its dependencies prepared so far).
+        /// How its tests run (rust and python have their dependencies prepared so far).
         #[arg(long, default_value = "rust")]
         profile: String,
     },

@@ -85,7 +85,8 @@ impl Snapshot {
 
     /// Prepares the exported tree's runs: its registry dependencies for a run with no
     /// network (Rust: vendored from crates.io into the desk's cache, a lockfile the desk had to
-    /// generate put into the tree; other profiles run as they are) and the limits its runs
+    /// generate put into the tree; Python: its declared test dependencies installed as wheels;
+    /// other profiles run as they are) and the limits its runs
     /// get. Runs nothing of the project's. Call after [`Snapshot::export`] and before
     /// [`Snapshot::share_read_only`].
     pub(crate) async fn prepare(
@@ -95,25 +96,24 @@ impl Snapshot {
         profile: sandbox::Profile,
     ) -> Result<(), Refused> {
         let _ = self.limits.set(limits.clone());
-        if profile != sandbox::Profile::Rust {
-            return Ok(());
-        }
-        let prepared = cache
-            .prepare_rust(&self.root)
-            .await
-            .map_err(|error| match error {
-                sandbox::PrepareError::Refused(why) => Refused::new(
-                    Kind::Invalid,
-                    "dependencies_refused",
-                    format!("the project's dependencies cannot be prepared: {why}"),
-                ),
-                sandbox::PrepareError::Failed(why) => Refused::new(
-                    Kind::Unavailable,
-                    "dependencies_unavailable",
-                    format!("the project's dependencies could not be fetched: {why}"),
-                ),
-                sandbox::PrepareError::Cache(why) => Refused::workspace(why),
-            })?;
+        let prepared = match profile {
+            sandbox::Profile::Rust => cache.prepare_rust(&self.root).await,
+            sandbox::Profile::Python => cache.prepare_python(&self.root).await,
+            _ => return Ok(()),
+        };
+        let prepared = prepared.map_err(|error| match error {
+            sandbox::PrepareError::Refused(why) => Refused::new(
+                Kind::Invalid,
+                "dependencies_refused",
+                format!("the project's dependencies cannot be prepared: {why}"),
+            ),
+            sandbox::PrepareError::Failed(why) => Refused::new(
+                Kind::Unavailable,
+                "dependencies_unavailable",
+                format!("the project's dependencies could not be fetched: {why}"),
+            ),
+            sandbox::PrepareError::Cache(why) => Refused::workspace(why),
+        })?;
         prepared
             .install_lockfile(&self.root)
             .map_err(Refused::workspace)?;
