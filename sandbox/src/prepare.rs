@@ -405,20 +405,23 @@ impl DepsCache {
         };
         let _one = lock_of_key.lock().await;
         let done = self.root.join("cargo").join(&key);
-        if done.join("vendor").is_dir() && done.join("Cargo.lock").is_file() {
+        let prepared = |reused: bool| {
             let (crates, bytes) = size_of(&done.join("vendor"));
-            // Touched on use: the cache drops the least recently used first.
-            let _ = std::fs::write(done.join("used"), b"");
-            return Ok(Prepared {
+            Prepared {
                 ecosystem: Ecosystem::Rust,
-                key,
+                key: key.clone(),
                 vendor: done.join("vendor"),
                 lockfile: done.join("Cargo.lock"),
                 generated,
                 crates,
                 bytes,
-                reused: true,
-            });
+                reused,
+            }
+        };
+        if done.join("vendor").is_dir() && done.join("Cargo.lock").is_file() {
+            // Touched on use: the cache drops the least recently used first.
+            let _ = std::fs::write(done.join("used"), b"");
+            return Ok(prepared(true));
         }
         let started = Instant::now();
         let cache_error = |e: std::io::Error| PrepareError::Cache(e.to_string());
@@ -485,16 +488,7 @@ impl DepsCache {
         );
         drop(work);
         self.evict("cargo", &key);
-        Ok(Prepared {
-            ecosystem: Ecosystem::Rust,
-            key,
-            vendor: done.join("vendor"),
-            lockfile: done.join("Cargo.lock"),
-            generated,
-            crates,
-            bytes,
-            reused: false,
-        })
+        Ok(prepared(false))
     }
 
     /// Drops the least recently used entries of `ecosystem`'s folder (never `keep`) until

@@ -16,6 +16,25 @@ fn write(root: &Path, relative: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// Whether the test command requires the sandbox (then its absence fails the test).
+fn required() -> bool {
+    std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1")
+}
+
+/// The backend's sandbox; `None` (said) when it is missing and not required.
+async fn sandbox_or_skip(backend: sandbox::Backend) -> Option<Box<dyn Sandbox>> {
+    let image = std::env::var("R2R_SANDBOX_IMAGE")
+        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
+    match sandbox::connect(backend, &image).await {
+        Ok(sandbox) => Some(sandbox),
+        Err(error) if !required() => {
+            eprintln!("SKIPPED the {backend} prepare runs: {error}");
+            None
+        }
+        Err(error) => panic!("{error}"),
+    }
+}
+
 /// A crate formatting prices with `itoa` and keeping line items in a `smallvec`, tested with
 /// `pretty_assertions` (a dev-dependency): three registry crates and what they pull in.
 fn priced_crate(root: &Path, fixed: bool) {
@@ -51,16 +70,9 @@ fn priced_crate(root: &Path, fixed: bool) {
 }
 
 async fn prepared_crate_runs_offline(backend: sandbox::Backend) {
-    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
-    let image = std::env::var("R2R_SANDBOX_IMAGE")
-        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
-    let sandbox: Box<dyn Sandbox> = match sandbox::connect(backend, &image).await {
-        Ok(sandbox) => sandbox,
-        Err(error) if !required => {
-            eprintln!("SKIPPED the {backend} prepare runs: {error}");
-            return;
-        }
-        Err(error) => panic!("{error}"),
+    let required = required();
+    let Some(sandbox) = sandbox_or_skip(backend).await else {
+        return;
     };
     let cache_dir = tempfile::tempdir().unwrap();
     let cache = DepsCache::new(cache_dir.path(), 2 << 30);
@@ -193,16 +205,9 @@ async fn a_git_dependency_is_refused_before_anything_is_fetched() {
 /// script runs), then measured with no network, the project's pinned pytest taking the place
 /// of the sandbox's.
 async fn prepared_python_runs_offline(backend: sandbox::Backend) {
-    let required = std::env::var("R2R_SANDBOX_REQUIRED").is_ok_and(|v| v == "1");
-    let image = std::env::var("R2R_SANDBOX_IMAGE")
-        .unwrap_or_else(|_| sandbox::docker::DEFAULT_IMAGE.to_owned());
-    let sandbox: Box<dyn Sandbox> = match sandbox::connect(backend, &image).await {
-        Ok(sandbox) => sandbox,
-        Err(error) if !required => {
-            eprintln!("SKIPPED the {backend} Python prepare runs: {error}");
-            return;
-        }
-        Err(error) => panic!("{error}"),
+    let required = required();
+    let Some(sandbox) = sandbox_or_skip(backend).await else {
+        return;
     };
     let project = |fixed: bool| {
         let dir = tempfile::tempdir().unwrap();

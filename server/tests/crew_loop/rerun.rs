@@ -590,6 +590,27 @@ async fn two_servers_on_one_database_measure_a_bug_once() {
     );
 }
 
+/// A desk on SQLite in `dir` serving the forge `bare`, measuring in Docker with its dependency
+/// cache at `deps`, and a reproducer's token: the server, its database and the token.
+fn desk_with_cache(
+    dir: &std::path::Path,
+    bare: &std::path::Path,
+    deps: &std::path::Path,
+) -> (common::RunningServer, String, String) {
+    let url = format!("sqlite://{}/desk.db", dir.display());
+    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
+    let server = common::start_server_with(
+        &url,
+        &[
+            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
+            ("R2R_SANDBOX_BACKEND", "docker"),
+            ("R2R_DEPS_DIR", deps.to_str().unwrap()),
+        ],
+    );
+    (server, url, reproducer)
+}
+
 /// A team's crate as it often is: registry dependencies (a dev-dependency among them) and no
 /// `Cargo.lock`. The desk prepares the crates once into its cache (the one step that reaches
 /// crates.io), generates and keeps the lockfile, and then measures the baseline and the
@@ -613,17 +634,7 @@ async fn a_crate_with_registry_dependencies_and_no_lockfile_is_measured_offline(
     })
     .await;
     let deps = dir.path().join("deps");
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-            ("R2R_DEPS_DIR", deps.to_str().unwrap()),
-        ],
-    );
+    let (server, url, reproducer) = desk_with_cache(dir.path(), &bare, &deps);
     let base = server.base.clone();
     let client = reqwest::Client::new();
     let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Prices show the euros twice", "what_happened": "12.12 for 12.34", "expected": "12.34", "steps": ""})).await;
@@ -701,17 +712,7 @@ async fn a_crate_depending_on_git_is_refused_with_the_reason() {
     })
     .await;
     let deps = dir.path().join("deps");
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-            ("R2R_DEPS_DIR", deps.to_str().unwrap()),
-        ],
-    );
+    let (server, url, reproducer) = desk_with_cache(dir.path(), &bare, &deps);
     let base = server.base.clone();
     let client = reqwest::Client::new();
     let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "f does nothing", "what_happened": "nothing", "expected": "something", "steps": ""})).await;
