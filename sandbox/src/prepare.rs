@@ -132,14 +132,36 @@ pub struct DepsCache {
     cap_bytes: u64,
 }
 
-/// One prepare per key in this process (other processes are kept apart by the rename).
-pub(crate) fn key_locks() -> &'static std::sync::Mutex<
-    std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>,
-> {
-    static LOCKS: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
-    > = std::sync::OnceLock::new();
-    LOCKS.get_or_init(Default::default)
+/// Held while one key is prepared: one prepare per key in this process (other processes
+/// are kept apart by the rename in [`publish`]).
+pub(crate) async fn one_prepare(key: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    type Locks =
+        std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>;
+    static LOCKS: std::sync::OnceLock<Locks> = std::sync::OnceLock::new();
+    let lock = {
+        let mut locks = LOCKS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        std::sync::Arc::clone(locks.entry(key.to_owned()).or_default())
+    };
+    lock.lock_owned().await
+}
+
+/// Makes the finished `staged` folder the cache entry `done` (readable by the sandbox's user,
+/// marked as just used). Another process may have finished the same key meanwhile: its
+/// folder (holding `ready`) stands.
+pub(crate) fn publish(staged: &Path, done: &Path, ready: &str) -> Result<(), PrepareError> {
+    let cache_error = |e: std::io::Error| PrepareError::Cache(e.to_string());
+    std::fs::write(staged.join("used"), b"").map_err(cache_error)?;
+    crate::share_read_only(staged).map_err(cache_error)?;
+    if std::fs::rename(staged, done).is_err() && !done.join(ready).is_dir() {
+        return Err(PrepareError::Cache(format!(
+            "could not move the prepared dependencies to {}",
+            done.display()
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -399,11 +421,7 @@ impl DepsCache {
                 hex(&hasher.finalize())
             }
         };
-        let lock_of_key = {
-            let mut locks = key_locks().lock().unwrap_or_else(|p| p.into_inner());
-            std::sync::Arc::clone(locks.entry(key.clone()).or_default())
-        };
-        let _one = lock_of_key.lock().await;
+        let _one = one_prepare(&format!("cargo:{key}")).await;
         let done = self.root.join("cargo").join(&key);
         let prepared = |reused: bool| {
             let (crates, bytes) = size_of(&done.join("vendor"));
@@ -425,11 +443,7 @@ impl DepsCache {
         }
         let started = Instant::now();
         let cache_error = |e: std::io::Error| PrepareError::Cache(e.to_string());
-        std::fs::create_dir_all(self.root.join("cargo")).map_err(cache_error)?;
-        let work = tempfile::Builder::new()
-            .prefix(".preparing-")
-            .tempdir_in(self.root.join("cargo"))
-            .map_err(cache_error)?;
+        let work = self.scratch("cargo")?;
         // A copy of the manifests and sources cargo reads (never the tree itself: a generated
         // lockfile must not land in the measured snapshot by accident).
         let copy = work.path().join("tree");
@@ -468,15 +482,7 @@ impl DepsCache {
         // A crate with no registry dependency vendors nothing (and cargo makes no folder).
         std::fs::create_dir_all(&vendor).map_err(cache_error)?;
         std::fs::copy(copy.join("Cargo.lock"), staged.join("Cargo.lock")).map_err(cache_error)?;
-        std::fs::write(staged.join("used"), b"").map_err(cache_error)?;
-        crate::share_read_only(&staged).map_err(cache_error)?;
-        // Another process may have finished the same key meanwhile: its folder stands.
-        if std::fs::rename(&staged, &done).is_err() && !done.join("vendor").is_dir() {
-            return Err(PrepareError::Cache(format!(
-                "could not move the prepared dependencies to {}",
-                done.display()
-            )));
-        }
+        publish(&staged, &done, "vendor")?;
         let (crates, bytes) = size_of(&done.join("vendor"));
         tracing::info!(
             key = %key,
@@ -489,6 +495,17 @@ impl DepsCache {
         drop(work);
         self.evict("cargo", &key);
         Ok(prepared(false))
+    }
+
+    /// A scratch folder inside `ecosystem`'s folder of the cache (so the finished entry is
+    /// renamed into place on the same file system); it goes when dropped.
+    pub(crate) fn scratch(&self, ecosystem: &str) -> Result<tempfile::TempDir, PrepareError> {
+        let cache_error = |e: std::io::Error| PrepareError::Cache(e.to_string());
+        std::fs::create_dir_all(self.root.join(ecosystem)).map_err(cache_error)?;
+        tempfile::Builder::new()
+            .prefix(".preparing-")
+            .tempdir_in(self.root.join(ecosystem))
+            .map_err(cache_error)
     }
 
     /// Drops the least recently used entries of `ecosystem`'s folder (never `keep`) until

@@ -11,7 +11,9 @@
 //! install, another index, a requirements file outside the repository. A package with no
 //! wheel is named by pip's own words.
 
-use crate::prepare::{hex, key_locks, size_of, DepsCache, Ecosystem, PrepareError, Prepared};
+use crate::prepare::{
+    hex, one_prepare, publish, size_of, DepsCache, Ecosystem, PrepareError, Prepared,
+};
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -249,11 +251,7 @@ impl DepsCache {
             hasher.update(line.as_bytes());
         }
         let key = hex(&hasher.finalize());
-        let lock_of_key = {
-            let mut locks = key_locks().lock().unwrap_or_else(|p| p.into_inner());
-            std::sync::Arc::clone(locks.entry(format!("py:{key}")).or_default())
-        };
-        let _one = lock_of_key.lock().await;
+        let _one = one_prepare(&format!("python:{key}")).await;
         let done = self.root().join("python").join(&key);
         let prepared = |reused: bool| {
             let (crates, bytes) = size_of(&done.join("site"));
@@ -274,11 +272,7 @@ impl DepsCache {
         }
         let started = Instant::now();
         let cache_error = |e: std::io::Error| PrepareError::Cache(e.to_string());
-        std::fs::create_dir_all(self.root().join("python")).map_err(cache_error)?;
-        let work = tempfile::Builder::new()
-            .prefix(".preparing-")
-            .tempdir_in(self.root().join("python"))
-            .map_err(cache_error)?;
+        let work = self.scratch("python")?;
         let (staged, neutral) = (work.path().join("staged"), work.path().join("neutral"));
         std::fs::create_dir_all(staged.join("site")).map_err(cache_error)?;
         std::fs::create_dir_all(&neutral).map_err(cache_error)?;
@@ -360,14 +354,7 @@ impl DepsCache {
             .collect();
         pins.sort();
         std::fs::write(staged.join("locked.txt"), pins.join("\n") + "\n").map_err(cache_error)?;
-        std::fs::write(staged.join("used"), b"").map_err(cache_error)?;
-        crate::share_read_only(&staged).map_err(cache_error)?;
-        if std::fs::rename(&staged, &done).is_err() && !done.join("site").is_dir() {
-            return Err(PrepareError::Cache(format!(
-                "could not move the prepared dependencies to {}",
-                done.display()
-            )));
-        }
+        publish(&staged, &done, "site")?;
         tracing::info!(
             key = %key,
             packages = pins.len(),
