@@ -9,6 +9,8 @@ use serde_json::{json, Value};
 use store::Store;
 
 const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
+/// [`FAILING`], after four seconds: a measurement long enough to send a second proposal into.
+const SLOW_FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    std::thread::sleep(std::time::Duration::from_secs(4));\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
 const PASSING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 100), 100);\n}\n";
 const BROKEN: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::totl(200, 300), 0);\n}\n";
 
@@ -130,16 +132,30 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         "nothing was recorded"
     );
 
-    // A genuine failure, measured by the desk; a second proposal sent while it is measured is
-    // refused at once (only one could be recorded) and runs nothing.
+    // A genuine failure, measured by the desk; a second proposal sent while it is measured
+    // (once the desk holds the measurement: the run takes seconds) is refused at once (only
+    // one could be recorded) and runs nothing.
     let ((status, answer), (second, refusal)) = tokio::join!(
         post(
             &reproducer,
             "reproduction",
-            propose("tests/coupon.rs", FAILING),
+            propose("tests/coupon.rs", SLOW_FAILING),
         ),
         async {
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let hold = format!("measure:{bug}");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while store
+                .leader_of(&hold, server::clock::now_ms())
+                .await
+                .unwrap()
+                .is_none()
+            {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the desk never held the measurement"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
             post(
                 &reproducer,
                 "reproduction",
@@ -176,7 +192,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     let kept = evidence.iter().find(|e| e.id == reproduction.id).unwrap();
     assert_eq!(kept.body["backend"], "docker");
     assert_eq!(kept.body["provider"], "scripted");
-    assert_eq!(kept.body["test_source"], FAILING);
+    assert_eq!(kept.body["test_source"], SLOW_FAILING);
     assert!(kept.body["stdout"]
         .as_str()
         .unwrap()
@@ -505,7 +521,6 @@ async fn a_proposed_test_must_match_the_projects_test_paths() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_database_measure_a_bug_once() {
     // Fails on its assertion after 4 s: long enough to be measured while the other asks.
-    const SLOW_FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    std::thread::sleep(std::time::Duration::from_secs(4));\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
     if !docker_available().await || std::env::var("R2R_TEST_POSTGRES_URL").is_err() {
         return;
     }
