@@ -417,6 +417,26 @@ mod tests {
     }
 
     #[test]
+    fn only_the_newest_limit_starts_decide_a_strangers_turn() {
+        // The store reads only the newest `limit` starts; the turn must not change.
+        const HOUR: i64 = 3_600_000;
+        let now = 10 * HOUR;
+        let mut starts: Vec<i64> = Vec::new();
+        for n in 0..40 {
+            for limit in [0, 1, 2, 3, 7] {
+                let newest = &starts[starts.len().saturating_sub(limit.max(1) as usize)..];
+                assert_eq!(
+                    stranger_start(newest, limit, HOUR, now),
+                    stranger_start(&starts, limit, HOUR, now),
+                    "{limit} of {starts:?}"
+                );
+            }
+            starts.push(now - HOUR + 1 + n * 997 % HOUR / 2 + n);
+            starts.sort_unstable();
+        }
+    }
+
+    #[test]
     fn unanswered_calls_are_booked_at_worst_case() {
         assert_eq!(booked(30_000, Some(1_200), true), 1_200);
         assert_eq!(

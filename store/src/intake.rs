@@ -158,6 +158,11 @@ impl Store {
             Vec::with_capacity(batch.len());
         let mut latest = None;
         let mut filed_at = None;
+        // The rate buckets the batch's reports take their tokens from: each held once, at the
+        // batch's level (so the hold lasts until its commit), spent in memory and written back
+        // once before the commit.
+        let mut buckets: std::collections::HashMap<String, HeldBucket> =
+            std::collections::HashMap::new();
         let committed: Result<(), StoreError> = for_each_backend!(self, pool, begin => {
             async {
                 let mut batch_tx = begin().await?;
@@ -173,6 +178,27 @@ impl Store {
                         latest = latest.max(Some(now));
                     }
                     let budget = limits.budget.as_ref();
+                    // The client's token first: a report that finds none is refused before
+                    // anything of it is written.
+                    let mut spent = None;
+                    if let Some(bucket) = &limits.rate {
+                        let before = match buckets.get(&bucket.key) {
+                            Some(held) => *held,
+                            None => {
+                                let (tokens, updated) = hold_bucket!(batch_tx, bucket, now);
+                                HeldBucket { tokens, updated, changed: false }
+                            }
+                        };
+                        let held = buckets.entry(bucket.key.clone()).or_insert(before);
+                        let (left, took) = crate::rate::refill_and_take(bucket.refill, held.tokens, now - held.updated);
+                        if !took {
+                            let retry_ms = crate::rate::retry_ms(bucket.refill, left);
+                            answers.push((reply, Ok(Err(RateLimited { retry_ms }))));
+                            continue;
+                        }
+                        *held = HeldBucket { tokens: left, updated: now.max(held.updated), changed: true };
+                        spent = Some((bucket.key.clone(), before));
+                    }
                     let mut answer = Err(StoreError::Corrupt(format!(
                         "report {} could not be filed: its bug kept changing over {FILE_ATTEMPTS} attempts",
                         report.id
@@ -186,13 +212,6 @@ impl Store {
                             };
                             Ok({
                                 let mut tx = batch_tx.begin().await?;
-                                // The client's token first (its bucket, then the intake lock: one order).
-                                if let Some(bucket) = &limits.rate {
-                                    if let Err(retry_ms) = take_bucket!(tx, postgres, bucket, now) {
-                                        tx.rollback().await?;
-                                        return Ok(Some(Err(RateLimited { retry_ms })));
-                                    }
-                                }
                                 let repeat_of: Option<(String, Option<String>, String)> = sqlx::query_as(
                                     "SELECT r.id, r.bug_id, COALESCE(b.state, '') FROM reports r \
                                      LEFT JOIN bugs b ON b.id = r.bug_id \
@@ -275,9 +294,10 @@ impl Store {
                                     let joined = match &target {
                                         Some(bug_id) => {
                                             let stored = read_bug!(tx, bug_id);
-                                            match stored.map(|s| ((intake.attach)(&s.bug), s.bug.version)) {
-                                                Some((Ok(decision), read_version)) if decision.changed => {
-                                                    match write_decision!(tx, read_version, &decision, now) {
+                                            match stored.map(|s| ((intake.attach)(&s.bug), s)) {
+                                                Some((Ok(decision), read)) if decision.changed => {
+                                                    match write_decision_at!(tx, read.bug.version, read.event_count,
+                                                        &read.head_hash, &decision, now) {
                                                         Commit::Done => Some(Some(bug_id.clone())),
                                                         // A crew command changed the bug meanwhile: start over.
                                                         Commit::VersionConflict => None,
@@ -326,10 +346,7 @@ impl Store {
                                                 .last()
                                                 .map_or(domain::ledger::GENESIS_HASH.to_owned(), |e| e.hash.clone());
                                             insert_bug!(tx, bug, json(bug)?, chained.len(), &head, now);
-                                            for event in &chained {
-                                                let body = json(&event.event)?;
-                                                insert_event!(tx, event, &body);
-                                            }
+                                            insert_events!(tx, &chained);
                                             for job in &decision.jobs {
                                                 let payload = json(&job.payload)?;
                                                 insert_job!(tx, job, Some(bug.id.as_str()), &payload, now);
@@ -356,7 +373,18 @@ impl Store {
                         }
                         break;
                     }
+                    if answer.is_err() {
+                        // Nothing of the report was kept: neither is its token.
+                        if let Some((key, before)) = spent {
+                            buckets.insert(key, before);
+                        }
+                    }
                     answers.push((reply, answer));
+                }
+                for (key, held) in &buckets {
+                    if held.changed {
+                        store_bucket!(batch_tx, key, held.tokens, held.updated);
+                    }
                 }
                 filed_at = Some(std::time::Instant::now());
                 batch_tx.commit().await?;
@@ -406,6 +434,15 @@ impl Store {
             }
         }
     }
+}
+
+/// A rate bucket an intake batch holds: its tokens and time as the batch's reports spent them,
+/// and whether they changed.
+#[derive(Clone, Copy)]
+struct HeldBucket {
+    tokens: f64,
+    updated: Millis,
+    changed: bool,
 }
 
 /// Forgets the cached clusters when dropped, unless the batch was kept.

@@ -127,10 +127,6 @@ impl Store {
             .last()
             .map_or(GENESIS_HASH.to_owned(), |e| e.hash.clone());
         let document = json(bug)?;
-        let event_bodies = chained
-            .iter()
-            .map(|e| json(&e.event))
-            .collect::<Result<Vec<_>, _>>()?;
         let job_payloads = jobs
             .iter()
             .map(|j| json(&j.payload))
@@ -138,9 +134,7 @@ impl Store {
         for_each_backend!(self, pool, begin => {
             let mut tx = begin().await?;
             insert_bug!(tx, bug, &document, chained.len(), &head, now);
-            for (event, body) in chained.iter().zip(&event_bodies) {
-                insert_event!(tx, event, body);
-            }
+            insert_events!(tx, &chained);
             for (job, payload) in jobs.iter().zip(&job_payloads) {
                 insert_job!(tx, job, Some(bug.id.as_str()), payload, now);
             }
@@ -286,7 +280,14 @@ impl Store {
                             attempts: attempt,
                         });
                     }
-                    let outcome = write_decision!(tx, stored.bug.version, &decision, now);
+                    let outcome = write_decision_at!(
+                        tx,
+                        stored.bug.version,
+                        stored.event_count,
+                        &stored.head_hash,
+                        &decision,
+                        now
+                    );
                     if outcome == Commit::Done {
                         tx.commit().await.map_err(StoreError::from)?;
                     }
@@ -325,7 +326,14 @@ impl Store {
                             attempts: attempt,
                         });
                     }
-                    let outcome = write_decision!(tx, stored.bug.version, &decision, now);
+                    let outcome = write_decision_at!(
+                        tx,
+                        stored.bug.version,
+                        stored.event_count,
+                        &stored.head_hash,
+                        &decision,
+                        now
+                    );
                     if outcome == Commit::Done {
                         tx.commit().await.map_err(StoreError::from)?;
                     }

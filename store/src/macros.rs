@@ -42,26 +42,37 @@ macro_rules! insert_bug {
     };
 }
 
-/// Appends one chained audit event inside a transaction.
-macro_rules! insert_event {
-    ($tx:ident, $event:expr, $body:expr) => {
-        sqlx::query(
-            "INSERT INTO audit_events (bug_id, seq, kind, actor_kind, actor_id, at, body, prev_hash, hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(&$event.bug_id)
-        .bind(i64::try_from($event.seq).unwrap_or(i64::MAX))
-        .bind(&$event.event.kind)
-        .bind(&$event.event.actor_kind)
-        .bind(&$event.event.actor_id)
-        .bind($event.event.at)
-        .bind($body)
-        .bind(&$event.prev_hash)
-        .bind(&$event.hash)
-        .execute(&mut *$tx)
-        .await
-        .map_err($crate::StoreError::from)?
-    };
+/// Appends chained audit events (`&[domain::ledger::ChainedEvent]`) inside a transaction, in
+/// one statement.
+macro_rules! insert_events {
+    ($tx:ident, $events:expr) => {{
+        let events: &[domain::ledger::ChainedEvent] = $events;
+        if !events.is_empty() {
+            let mut bodies = Vec::with_capacity(events.len());
+            for event in events {
+                bodies.push($crate::ledger::json(&event.event)?);
+            }
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO audit_events (bug_id, seq, kind, actor_kind, actor_id, at, body, prev_hash, hash) ",
+            );
+            insert.push_values(events.iter().zip(&bodies), |mut row, (event, body)| {
+                row.push_bind(&event.bug_id)
+                    .push_bind(i64::try_from(event.seq).unwrap_or(i64::MAX))
+                    .push_bind(&event.event.kind)
+                    .push_bind(&event.event.actor_kind)
+                    .push_bind(&event.event.actor_id)
+                    .push_bind(event.event.at)
+                    .push_bind(body)
+                    .push_bind(&event.prev_hash)
+                    .push_bind(&event.hash);
+            });
+            insert
+                .build()
+                .execute(&mut *$tx)
+                .await
+                .map_err($crate::StoreError::from)?;
+        }
+    }};
 }
 
 /// Enqueues one outbox job inside a transaction; a duplicate idempotency key is a no-op.
@@ -113,12 +124,10 @@ macro_rules! read_bug {
 /// the caller commits the transaction only on `Commit::Done`.
 macro_rules! write_decision {
     ($tx:ident, $read_version:expr, $decision:expr, $now:expr) => {{
-        use $crate::ledger::{json, to_i64, to_u64, Commit};
-        let decision = $decision;
-        let bug = &decision.bug;
+        use $crate::ledger::{to_u64, Commit};
         let current: Option<(i64, i64, String)> =
             sqlx::query_as("SELECT version, event_count, head_hash FROM bugs WHERE id = $1")
-                .bind(&bug.id)
+                .bind(&$decision.bug.id)
                 .fetch_optional(&mut *$tx)
                 .await
                 .map_err($crate::StoreError::from)?;
@@ -126,56 +135,79 @@ macro_rules! write_decision {
             None => Commit::VersionConflict,
             Some((version, _, _)) if to_u64(version) != $read_version => Commit::VersionConflict,
             Some((_, event_count, head_hash)) => {
-                let chained = domain::ledger::chain(&bug.id, to_u64(event_count), &head_hash, &decision.events);
-                let new_head = chained.last().map_or(head_hash.clone(), |e| e.hash.clone());
-                let updated = sqlx::query(
-                    "UPDATE bugs SET state = $1, version = $2, document = $3, event_count = $4, head_hash = $5, \
-                     updated_at = $6 WHERE id = $7 AND version = $8",
+                write_decision_at!(
+                    $tx,
+                    $read_version,
+                    to_u64(event_count),
+                    &head_hash,
+                    $decision,
+                    $now
                 )
-                .bind(bug.state.as_str())
-                .bind(to_i64(bug.version))
-                .bind(json(bug)?)
-                .bind(event_count + to_i64(chained.len() as u64))
-                .bind(&new_head)
-                .bind($now)
-                .bind(&bug.id)
-                .bind(to_i64($read_version))
-                .execute(&mut *$tx)
-                .await
-                .map_err($crate::StoreError::from)?
-                .rows_affected();
-                if updated == 1 {
-                    for event in &chained {
-                        let body = json(&event.event)?;
-                        insert_event!($tx, event, &body);
-                    }
-                    for job in &decision.jobs {
-                        let payload = json(&job.payload)?;
-                        insert_job!($tx, job, Some(bug.id.as_str()), &payload, $now);
-                    }
-                    Commit::Done
-                } else {
-                    Commit::VersionConflict
-                }
             }
         }
     }};
 }
 
+/// [`write_decision!`] for a bug read in this same transaction at `read_version`, with
+/// `event_count` events ending in `head_hash`: no second read. The update's compare-and-swap
+/// on the version still guards it (every write of a bug's chain moves its version).
+macro_rules! write_decision_at {
+    ($tx:ident, $read_version:expr, $event_count:expr, $head_hash:expr, $decision:expr, $now:expr) => {{
+        use $crate::ledger::{json, to_i64, Commit};
+        let decision = $decision;
+        let bug = &decision.bug;
+        let event_count: u64 = $event_count;
+        let head_hash: &str = $head_hash;
+        let chained = domain::ledger::chain(&bug.id, event_count, head_hash, &decision.events);
+        let new_head = chained.last().map_or(head_hash.to_owned(), |e| e.hash.clone());
+        let updated = sqlx::query(
+            "UPDATE bugs SET state = $1, version = $2, document = $3, event_count = $4, head_hash = $5, \
+             updated_at = $6 WHERE id = $7 AND version = $8",
+        )
+        .bind(bug.state.as_str())
+        .bind(to_i64(bug.version))
+        .bind(json(bug)?)
+        .bind(to_i64(event_count + chained.len() as u64))
+        .bind(&new_head)
+        .bind($now)
+        .bind(&bug.id)
+        .bind(to_i64($read_version))
+        .execute(&mut *$tx)
+        .await
+        .map_err($crate::StoreError::from)?
+        .rows_affected();
+        if updated == 1 {
+            insert_events!($tx, &chained);
+            for job in &decision.jobs {
+                let payload = json(&job.payload)?;
+                insert_job!($tx, job, Some(bug.id.as_str()), &payload, $now);
+            }
+            Commit::Done
+        } else {
+            Commit::VersionConflict
+        }
+    }};
+}
+
 /// Inside the intake's transaction: when the budget's client may next start the crew on a new
-/// bug of `$component` ([`domain::spend::stranger_start`] over its starts in the window).
+/// bug of `$component` ([`domain::spend::stranger_start`] over its starts in the window). Only
+/// the newest `limit` starts decide it, so only they are read: a stranger's thousandth report
+/// costs what their tenth did.
 macro_rules! crew_turn {
     ($tx:ident, $budget:expr, $component:expr, $now:expr) => {{
         let budget: &$crate::reports::StrangerBudget = $budget;
-        let starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
+        let mut starts: Vec<domain::workflow::Millis> = sqlx::query_scalar(
             "SELECT start_at FROM crew_starts \
-             WHERE client_hash = $1 AND component = $2 AND start_at > $3 ORDER BY start_at",
+             WHERE client_hash = $1 AND component = $2 AND start_at > $3 \
+             ORDER BY start_at DESC LIMIT $4",
         )
         .bind(&budget.client_hash)
         .bind($component)
         .bind($now - budget.window)
+        .bind(i64::from(budget.limit.max(1)))
         .fetch_all(&mut *$tx)
         .await?;
+        starts.reverse();
         domain::spend::stranger_start(&starts, budget.limit, budget.window, $now)
     }};
 }
@@ -246,42 +278,52 @@ macro_rules! join_crew_start {
     }};
 }
 
-/// Takes one token of a [`crate::rate::Bucket`] inside a transaction, holding the bucket until
-/// it ends (PostgreSQL: its row; SQLite: the write lock the transaction already holds):
-/// `Ok(())` when one was taken, `Err(ms)` until one refills.
-macro_rules! take_bucket {
-    ($tx:ident, $postgres:expr, $bucket:expr, $now:expr) => {{
+/// Holds a [`crate::rate::Bucket`] until the transaction ends (PostgreSQL: its row, locked by
+/// the upsert; SQLite: the write lock the transaction already holds), creating it full; one
+/// statement. Evaluates to its stored `(tokens, updated_ms)`.
+macro_rules! hold_bucket {
+    ($tx:ident, $bucket:expr, $now:expr) => {{
         let bucket: &$crate::rate::Bucket = $bucket;
-        sqlx::query(
+        let held: (f64, i64) = sqlx::query_as(
             "INSERT INTO rate_buckets (key, tokens, updated_ms) VALUES ($1, $2, $3) \
-             ON CONFLICT (key) DO NOTHING",
+             ON CONFLICT (key) DO UPDATE SET tokens = rate_buckets.tokens \
+             RETURNING tokens, updated_ms",
         )
         .bind(&bucket.key)
         .bind(bucket.refill.capacity)
         .bind($now)
-        .execute(&mut *$tx)
-        .await?;
-        let (tokens, updated): (f64, i64) = sqlx::query_as(if $postgres {
-            "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1 FOR UPDATE"
-        } else {
-            "SELECT tokens, updated_ms FROM rate_buckets WHERE key = $1"
-        })
-        .bind(&bucket.key)
         .fetch_one(&mut *$tx)
         .await?;
+        held
+    }};
+}
+
+/// Takes one token of a [`crate::rate::Bucket`] inside a transaction, holding the bucket until
+/// it ends ([`hold_bucket!`]): `Ok(())` when one was taken, `Err(ms)` until one refills.
+macro_rules! take_bucket {
+    ($tx:ident, $bucket:expr, $now:expr) => {{
+        let bucket: &$crate::rate::Bucket = $bucket;
+        let (tokens, updated) = hold_bucket!($tx, bucket, $now);
         let (left, took) = $crate::rate::refill_and_take(bucket.refill, tokens, $now - updated);
         if took {
-            sqlx::query("UPDATE rate_buckets SET tokens = $1, updated_ms = $2 WHERE key = $3")
-                .bind(left)
-                .bind($now.max(updated))
-                .bind(&bucket.key)
-                .execute(&mut *$tx)
-                .await?;
+            store_bucket!($tx, &bucket.key, left, $now.max(updated));
             Ok(())
         } else {
             Err($crate::rate::retry_ms(bucket.refill, left))
         }
     }};
+}
+
+/// Writes bucket `$key`'s tokens and time inside a transaction that holds it.
+macro_rules! store_bucket {
+    ($tx:ident, $key:expr, $tokens:expr, $updated:expr) => {
+        sqlx::query("UPDATE rate_buckets SET tokens = $1, updated_ms = $2 WHERE key = $3")
+            .bind($tokens)
+            .bind($updated)
+            .bind($key)
+            .execute(&mut *$tx)
+            .await?
+    };
 }
 
 /// Inserts a report row inside a transaction.

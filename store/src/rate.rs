@@ -48,7 +48,7 @@ pub fn refill_and_take(refill: Refill, tokens: f64, elapsed_ms: i64) -> (f64, bo
 impl Store {
     /// Takes one token of bucket `key` at `now`: `Ok(Ok(()))` when there was one, else
     /// `Ok(Err(ms))` with how long until one refills. One transaction holding the bucket
-    /// (PostgreSQL: its row, `FOR UPDATE`; SQLite: the write lock): takers of one key queue
+    /// (PostgreSQL: its row, locked by an upsert; SQLite: the write lock): takers of one key queue
     /// instead of failing (32 at once from one address once answered 503).
     pub async fn rate_take(
         &self,
@@ -60,10 +60,9 @@ impl Store {
             key: key.to_owned(),
             refill,
         };
-        let postgres = self.backend() == crate::Backend::Postgres;
         let taken = for_each_backend!(self, pool, begin => {
             let mut tx = begin().await?;
-            let taken = take_bucket!(tx, postgres, &bucket, now);
+            let taken = take_bucket!(tx, &bucket, now);
             tx.commit().await?;
             taken
         });

@@ -757,7 +757,80 @@ async fn one_failing_or_abandoned_report_costs_its_batch_nothing(backend: &str) 
     assert!(store.verify_ledger().await.unwrap().is_ok());
 }
 
+/// A report that cannot be stored keeps nothing, its token included: with a bucket of four,
+/// three good reports filed at the same moment as one whose id is taken are all filed (in
+/// one batch or several), and one token is left afterwards.
+async fn a_report_that_cannot_be_stored_gives_its_token_back(backend: &str) {
+    let (store, _url, _dir) = fresh(backend).await;
+    let store = Arc::new(store);
+    file(
+        &store,
+        &new_report("r-taken", &raw("shoplite", "Logo is blurry")),
+        "bug-first",
+    )
+    .await;
+    let bucket = store::rate::Bucket {
+        key: "intake:c".to_owned(),
+        refill: store::rate::Refill {
+            capacity: 4.0,
+            per_ms: 1e-9,
+        },
+    };
+    let mut tasks = Vec::new();
+    for n in 0..4 {
+        let (store, bucket) = (Arc::clone(&store), bucket.clone());
+        tasks.push(tokio::spawn(async move {
+            let id = if n == 0 {
+                "r-taken".to_owned()
+            } else {
+                format!("r-{n}")
+            };
+            let report = new_report(&id, &raw("shoplite", &format!("Cart {n} forgets row {n}")));
+            let limits = store::IntakeLimits {
+                rate: Some(bucket),
+                budget: None,
+            };
+            let (bug_id, report_id) = (format!("bug-{n}"), report.id.clone());
+            store
+                .file_report(
+                    &report,
+                    NOW,
+                    &limits,
+                    |_| None,
+                    |_| unreachable!("every subject is new"),
+                    move |crew_at| {
+                        domain::workflow::open_bug_at(&bug_id, "shoplite", &report_id, NOW, crew_at)
+                    },
+                )
+                .await
+        }));
+    }
+    let (mut filed, mut failed) = (0, 0);
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(Ok(_)) => filed += 1,
+            Ok(Err(limited)) => panic!("limited with tokens left: {limited:?}"),
+            Err(_) => failed += 1,
+        }
+    }
+    assert_eq!((filed, failed), (3, 1));
+    assert_eq!(
+        store
+            .rate_take("intake:c", bucket.refill, NOW)
+            .await
+            .unwrap(),
+        Ok(()),
+        "the report that was not stored gave its token back"
+    );
+    assert!(store
+        .rate_take("intake:c", bucket.refill, NOW)
+        .await
+        .unwrap()
+        .is_err());
+}
+
 on_both!(
+    a_report_that_cannot_be_stored_gives_its_token_back,
     one_failing_or_abandoned_report_costs_its_batch_nothing,
     the_intake_token_and_the_report_are_one_write,
     the_strangers_budget_is_decided_in_the_intake_transaction,
