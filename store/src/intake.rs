@@ -1,9 +1,10 @@
 //! Filing reports: every report goes through one batch at a time. A report waits in a queue;
-//! the first filer that finds the intake free files every waiting report in one transaction
-//! (each in its own savepoint: one report's failure or refusal costs the others nothing), and
-//! each is answered only once that transaction is committed. Concurrent reports thus share
-//! one durable write (one fsync) and, on PostgreSQL, one hold of the intake lock, instead of
-//! queueing for one each.
+//! the first filer that finds the intake free files every waiting report in one transaction,
+//! and each is answered only once that transaction is committed. Concurrent reports thus
+//! share one durable write (one fsync) and, on PostgreSQL, one hold of the intake lock,
+//! instead of queueing for one each. One report's failure costs the others nothing: should
+//! one fail, the batch is filed again with each report in its own savepoint (not on the
+//! usual path, which saves two statements a report).
 
 use crate::ledger::{json, Commit};
 use crate::reports::{
@@ -13,7 +14,6 @@ use crate::reports::{
 use crate::{Store, StoreError};
 use domain::airlock::Dossier;
 use domain::workflow::{Bug, Decision, Millis, Refusal};
-use sqlx::Acquire;
 use std::sync::Arc;
 
 /// Attempts before filing gives up when crew commands keep changing the chosen bug.
@@ -148,22 +148,99 @@ impl Store {
     /// Files `batch` in one transaction and answers each report once it is committed (or
     /// each with the error that stopped it).
     async fn file_batch(&self, batch: Vec<(Intake, tokio::sync::oneshot::Sender<Answer>)>) {
-        let postgres = self.backend() == crate::Backend::Postgres;
         let (size, started) = (batch.len(), std::time::Instant::now());
+        let (intakes, replies): (Vec<Intake>, Vec<_>) = batch.into_iter().unzip();
         // Should a closure panic mid-batch, the transaction is rolled back and so is what the
         // cluster index learnt from it.
         let undo = ForgetClustersUnlessKept(self, false);
-        let mut batch: std::collections::VecDeque<_> = batch.into();
-        let mut answers: Vec<(tokio::sync::oneshot::Sender<Answer>, Answer)> =
-            Vec::with_capacity(batch.len());
-        let mut latest = None;
+        // First without a savepoint per report (two statements fewer each); should one
+        // report fail, that pass is rolled back whole and the batch filed again with one
+        // savepoint per report, so that the failure costs the others nothing.
+        let mut answers = Vec::new();
         let mut filed_at = None;
+        let mut committed = Ok(Pass::Again);
+        for careful in [false, true] {
+            answers.clear();
+            committed = self
+                .file_pass(&intakes, careful, &mut answers, &mut filed_at)
+                .await;
+            if !matches!(committed, Ok(Pass::Again)) {
+                break;
+            }
+            // What the index learnt from the rolled-back pass is forgotten.
+            self.forget_cluster_cache();
+        }
+        let _kept = undo.keep(matches!(committed, Ok(Pass::Filed)));
+        tracing::debug!(
+            reports = size,
+            ms = started.elapsed().as_secs_f64() * 1e3,
+            commit_ms = filed_at.map_or(0.0, |at: std::time::Instant| at.elapsed().as_secs_f64()
+                * 1e3),
+            committed = matches!(committed, Ok(Pass::Filed)),
+            "intake batch"
+        );
+        let mut answers = answers.into_iter();
+        match committed {
+            Ok(Pass::Filed) => {
+                self.wake();
+                let latest = intakes
+                    .iter()
+                    .filter(|intake| intake.limits.rate.is_some())
+                    .map(|intake| intake.now)
+                    .max();
+                if let Some(now) = latest {
+                    if let Err(error) = self.now_and_then_forget(now).await {
+                        tracing::warn!(%error, "old rate buckets were not deleted");
+                    }
+                }
+                for reply in replies {
+                    let _ = reply.send(answers.next().unwrap_or_else(|| {
+                        Err(StoreError::Corrupt(
+                            "the intake batch lost an answer".into(),
+                        ))
+                    }));
+                }
+            }
+            failed => {
+                // Nothing of the batch was kept: what the cluster index learnt from it is
+                // forgotten with it (`undo`).
+                let message = match failed {
+                    Err(error) => error.to_string(),
+                    Ok(_) => "a report failed twice".to_owned(),
+                };
+                let not_kept = || {
+                    Err(StoreError::NotCommitted(format!(
+                        "the intake transaction did not commit: {message}"
+                    )))
+                };
+                for reply in replies {
+                    let _ = reply.send(match answers.next() {
+                        Some(Err(own)) => Err(own),
+                        _ => not_kept(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// One pass over the batch's reports in one transaction, pushing each report's answer
+    /// to `answers`. `careful`: each report in its own savepoint, so one that fails is
+    /// undone alone; otherwise a report that fails ends the pass (`Pass::Again`, nothing
+    /// kept). `filed_at`: when the commit started.
+    async fn file_pass(
+        &self,
+        intakes: &[Intake],
+        careful: bool,
+        answers: &mut Vec<Answer>,
+        filed_at: &mut Option<std::time::Instant>,
+    ) -> Result<Pass, StoreError> {
+        let postgres = self.backend() == crate::Backend::Postgres;
         // The rate buckets the batch's reports take their tokens from: each held once, at the
         // batch's level (so the hold lasts until its commit), spent in memory and written back
         // once before the commit.
         let mut buckets: std::collections::HashMap<String, HeldBucket> =
             std::collections::HashMap::new();
-        let committed: Result<(), StoreError> = for_each_backend!(self, pool, begin => {
+        for_each_backend!(self, pool, begin => {
             async {
                 let mut batch_tx = begin().await?;
                 if postgres {
@@ -172,11 +249,8 @@ impl Store {
                         .execute(&mut *batch_tx)
                         .await?;
                 }
-                while let Some((intake, reply)) = batch.pop_front() {
+                for intake in intakes {
                     let (report, now, limits) = (&intake.report, intake.now, &intake.limits);
-                    if limits.rate.is_some() {
-                        latest = latest.max(Some(now));
-                    }
                     let budget = limits.budget.as_ref();
                     // The client's token first: a report that finds none is refused before
                     // anything of it is written.
@@ -193,7 +267,7 @@ impl Store {
                         let (left, took) = crate::rate::refill_and_take(bucket.refill, held.tokens, now - held.updated);
                         if !took {
                             let retry_ms = crate::rate::retry_ms(bucket.refill, left);
-                            answers.push((reply, Ok(Err(RateLimited { retry_ms }))));
+                            answers.push(Ok(Err(RateLimited { retry_ms })));
                             continue;
                         }
                         *held = HeldBucket { tokens: left, updated: now.max(held.updated), changed: true };
@@ -204,14 +278,18 @@ impl Store {
                         report.id
                     )));
                     for _ in 0..FILE_ATTEMPTS {
-                        // One savepoint per attempt: what fails or is refused is undone alone.
+                        if careful {
+                            sqlx::query("SAVEPOINT intake_report").execute(&mut *batch_tx).await?;
+                        }
+                        // An attempt that answers `None` wrote nothing (its bug changed before
+                        // its first write): it is tried again.
                         let attempt: Result<Option<Result<Filed, RateLimited>>, StoreError> = async {
                             let (status, families, dossier) = match &report.content {
                                 ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
                                 ReportContent::Quarantined { families } => ("quarantined", json(families)?, None),
                             };
                             Ok({
-                                let mut tx = batch_tx.begin().await?;
+                                let tx = &mut *batch_tx;
                                 let repeat_of: Option<(String, Option<String>, String)> = sqlx::query_as(
                                     "SELECT r.id, r.bug_id, COALESCE(b.state, '') FROM reports r \
                                      LEFT JOIN bugs b ON b.id = r.bug_id \
@@ -233,7 +311,6 @@ impl Store {
                                     };
                                     let payload = json(&job.payload)?;
                                     insert_job!(tx, job, None::<&str>, &payload, now);
-                                    tx.commit().await?;
                                     Some(Ok(Filed { bug_id: None, opened: false, repeat_of: repeat_id }))
                                 } else {
                                     // An identical earlier report whose bug is still open decides the cluster.
@@ -293,12 +370,28 @@ impl Store {
                                     }
                                     let joined = match &target {
                                         Some(bug_id) => {
-                                            let stored = read_bug!(tx, bug_id);
-                                            match stored.map(|s| ((intake.attach)(&s.bug), s)) {
-                                                Some((Ok(decision), read)) if decision.changed => {
+                                            // The bug and its crew start, if a stranger's budget put one
+                                            // down: one read.
+                                            let row: Option<BugAndStart> = sqlx::query_as(
+                                                "SELECT b.document, b.version, b.event_count, b.head_hash, \
+                                                 c.component, c.start_at FROM bugs b \
+                                                 LEFT JOIN crew_starts c ON c.bug_id = b.id WHERE b.id = $1",
+                                            )
+                                            .bind(bug_id)
+                                            .fetch_optional(&mut *tx)
+                                            .await?;
+                                            let stored = match row {
+                                                Some((document, version, events, head, component, start_at)) => Some((
+                                                    crate::ledger::stored_bug((document, version, events, head))?,
+                                                    component.zip(start_at),
+                                                )),
+                                                None => None,
+                                            };
+                                            match stored.map(|(s, start)| ((intake.attach)(&s.bug), s, start)) {
+                                                Some((Ok(decision), read, start)) if decision.changed => {
                                                     match write_decision_at!(tx, read.bug.version, read.event_count,
                                                         &read.head_hash, &decision, now) {
-                                                        Commit::Done => Some(Some(bug_id.clone())),
+                                                        Commit::Done => Some(Some((bug_id.clone(), start))),
                                                         // A crew command changed the bug meanwhile: start over.
                                                         Commit::VersionConflict => None,
                                                     }
@@ -314,17 +407,13 @@ impl Store {
                                         None => Some(None),
                                     };
                                     match joined {
-                                        None => {
-                                            tx.rollback().await?;
-                                            None
-                                        }
-                                        Some(Some(bug_id)) => {
+                                        None => None,
+                                        Some(Some((bug_id, start))) => {
                                             insert_report!(tx, report, status, &families, &dossier, Some(&bug_id),
                                                 false, &repeat_id, now);
                                             if let Some(budget) = budget {
-                                                join_crew_start!(tx, budget, &bug_id, now);
+                                                join_crew_start!(tx, budget, &bug_id, start, now);
                                             }
-                                            tx.commit().await?;
                                             Some(Ok(Filed { bug_id: Some(bug_id), opened: false, repeat_of: repeat_id }))
                                         }
                                         Some(None) => {
@@ -353,7 +442,6 @@ impl Store {
                                             }
                                             insert_report!(tx, report, status, &families, &dossier, Some(&bug.id),
                                                 true, &repeat_id, now);
-                                            tx.commit().await?;
                                             self.remember_cluster(OpenCluster {
                                                 bug_id: bug.id.clone(),
                                                 component: report.component.clone(),
@@ -366,9 +454,20 @@ impl Store {
                             })
                         }
                         .await;
+                        if careful {
+                            if !matches!(attempt, Ok(Some(_))) {
+                                sqlx::query("ROLLBACK TO SAVEPOINT intake_report")
+                                    .execute(&mut *batch_tx)
+                                    .await?;
+                            }
+                            sqlx::query("RELEASE SAVEPOINT intake_report").execute(&mut *batch_tx).await?;
+                        }
                         match attempt {
                             Ok(None) => continue,
                             Ok(Some(filed)) => answer = Ok(filed),
+                            // Part of the report may be written: without a savepoint, only
+                            // the whole pass can be undone.
+                            Err(_) if !careful => return Ok(Pass::Again),
                             Err(error) => answer = Err(error),
                         }
                         break;
@@ -379,61 +478,32 @@ impl Store {
                             buckets.insert(key, before);
                         }
                     }
-                    answers.push((reply, answer));
+                    answers.push(answer);
                 }
                 for (key, held) in &buckets {
                     if held.changed {
                         store_bucket!(batch_tx, key, held.tokens, held.updated);
                     }
                 }
-                filed_at = Some(std::time::Instant::now());
+                *filed_at = Some(std::time::Instant::now());
                 batch_tx.commit().await?;
-                Ok(())
+                Ok(Pass::Filed)
             }
             .await
-        });
-        let _kept = undo.keep(committed.is_ok());
-        tracing::debug!(
-            reports = size,
-            ms = started.elapsed().as_secs_f64() * 1e3,
-            commit_ms = filed_at.map_or(0.0, |at: std::time::Instant| at.elapsed().as_secs_f64()
-                * 1e3),
-            committed = committed.is_ok(),
-            "intake batch"
-        );
-        match committed {
-            Ok(()) => {
-                self.wake();
-                if let Some(now) = latest {
-                    if let Err(error) = self.now_and_then_forget(now).await {
-                        tracing::warn!(%error, "old rate buckets were not deleted");
-                    }
-                }
-                for (reply, answer) in answers {
-                    let _ = reply.send(answer);
-                }
-            }
-            Err(error) => {
-                // Nothing of the batch was kept: what the cluster index learnt from it is
-                // forgotten with it (`undo`).
-                let message = error.to_string();
-                let not_kept = || {
-                    Err(StoreError::NotCommitted(format!(
-                        "the intake transaction did not commit: {message}"
-                    )))
-                };
-                for (reply, answer) in answers {
-                    let _ = reply.send(match answer {
-                        Err(own) => Err(own),
-                        Ok(_) => not_kept(),
-                    });
-                }
-                for (_, reply) in batch {
-                    let _ = reply.send(not_kept());
-                }
-            }
-        }
+        })
     }
+}
+
+/// A bug's row as [`crate::ledger::stored_bug`] reads it, and its crew start's component and
+/// time, if it has one.
+type BugAndStart = (String, i64, i64, String, Option<String>, Option<Millis>);
+
+/// How a pass over an intake batch ended.
+enum Pass {
+    /// Committed.
+    Filed,
+    /// A report failed without a savepoint: nothing was kept; file again, carefully.
+    Again,
 }
 
 /// A rate bucket an intake batch holds: its tokens and time as the batch's reports spent them,

@@ -242,18 +242,14 @@ macro_rules! claim_crew_start {
 }
 
 /// Inside the intake's transaction: a report of the budget's client joined bug `$bug`, whose
-/// crew start a stranger's budget may have put off. When this client's own budget for the
-/// bug's component has room sooner, the start moves to this client's turn and is charged to
-/// it, and the bug's triage wakes then: a stranger's look-alike bug cannot hold a real
-/// reporter's report back.
+/// crew start (`$start`: its component and time, read with the bug) a stranger's budget may
+/// have put off. When this client's own budget for the bug's component has room sooner, the
+/// start moves to this client's turn and is charged to it, and the bug's triage wakes then: a
+/// stranger's look-alike bug cannot hold a real reporter's report back.
 macro_rules! join_crew_start {
-    ($tx:ident, $budget:expr, $bug:expr, $now:expr) => {{
+    ($tx:ident, $budget:expr, $bug:expr, $start:expr, $now:expr) => {{
         let budget: &$crate::reports::StrangerBudget = $budget;
-        let row: Option<(String, domain::workflow::Millis)> =
-            sqlx::query_as("SELECT component, start_at FROM crew_starts WHERE bug_id = $1")
-                .bind($bug)
-                .fetch_optional(&mut *$tx)
-                .await?;
+        let row: Option<(String, domain::workflow::Millis)> = $start;
         if let Some((component, start_at)) = row.filter(|(_, at)| *at > $now) {
             let mine = crew_turn!($tx, budget, &component, $now);
             if mine < start_at {
