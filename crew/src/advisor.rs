@@ -5,8 +5,8 @@
 //! None of them is ever a decision or an approval.
 
 use crate::desk::Desk;
+use crate::guard::{dossiers_of, guarded_call, ReproduceError, WorstCase, SPOTLIGHT_RULE};
 use crate::provider::{ModelProvider, Prompt, Task};
-use crate::reproducer::{dossiers_of, guarded_call, ReproduceError, WorstCase};
 use crate::schema;
 use api_types::BugDetail;
 use serde_json::{json, Value};
@@ -35,7 +35,7 @@ pub async fn triage(
     let (_, text) = dossiers(desk, bug).await?;
     let prompt = Prompt {
         task: Task::Triage,
-        system: format!("{TRIAGE}\n{}", crate::reproducer::SPOTLIGHT_RULE),
+        system: format!("{TRIAGE}\n{}", SPOTLIGHT_RULE),
         user: text,
     };
     let completion = guarded_call(desk, model, pricing, &prompt, bug).await?;
@@ -70,7 +70,7 @@ async fn review(
     let (_, text) = dossiers(desk, bug).await?;
     let prompt = Prompt {
         task: Task::Review,
-        system: format!("{system}\n{}", crate::reproducer::SPOTLIGHT_RULE),
+        system: format!("{system}\n{}", SPOTLIGHT_RULE),
         user: format!("{text}\n\n{subject}"),
     };
     let completion = guarded_call(desk, model, pricing, &prompt, bug).await?;

@@ -1,9 +1,9 @@
 //! The model provider, chosen explicitly by configuration — there is no default and no
 //! fallback from one provider to another.
 
+use crate::guard::TokenPrices;
 use crate::openai::{OpenAiCompatible, OpenAiConfig};
 use crate::provider::ModelProvider;
-use crate::reproducer::TokenPrices;
 use crate::scripted::Scripted;
 use std::time::Duration;
 
@@ -86,7 +86,7 @@ pub fn provider_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reproducer::WorstCase;
+    use crate::guard::WorstCase;
 
     fn from(pairs: &[(&str, &str)]) -> Result<(Box<dyn ModelProvider>, TokenPrices), String> {
         let pairs: Vec<(String, String)> = pairs

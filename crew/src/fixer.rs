@@ -7,10 +7,11 @@
 //! request and the fixer has nothing left to do.
 
 use crate::desk::{Desk, DeskError};
+use crate::guard::{
+    dossiers_of, guarded_call, ReproduceError, WorstCase, FILE_END, FILE_START, SPOTLIGHT_RULE,
+};
 use crate::provider::{ModelProvider, Prompt, Task};
-use crate::reproducer::{dossiers_of, guarded_call, ReproduceError, WorstCase};
 use crate::schema;
-use crate::scripted::{FILE_END, FILE_START};
 use api_types::FixContext;
 use domain::BugState;
 use serde_json::{json, Value};
@@ -52,7 +53,7 @@ pub fn fix_prompt(context: &FixContext, dossiers: &[String], previous: Option<&V
         task: Task::Fix,
         system: format!(
             "{SYSTEM}\n{}\nAllowed folders: {}.",
-            crate::reproducer::SPOTLIGHT_RULE,
+            SPOTLIGHT_RULE,
             allowed.join(", ")
         ),
         user,

@@ -12,6 +12,7 @@ pub mod config;
 pub mod context;
 pub mod desk;
 pub mod fixer;
+pub mod guard;
 pub mod openai;
 pub mod provider;
 pub mod reproducer;

@@ -2,6 +2,7 @@
 //! (ShopLite's coupon in Rust, Tallybook's split in Python), for the demo and the tests. Every completion says `scripted` (evidence built on it is labelled
 //! `simulated demo`), and a prompt outside the script is an error, never a guess.
 
+use crate::guard::{DATAMARK, FILE_END, FILE_START};
 use crate::provider::{Completion, ModelError, ModelProvider, Prompt, Task};
 use async_trait::async_trait;
 use serde_json::json;
@@ -35,11 +36,6 @@ pub fn fix_split(source: &str) -> Option<String> {
         .then(|| source.replacen(SPLIT_BUG, SPLIT_FIXED, 1))
 }
 
-/// Markers around a file's text in a fix prompt.
-pub const FILE_START: &str = "--- FILE ";
-/// End of a file's text in a fix prompt.
-pub const FILE_END: &str = "--- END FILE ---";
-
 /// The scripted provider.
 #[derive(Clone, Debug, Default)]
 pub struct Scripted;
@@ -54,9 +50,7 @@ pub fn file_in_prompt<'a>(prompt: &'a str, path: &str) -> Option<&'a str> {
 
 fn about_the_coupon(text: &str) -> bool {
     // It reads datamarked reporter text as a model would: the marks are word breaks.
-    let lower = text
-        .replace(crate::reproducer::DATAMARK, " ")
-        .to_lowercase();
+    let lower = text.replace(DATAMARK, " ").to_lowercase();
     ["save300", "coupon", "discount"]
         .iter()
         .any(|w| lower.contains(w))
@@ -74,9 +68,7 @@ fn about_the_coupon(text: &str) -> bool {
 }
 
 fn about_the_split(text: &str) -> bool {
-    let lower = text
-        .replace(crate::reproducer::DATAMARK, " ")
-        .to_lowercase();
+    let lower = text.replace(DATAMARK, " ").to_lowercase();
     ["split", "share", "divide"]
         .iter()
         .any(|w| lower.contains(w))

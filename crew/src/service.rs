@@ -7,8 +7,8 @@
 //! recorded, and accepts it by naming itself and that hash.
 
 use crate::desk::{Desk, DeskError};
+use crate::guard::TokenPrices;
 use crate::provider::ModelProvider;
-use crate::reproducer::TokenPrices;
 use domain::crew::StepVerdict;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};

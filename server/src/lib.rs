@@ -163,6 +163,235 @@ mod layering {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// The module path of source file `relative` (to its crate's `src`): `a/b.rs` and
+    /// `a/b/mod.rs` are `[a, b]`; `lib.rs` and `main.rs` are the root.
+    fn module_of(relative: &std::path::Path) -> Vec<String> {
+        let mut parts: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if matches!(
+            parts.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
+            parts.pop();
+        }
+        parts
+    }
+
+    /// The files of `src` that `code` (the source of module `me`) names by `crate::…` or
+    /// `super::…` paths written out, each resolved to the longest module path that has a file;
+    /// comments and the tests module are skipped.
+    fn named_files(
+        src: &std::path::Path,
+        me: &[String],
+        code: &str,
+    ) -> std::collections::BTreeSet<std::path::PathBuf> {
+        let shipped = code.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut found = std::collections::BTreeSet::new();
+        for line in shipped.lines() {
+            let line = line.split("//").next().unwrap_or_default();
+            let mut rest = line;
+            while let Some(at) = rest.find(['c', 's']) {
+                rest = &rest[at..];
+                let boundary = line.len() - rest.len();
+                let fresh = boundary == 0
+                    || !line[..boundary]
+                        .ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+                let (mut base, path) =
+                    match (rest.strip_prefix("crate::"), rest.strip_prefix("super::")) {
+                        (Some(path), _) if fresh => (Vec::new(), path),
+                        (_, Some(path)) if fresh => {
+                            (me[..me.len().saturating_sub(1)].to_vec(), path)
+                        }
+                        _ => {
+                            rest = &rest[1..];
+                            continue;
+                        }
+                    };
+                // `a::b::{X, Y}`, `a::b::f(…)`: the names up to the first that is not followed
+                // by `::`.
+                let mut parts: Vec<&str> = Vec::new();
+                for part in path.split("::") {
+                    let end = part
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(part.len());
+                    let name = &part[..end];
+                    if !name.is_empty() {
+                        parts.push(name);
+                    }
+                    if name.is_empty() || end < part.len() {
+                        break;
+                    }
+                }
+                while parts.first() == Some(&"super") {
+                    parts.remove(0);
+                    base.pop();
+                }
+                base.extend(parts.iter().map(|p| (*p).to_owned()));
+                for take in (1..=base.len()).rev() {
+                    let stem = base[..take].iter().collect::<std::path::PathBuf>();
+                    let file = src.join(&stem).with_extension("rs");
+                    let folder = src.join(&stem).join("mod.rs");
+                    if file.is_file() {
+                        found.insert(file);
+                        break;
+                    }
+                    if folder.is_file() {
+                        found.insert(folder);
+                        break;
+                    }
+                }
+                rest = &rest[1..];
+            }
+        }
+        found
+    }
+
+    /// Files of one strongly connected part of `graph` larger than two (Tarjan's algorithm).
+    fn circles(
+        graph: &std::collections::BTreeMap<
+            std::path::PathBuf,
+            std::collections::BTreeSet<std::path::PathBuf>,
+        >,
+    ) -> Vec<Vec<std::path::PathBuf>> {
+        use std::collections::BTreeMap;
+        struct Walk<'a> {
+            graph: &'a BTreeMap<std::path::PathBuf, std::collections::BTreeSet<std::path::PathBuf>>,
+            index: BTreeMap<&'a std::path::PathBuf, (usize, usize)>,
+            stack: Vec<&'a std::path::PathBuf>,
+            next: usize,
+            found: Vec<Vec<std::path::PathBuf>>,
+        }
+        impl<'a> Walk<'a> {
+            fn visit(&mut self, v: &'a std::path::PathBuf) {
+                self.index.insert(v, (self.next, self.next));
+                self.next += 1;
+                self.stack.push(v);
+                for w in self.graph.get(v).into_iter().flatten() {
+                    let Some((w, _)) = self.graph.get_key_value(w) else {
+                        continue;
+                    };
+                    match self.index.get(w).copied() {
+                        None => {
+                            self.visit(w);
+                            let low = self.index[w].1.min(self.index[v].1);
+                            self.index.entry(v).and_modify(|e| e.1 = low);
+                        }
+                        Some((index, _)) if self.stack.contains(&w) => {
+                            let low = index.min(self.index[v].1);
+                            self.index.entry(v).and_modify(|e| e.1 = low);
+                        }
+                        Some(_) => {}
+                    }
+                }
+                let (index, low) = self.index[v];
+                if index == low {
+                    let mut part = Vec::new();
+                    while let Some(w) = self.stack.pop() {
+                        part.push(w.clone());
+                        if w == v {
+                            break;
+                        }
+                    }
+                    if part.len() > 2 {
+                        part.sort();
+                        self.found.push(part);
+                    }
+                }
+            }
+        }
+        let mut walk = Walk {
+            graph,
+            index: BTreeMap::new(),
+            stack: Vec::new(),
+            next: 0,
+            found: Vec::new(),
+        };
+        for v in graph.keys() {
+            if !walk.index.contains_key(v) {
+                walk.visit(v);
+            }
+        }
+        walk.found
+    }
+
+    #[test]
+    fn no_import_circle_spans_more_than_two_files() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let crates = [
+            "server",
+            "crew",
+            "domain",
+            "store",
+            "sandbox",
+            "app",
+            "forge",
+            "shoplite",
+            "frontend",
+            "api-types",
+        ];
+        let mut found = Vec::new();
+        let mut checked = 0;
+        for name in crates {
+            let src = root.join(name).join("src");
+            let mut files = Vec::new();
+            sources(&src, &mut files);
+            let mut graph = std::collections::BTreeMap::new();
+            for file in &files {
+                let me = module_of(file.strip_prefix(&src).unwrap_or(file));
+                let code = std::fs::read_to_string(file).unwrap_or_default();
+                let mut named = named_files(&src, &me, &code);
+                named.remove(file);
+                graph.insert(file.clone(), named);
+            }
+            checked += graph.len();
+            for part in circles(&graph) {
+                let names: Vec<String> = part
+                    .iter()
+                    .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+                    .collect();
+                found.push(names.join(", "));
+            }
+        }
+        assert!(checked > 150, "read only {checked} files");
+        assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn the_circle_check_sees_a_circle_of_three() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path();
+        std::fs::create_dir_all(src.join("a")).unwrap();
+        std::fs::write(src.join("a/mod.rs"), "use super::b::X;").unwrap();
+        std::fs::write(src.join("b.rs"), "fn f() { crate::c::y(); }").unwrap();
+        std::fs::write(
+            src.join("c.rs"),
+            "use crate::a::{Z};\n// crate::b::in_a_comment",
+        )
+        .unwrap();
+        std::fs::write(src.join("d.rs"), "use crate::a::Z;").unwrap();
+        let mut graph = std::collections::BTreeMap::new();
+        for name in ["a/mod.rs", "b.rs", "c.rs", "d.rs"] {
+            let file = src.join(name);
+            let me = module_of(std::path::Path::new(name));
+            let code = std::fs::read_to_string(&file).unwrap();
+            graph.insert(file, named_files(src, &me, &code));
+        }
+        assert_eq!(
+            circles(&graph),
+            vec![vec![
+                src.join("a/mod.rs"),
+                src.join("b.rs"),
+                src.join("c.rs")
+            ]]
+        );
+        // Without the edge from c, nothing circles.
+        graph.insert(src.join("c.rs"), Default::default());
+        assert!(circles(&graph).is_empty());
+    }
+
     #[test]
     fn the_check_sees_an_upward_use() {
         assert_eq!(

@@ -70,7 +70,7 @@ fn crew_role(
 ) -> anyhow::Result<(
     crew::desk::Desk,
     Box<dyn crew::ModelProvider>,
-    crew::reproducer::TokenPrices,
+    crew::guard::TokenPrices,
 )> {
     if !(desk.starts_with("http://") || desk.starts_with("https://")) {
         anyhow::bail!("--desk is invalid: expected an http(s) URL, got {desk:?}");

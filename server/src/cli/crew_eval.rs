@@ -181,7 +181,7 @@ pub fn score(cases: &Cases, root: &Path, profile: &str) -> anyhow::Result<Figure
         };
         let prompt = crew::reproducer::prompt_for(
             &crew::reproducer::context_text(&context),
-            &[crew::reproducer::dossier_text(&dossier)],
+            &[crew::guard::dossier_text(&dossier)],
             "",
         );
         let tokens = (prompt.system.chars().count() + prompt.user.chars().count()).div_ceil(4);

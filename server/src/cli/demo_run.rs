@@ -454,7 +454,7 @@ async fn the_loop(
             .build()?,
     };
     let model = crew::scripted::Scripted;
-    let prices = crew::reproducer::TokenPrices {
+    let prices = crew::guard::TokenPrices {
         input_per_k: 0,
         output_per_k: 0,
         max_output_tokens: 0,

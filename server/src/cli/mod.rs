@@ -3,6 +3,7 @@
 pub mod airlock;
 pub mod airlock_data;
 pub mod bench;
+pub mod bench_command;
 pub mod bench_desk;
 pub mod bench_pickup;
 pub mod bench_reporter;
@@ -12,6 +13,7 @@ pub mod concierge;
 pub mod crew;
 pub mod crew_eval;
 pub mod demo;
+pub mod demo_command;
 pub mod demo_drive;
 pub mod demo_run;
 pub mod ledger;
@@ -62,7 +64,7 @@ enum Command {
     /// The ShopLite demo target.
     Demo {
         #[command(subcommand)]
-        command: demo::DemoCommand,
+        command: demo_command::DemoCommand,
     },
     /// The audit ledger.
     Ledger {
@@ -82,7 +84,7 @@ enum Command {
     /// Benchmarks that print figures (never run as tests).
     Bench {
         #[command(subcommand)]
-        command: bench::BenchCommand,
+        command: bench_command::BenchCommand,
     },
     /// The recorder: prove an exact commit is live, then record it.
     Recorder {
@@ -186,11 +188,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Setup { owner_email } => setup::command(env_file, &owner_email).await,
         Command::Serve { addr } => serve::serve(env_file, addr.as_deref()).await,
         Command::Migrate => serve::migrate(env_file).await,
-        Command::Demo { command } => demo::command(env_file, command).await,
+        Command::Demo { command } => demo_command::command(env_file, command).await,
         Command::Ledger { command } => ledger::command(env_file, command).await,
         Command::Airlock { command } => airlock::command(env_file, command).await,
         Command::Cluster { command } => cluster::command(env_file, command).await,
-        Command::Bench { command } => bench::command(env_file, command).await,
+        Command::Bench { command } => bench_command::command(env_file, command).await,
         Command::Recorder { command } => recorder::command(env_file, command).await,
         Command::Token { command } => token::command(env_file, command).await,
         Command::Project { command } => project::command(env_file, command).await,

@@ -380,21 +380,6 @@ pub(crate) async fn bug_data(
     }))
 }
 
-/// `GET /desk/bugs/{id}`: the hydrated bug view (its data comes from its server function,
-/// run in place while rendering; an unknown bug is a 404 page); signed-out visitors go to
-/// the sign-in page.
-pub async fn bug(
-    State(state): State<AppState>,
-    credential: Credential,
-    Path(id): Path<String>,
-    request: axum::extract::Request,
-) -> Response {
-    if owner(&credential).is_none() {
-        return to_sign_in(&format!("/desk/bugs/{id}"));
-    }
-    crate::web::render_hydrated(&state, request, super::fns::desk_server(&state)).await
-}
-
 /// What an owner (`me`) can do on `bug` now: the bug view's buttons, and the only actions its
 /// questions are asked for.
 pub(super) fn owner_actions(

@@ -6,8 +6,8 @@
 //! engine guards — as the API. Sign-in and accepting an invitation take passwords by plain
 //! form posts, rendered without scripts.
 //!
-//! Here: the shared helpers, sign-in, the dashboard and the crew page; the bug view, the
-//! actions and the live updates have their own modules.
+//! Here: the shared helpers, sign-in, the dashboard, the crew page and the bug page's
+//! handler; the bug view's data, the actions and the live updates have their own modules.
 
 mod actions;
 mod bug;
@@ -16,7 +16,6 @@ mod live;
 mod owners;
 
 pub use actions::{confirm_bug, confirm_report};
-pub use bug::bug;
 pub use live::{live, LiveQuery};
 pub use owners::{invite_accept, invite_page, owners, InviteForm};
 
@@ -790,4 +789,19 @@ async fn sandbox_lines(state: &AppState) -> Result<Vec<String>, Refused> {
         });
     }
     Ok(lines)
+}
+
+/// `GET /desk/bugs/{id}`: the hydrated bug view (its data comes from its server function,
+/// run in place while rendering; an unknown bug is a 404 page); signed-out visitors go to
+/// the sign-in page.
+pub async fn bug(
+    State(state): State<AppState>,
+    credential: Credential,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Response {
+    if owner(&credential).is_none() {
+        return to_sign_in(&format!("/desk/bugs/{id}"));
+    }
+    crate::web::render_hydrated(&state, request, fns::desk_server(&state)).await
 }

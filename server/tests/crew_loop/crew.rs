@@ -340,7 +340,7 @@ async fn a_model_that_needs_the_code_reproduces_only_with_context_and_feedback()
     .await
     .unwrap_err();
     assert!(
-        matches!(spent, crew::reproducer::ReproduceError::AttemptsSpent(_)),
+        matches!(spent, crew::guard::ReproduceError::AttemptsSpent(_)),
         "{spent}"
     );
     assert_eq!(calls.swap(0, std::sync::atomic::Ordering::SeqCst), 3);
@@ -405,7 +405,7 @@ async fn a_model_that_needs_the_code_reproduces_only_with_context_and_feedback()
     .await
     .unwrap_err();
     assert!(
-        matches!(spent, crew::reproducer::ReproduceError::AttemptsSpent(_)),
+        matches!(spent, crew::guard::ReproduceError::AttemptsSpent(_)),
         "{spent}"
     );
     assert_eq!(calls.swap(0, std::sync::atomic::Ordering::SeqCst), 3);
@@ -547,7 +547,7 @@ async fn needs_the_code(target: Target, bare: std::path::PathBuf, dir: &std::pat
     ] {
         let spent = reproduced(approach, bug.clone()).await.unwrap_err();
         assert!(
-            matches!(spent, crew::reproducer::ReproduceError::AttemptsSpent(_)),
+            matches!(spent, crew::guard::ReproduceError::AttemptsSpent(_)),
             "{spent}"
         );
         assert_eq!(calls.swap(0, std::sync::atomic::Ordering::SeqCst), 3);
