@@ -3,6 +3,9 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+mod desk;
+
+pub use desk::TestDesk;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -198,47 +201,11 @@ pub const PASSWORD: &str = "correct horse battery staple";
 
 /// A running desk on a fresh SQLite file with every role's token (also written to an env
 /// file) and the first owner.
-pub struct OwnerDesk {
-    pub server: RunningServer,
-    pub tokens: std::collections::HashMap<domain::Role, String>,
-    pub env_file: PathBuf,
-    pub database_url: String,
-    _dir: tempfile::TempDir,
-}
+pub type OwnerDesk = TestDesk;
 
 /// Starts an [`OwnerDesk`] with `extra` environment variables.
 pub fn owner_desk(extra: &[(&str, &str)]) -> OwnerDesk {
-    let dir = tempfile::tempdir().unwrap();
-    let database_url = format!("sqlite://{}/desk.db", dir.path().display());
-    let hash = server::auth::hash_password(PASSWORD).unwrap();
-    let mut tokens = std::collections::HashMap::new();
-    let mut env_text = String::new();
-    for role in domain::Role::ALL {
-        let token = server::cli::setup::new_role_token(role);
-        env_text.push_str(&format!("{}='{token}'\n", role.token_variable()));
-        tokens.insert(role, token);
-    }
-    let env_file = dir.path().join("desk.env");
-    std::fs::write(&env_file, &env_text).unwrap();
-    let mut env: Vec<(String, String)> = tokens
-        .iter()
-        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
-        .collect();
-    env.push(("R2R_OWNER_EMAIL".into(), OWNER.into()));
-    env.push(("R2R_OWNER_PASSWORD_HASH".into(), hash));
-    env.push(("R2R_SESSION_KEY".into(), "k".repeat(64)));
-    for (name, value) in extra {
-        env.push(((*name).to_owned(), (*value).to_owned()));
-    }
-    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let server = start_server_with(&database_url, &pairs);
-    OwnerDesk {
-        server,
-        tokens,
-        env_file,
-        database_url,
-        _dir: dir,
-    }
+    TestDesk::with().all_roles().owner().envs(extra).launch()
 }
 
 /// Files `report` (the JSON of `POST /api/v1/reports`) at the desk `base`: the bug it joined

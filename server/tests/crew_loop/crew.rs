@@ -3,7 +3,7 @@
 //! outside the script proposes nothing; the OpenAI-compatible client, talking to a double on
 //! 127.0.0.1, gets its call reserved and settled at the reported tokens' price.
 
-use crate::common;
+use crate::common::{self, TestDesk};
 
 use axum::routing::post;
 use axum::{Json, Router};
@@ -41,19 +41,14 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
     if !common::docker_here().await {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let bare = common::shoplite_forge(dir.path()).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-        ],
-    );
-    let base = server.base.clone();
+    let desk = TestDesk::with()
+        .shoplite()
+        .roles(&[Role::Reproducer])
+        .sandbox("docker")
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
     let client = reqwest::Client::new();
     let file = |component: &str, title: &str, what: &str| {
         let request = client.post(format!("{base}/api/v1/reports")).json(&json!({
@@ -84,7 +79,7 @@ async fn the_reproducer_proposes_and_the_desk_decides() {
     )
     .await;
 
-    let env_file = dir.path().join("crew.env");
+    let env_file = desk.dir.path().join("crew.env");
     let crew_env = |extra: &str| {
         std::fs::write(
             &env_file,
@@ -253,25 +248,21 @@ async fn a_model_that_needs_the_code_reproduces_only_with_context_and_feedback()
     if !common::docker_here().await {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let bare = common::shoplite_forge(dir.path()).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let fixer = server::cli::setup::new_role_token(Role::Fixer);
     // Three components, so the three reports are three bugs whatever their words.
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_FIXER_TOKEN", fixer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
+    let desk = TestDesk::with()
+        .shoplite()
+        .roles(&[Role::Reproducer, Role::Fixer])
+        .sandbox("docker")
+        .envs(&[
             ("R2R_COMPONENTS", "shoplite,checkout,coupons"),
             ("R2R_CREW_COMPONENTS", "shoplite,checkout,coupons"),
             ("R2R_RATE_INTAKE", "100/60s"),
-        ],
-    );
-    let base = server.base.clone();
+        ])
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
+    let fixer = desk.token(Role::Fixer).to_owned();
     let client = reqwest::Client::new();
     let mut bugs = Vec::new();
     for component in ["shoplite", "checkout", "coupons"] {
@@ -426,23 +417,22 @@ struct Target {
 /// The same model on another language's target. With the code and the desk's verdicts it
 /// reaches the reporter's question on its second test; without either it spends its attempts
 /// and the bug goes to a person.
-async fn needs_the_code(target: Target, bare: std::path::PathBuf, dir: &std::path::Path) {
-    let url = format!("sqlite://{}/desk.db", dir.display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
+async fn needs_the_code(target: Target, bare: std::path::PathBuf) {
+    let desk = TestDesk::with()
+        .roles(&[Role::Reproducer])
+        .sandbox("docker")
+        .envs(&[
             ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
             ("R2R_TARGET_PROFILE", target.profile.as_str()),
             ("R2R_FIX_ALLOWED_PATHS", target.fix_paths),
             ("R2R_COMPONENTS", "one,two,three"),
             ("R2R_CREW_COMPONENTS", "one,two,three"),
             ("R2R_RATE_INTAKE", "100/60s"),
-        ],
-    );
-    let base = server.base.clone();
+        ])
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
     let client = reqwest::Client::new();
     let mut bugs = Vec::new();
     for component in ["one", "two", "three"] {
@@ -579,7 +569,7 @@ async fn a_model_that_needs_tallybooks_code_reproduces_only_with_context_and_fee
         imports: "from tallybook import",
         module: "tallybook/split.py",
     };
-    needs_the_code(target, bare, dir.path()).await;
+    needs_the_code(target, bare).await;
 }
 
 const NODE_KNOWS: Knows = Knows {
@@ -637,5 +627,5 @@ async fn a_model_that_needs_a_node_projects_code_reproduces_only_with_context_an
         imports: "node:test",
         module: "src/cart.mjs",
     };
-    needs_the_code(target, bare, dir.path()).await;
+    needs_the_code(target, bare).await;
 }

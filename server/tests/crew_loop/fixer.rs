@@ -4,15 +4,14 @@
 //! with the scripted model ending in a draft pull request whose branch holds the confirmed
 //! test byte for byte.
 
-use crate::common;
+use crate::common::{self, TestDesk};
 
 use domain::Role;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 
 struct Confirmed {
-    _dir: tempfile::TempDir,
-    _server: common::RunningServer,
+    _desk: TestDesk,
     base: String,
     bug: String,
     fixer: String,
@@ -24,21 +23,15 @@ struct Confirmed {
 /// A desk with ShopLite in its local forge and one coupon bug whose measured reproduction
 /// the reporter confirmed.
 async fn confirmed_bug() -> Confirmed {
-    let dir = tempfile::tempdir().unwrap();
-    let bare = common::shoplite_forge(dir.path()).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let fixer = server::cli::setup::new_role_token(Role::Fixer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_FIXER_TOKEN", fixer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-        ],
-    );
-    let base = server.base.clone();
+    let desk = TestDesk::with()
+        .shoplite()
+        .roles(&[Role::Reproducer, Role::Fixer])
+        .sandbox("docker")
+        .start()
+        .await;
+    let (base, url) = (desk.base.clone(), desk.database_url.clone());
+    let reproducer = desk.token(Role::Reproducer).to_owned();
+    let fixer = desk.token(Role::Fixer).to_owned();
     let client = reqwest::Client::new();
     let (bug, capability) = common::file_report(
         &base,
@@ -49,7 +42,7 @@ async fn confirmed_bug() -> Confirmed {
         }),
     )
     .await;
-    let env_file = dir.path().join("crew.env");
+    let env_file = desk.dir.path().join("crew.env");
     std::fs::write(
         &env_file,
         format!(
@@ -84,12 +77,11 @@ async fn confirmed_bug() -> Confirmed {
         .unwrap();
     assert_eq!(answered.status(), 200);
     Confirmed {
-        _dir: dir,
-        _server: server,
+        bare: desk.bare().to_owned(),
+        _desk: desk,
         base,
         bug,
         fixer,
-        bare,
         env_file,
         url,
     }

@@ -2,11 +2,10 @@
 //! on an assertion there is recorded; a passing test, a test that does not compile, an
 //! existing file or a path outside the tests are refused, and every run is kept as evidence.
 
-use crate::common;
+use crate::common::{self, TestDesk};
 
 use domain::Role;
 use serde_json::{json, Value};
-use store::Store;
 
 const FAILING: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
 /// [`FAILING`], after four seconds: a measurement long enough to send a second proposal into.
@@ -31,41 +30,18 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     if !docker_available().await {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", |work| {
-        common::cart_crate(work);
-        common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
-    })
-    .await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let fixer = server::cli::setup::new_role_token(Role::Fixer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_FIXER_TOKEN", fixer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-        ],
-    );
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let (bug, capability) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
-    let post = |token: &str, path: &str, body: Value| {
-        let request = client
-            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
-            .bearer_auth(token)
-            .json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let desk = TestDesk::with()
+        .forge("cart", |work| {
+            common::cart_crate(work);
+            common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
+        })
+        .roles(&[Role::Reproducer, Role::Fixer])
+        .sandbox("docker")
+        .start()
+        .await;
+    let (base, client) = (&desk.base, &desk.client);
+    let (bug, capability) = desk.file_coupon_bug().await;
+    let post = |role: Role, path: &str, body: Value| desk.act(role, &bug, path, body);
     let propose = |path: &str, source: &str| {
         json!({
             "test_path": path, "test_name": "coupon_never_makes_the_total_negative",
@@ -76,16 +52,21 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
 
     // Not reproducing yet: the engine refuses before any sandbox run.
     let (status, answer) = post(
-        &reproducer,
+        Role::Reproducer,
         "reproduction",
         propose("tests/coupon.rs", FAILING),
     )
     .await;
     assert_eq!(status, 409, "{answer}");
-    let (status, _) = post(&reproducer, "reproduction/start", json!({})).await;
+    let (status, _) = post(Role::Reproducer, "reproduction/start", json!({})).await;
     assert_eq!(status, 200);
     // Another crew role may not propose.
-    let (status, _) = post(&fixer, "reproduction", propose("tests/coupon.rs", FAILING)).await;
+    let (status, _) = post(
+        Role::Fixer,
+        "reproduction",
+        propose("tests/coupon.rs", FAILING),
+    )
+    .await;
     assert_eq!(status, 403);
     // Paths outside the tests, traversal, an existing file.
     for path in [
@@ -95,12 +76,12 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         "/etc/x.rs",
         "tests/existing.rs",
     ] {
-        let (status, answer) = post(&reproducer, "reproduction", propose(path, FAILING)).await;
+        let (status, answer) = post(Role::Reproducer, "reproduction", propose(path, FAILING)).await;
         assert_eq!(status, 422, "{path}: {answer}");
     }
     // The crew claims a failure, but the desk's run passes or does not compile.
     let (status, answer) = post(
-        &reproducer,
+        Role::Reproducer,
         "reproduction",
         propose("tests/coupon.rs", PASSING),
     )
@@ -112,7 +93,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         "{answer}"
     );
     let (status, answer) = post(
-        &reproducer,
+        Role::Reproducer,
         "reproduction",
         propose("tests/coupon.rs", BROKEN),
     )
@@ -123,9 +104,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
         "{answer}"
     );
 
-    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
-        .await
-        .unwrap();
+    let store = desk.store().await;
     assert_eq!(
         store.load_bug(&bug).await.unwrap().unwrap().bug.state,
         domain::BugState::Reproducing,
@@ -137,7 +116,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
     // one could be recorded) and runs nothing.
     let ((status, answer), (second, refusal)) = tokio::join!(
         post(
-            &reproducer,
+            Role::Reproducer,
             "reproduction",
             propose("tests/coupon.rs", SLOW_FAILING),
         ),
@@ -157,7 +136,7 @@ async fn only_a_test_failing_on_its_assertion_in_the_desks_sandbox_is_recorded()
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
             post(
-                &reproducer,
+                Role::Reproducer,
                 "reproduction",
                 propose("tests/coupon_again.rs", FAILING),
             )
@@ -223,58 +202,29 @@ async fn a_red_baseline_sends_the_bug_to_a_person() {
     if !docker_available().await {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "red", |work| {
-        common::cart_crate(work);
-        common::write(
-            work,
-            "tests/already_red.rs",
-            "#[test]\nfn already_red() { assert_eq!(cart::total(1, 0), 2); }\n",
-        );
-    })
-    .await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-        ],
-    );
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let filed: Value = client
-        .post(format!("{base}/api/v1/reports"))
-        .json(&json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let started = client
-        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
-        .bearer_auth(&reproducer)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), 200);
-    let answer = client
-        .post(format!("{base}/api/v1/bugs/{bug}/reproduction"))
-        .bearer_auth(&reproducer)
-        .json(&json!({"test_path": "tests/coupon.rs", "test_name": "coupon_never_makes_the_total_negative", "test_source": FAILING}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 409);
-    let answer: Value = answer.json().await.unwrap();
+    let desk = TestDesk::with()
+        .forge("red", |work| {
+            common::cart_crate(work);
+            common::write(
+                work,
+                "tests/already_red.rs",
+                "#[test]\nfn already_red() { assert_eq!(cart::total(1, 0), 2); }\n",
+            );
+        })
+        .roles(&[Role::Reproducer])
+        .start()
+        .await;
+    let (bug, _) = desk.file_coupon_bug().await;
+    let (status, _) = desk
+        .act(Role::Reproducer, &bug, "reproduction/start", json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, answer) = desk
+        .act(Role::Reproducer, &bug, "reproduction", json!({"test_path": "tests/coupon.rs", "test_name": "coupon_never_makes_the_total_negative", "test_source": FAILING}))
+        .await;
+    assert_eq!(status, 409);
     assert_eq!(answer["error"], "red_baseline", "{answer}");
-    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
-        .await
-        .unwrap();
+    let store = desk.store().await;
     let bug = store.load_bug(&bug).await.unwrap().unwrap().bug;
     assert_eq!(bug.state, domain::BugState::NeedsHuman);
     assert!(bug.reproduction.is_none());
@@ -296,20 +246,15 @@ async fn a_proposal_whose_client_went_away_is_measured_to_the_end_and_holds_its_
         return;
     }
     const SLOW: &str = "#[test]\nfn coupon_never_makes_the_total_negative() {\n    std::thread::sleep(std::time::Duration::from_secs(6));\n    assert_eq!(cart::total(200, 300), 0, \"payable total for SAVE300\");\n}\n";
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-            ("R2R_SANDBOX_CONCURRENCY", "1"),
-        ],
-    );
-    let base = server.base.clone();
+    let desk = TestDesk::with()
+        .cart()
+        .roles(&[Role::Reproducer])
+        .sandbox("docker")
+        .envs(&[("R2R_SANDBOX_CONCURRENCY", "1")])
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
     let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
     let propose = |path: &str, source: &str, timeout: std::time::Duration| {
         let request = reqwest::Client::builder()
@@ -344,9 +289,7 @@ async fn a_proposal_whose_client_went_away_is_measured_to_the_end_and_holds_its_
     assert_eq!(second.status(), 409);
     let refusal: Value = second.json().await.unwrap();
     assert_eq!(refusal["error"], "already_measuring", "{refusal}");
-    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
-        .await
-        .unwrap();
+    let store = desk.store().await;
     let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
     loop {
         let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
@@ -367,34 +310,14 @@ async fn a_proposal_whose_client_went_away_is_measured_to_the_end_and_holds_its_
 /// fix path — a fixer could otherwise make the bug's own test pass by editing it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposed_test_inside_a_fix_path_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_FIX_ALLOWED_PATHS", "src/,tests/"),
-        ],
-    );
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
-    let post = |path: &str, body: Value| {
-        let request = client
-            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
-            .bearer_auth(&reproducer)
-            .json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            (
-                response.status().as_u16(),
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let desk = TestDesk::with()
+        .cart()
+        .roles(&[Role::Reproducer])
+        .envs(&[("R2R_FIX_ALLOWED_PATHS", "src/,tests/")])
+        .start()
+        .await;
+    let (bug, _) = desk.file_coupon_bug().await;
+    let post = |path: &str, body: Value| desk.act(Role::Reproducer, &bug, path, body);
     assert_eq!(post("reproduction/start", json!({})).await.0, 200);
     for path in ["tests/coupon.rs", "./tests/coupon.rs"] {
         let (status, answer) = post(
@@ -441,34 +364,14 @@ async fn a_proposed_test_inside_a_fix_path_is_refused() {
 /// folder, a test anywhere else under tests/ is refused with the pattern named.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proposed_test_must_match_the_projects_test_paths() {
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_TEST_PATHS", "tests/regression_*.rs"),
-        ],
-    );
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
-    let post = |path: &str, body: Value| {
-        let request = client
-            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
-            .bearer_auth(&reproducer)
-            .json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            (
-                response.status().as_u16(),
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let desk = TestDesk::with()
+        .cart()
+        .roles(&[Role::Reproducer])
+        .envs(&[("R2R_TEST_PATHS", "tests/regression_*.rs")])
+        .start()
+        .await;
+    let (bug, _) = desk.file_coupon_bug().await;
+    let post = |path: &str, body: Value| desk.act(Role::Reproducer, &bug, path, body);
     assert_eq!(post("reproduction/start", json!({})).await.0, 200);
     let (status, answer) = post(
         "reproduction",
@@ -487,15 +390,14 @@ async fn a_proposed_test_must_match_the_projects_test_paths() {
         "{answer}"
     );
     // The crew is told where tests go before it writes one.
-    let context: Value = client
-        .get(format!("{base}/api/v1/bugs/{bug}/reproduction/context"))
-        .bearer_auth(&reproducer)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, context) = desk
+        .call(
+            "GET",
+            &format!("/api/v1/bugs/{bug}/reproduction/context"),
+            Role::Reproducer,
+            None,
+        )
+        .await;
     assert!(
         context["how_to_test"]
             .as_str()
@@ -524,35 +426,18 @@ async fn two_servers_on_one_database_measure_a_bug_once() {
     if !docker_available().await || std::env::var("R2R_TEST_POSTGRES_URL").is_err() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
-    let database = store::testing::fresh_postgres().await;
-    let store::DatabaseUrl::Postgres { url } = &database else {
-        unreachable!()
-    };
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let env = [
-        ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-        ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-        ("R2R_SANDBOX_BACKEND", "docker"),
-    ];
-    let first = common::start_server_with(url, &env);
-    let second = common::start_server_with(url, &env);
-    let client = reqwest::Client::new();
-    let (bug, _) = common::file_report(&first.base, json!({"component": "shoplite", "title": "Coupon makes the total negative", "what_happened": "-100", "expected": "0", "steps": ""})).await;
-    let post = |base: &str, path: &str, body: Value| {
-        let request = client
-            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
-            .bearer_auth(&reproducer)
-            .json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
+    let first = TestDesk::with()
+        .postgres()
+        .cart()
+        .roles(&[Role::Reproducer])
+        .sandbox("docker")
+        .start()
+        .await;
+    let second = TestDesk::beside(&first).start().await;
+    let (bug, _) = first.file_coupon_bug().await;
+    let post = |desk: &'static str, path: &str, body: Value| {
+        let desk = if desk == "first" { &first } else { &second };
+        desk.act(Role::Reproducer, &bug, path, body)
     };
     let propose = |path: &str| {
         json!({
@@ -560,20 +445,12 @@ async fn two_servers_on_one_database_measure_a_bug_once() {
             "test_source": SLOW_FAILING, "model": "scripted-shoplite-1", "provider": "scripted",
         })
     };
-    assert_eq!(
-        post(&first.base, "reproduction/start", json!({})).await.0,
-        200
-    );
+    assert_eq!(post("first", "reproduction/start", json!({})).await.0, 200);
     let ((status, answer), (second_status, refusal)) = tokio::join!(
-        post(&first.base, "reproduction", propose("tests/coupon.rs")),
+        post("first", "reproduction", propose("tests/coupon.rs")),
         async {
             tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
-            post(
-                &second.base,
-                "reproduction",
-                propose("tests/coupon_again.rs"),
-            )
-            .await
+            post("second", "reproduction", propose("tests/coupon_again.rs")).await
         }
     );
     assert_eq!(status, 200, "{answer}");
@@ -586,7 +463,7 @@ async fn two_servers_on_one_database_measure_a_bug_once() {
             .contains(&format!("the desk server at {}", first.base)),
         "{refusal}"
     );
-    let store = Store::connect(&database).await.unwrap();
+    let store = first.store().await;
     let evidence = store.evidence_for(&bug).await.unwrap();
     assert!(
         evidence
@@ -605,27 +482,6 @@ async fn two_servers_on_one_database_measure_a_bug_once() {
     );
 }
 
-/// A desk on SQLite in `dir` serving the forge `bare`, measuring in Docker with its dependency
-/// cache at `deps`, and a reproducer's token: the server, its database and the token.
-fn desk_with_cache(
-    dir: &std::path::Path,
-    bare: &std::path::Path,
-    deps: &std::path::Path,
-) -> (common::RunningServer, String, String) {
-    let url = format!("sqlite://{}/desk.db", dir.display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "docker"),
-            ("R2R_DEPS_DIR", deps.to_str().unwrap()),
-        ],
-    );
-    (server, url, reproducer)
-}
-
 /// A team's crate as it often is: registry dependencies (a dev-dependency among them) and no
 /// `Cargo.lock`. The desk prepares the crates once into its cache (the one step that reaches
 /// crates.io), generates and keeps the lockfile, and then measures the baseline and the
@@ -636,37 +492,27 @@ async fn a_crate_with_registry_dependencies_and_no_lockfile_is_measured_offline(
     if !docker_available().await {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let deps = cache.path().join("deps");
     let manifest = "[package]\nname = \"till\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nitoa = \"1\"\n\n[dev-dependencies]\npretty_assertions = \"1\"\n\n[workspace]\n";
-    let (bare, work) = common::local_forge_with(dir.path(), "till", |work| {
-        common::write(work, "Cargo.toml", manifest);
-        common::write(
-            work,
-            "src/lib.rs",
-            "pub fn price(cents: u64) -> String {\n    let mut b = itoa::Buffer::new();\n    let whole = b.format(cents / 100).to_owned();\n    format!(\"{whole}.{:0>2}\", cents / 100)\n}\n",
-        );
-        common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
-    })
-    .await;
-    let deps = dir.path().join("deps");
-    let (server, url, reproducer) = desk_with_cache(dir.path(), &bare, &deps);
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "Prices show the euros twice", "what_happened": "12.12 for 12.34", "expected": "12.34", "steps": ""})).await;
-    let post = |path: &str, body: Value| {
-        let request = client
-            .post(format!("{base}/api/v1/bugs/{bug}/{path}"))
-            .bearer_auth(&reproducer)
-            .json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let desk = TestDesk::with()
+        .forge("till", move |work| {
+            common::write(work, "Cargo.toml", manifest);
+            common::write(
+                work,
+                "src/lib.rs",
+                "pub fn price(cents: u64) -> String {\n    let mut b = itoa::Buffer::new();\n    let whole = b.format(cents / 100).to_owned();\n    format!(\"{whole}.{:0>2}\", cents / 100)\n}\n",
+            );
+            common::write(work, "tests/existing.rs", "#[test]\nfn ok() {}\n");
+        })
+        .roles(&[Role::Reproducer])
+        .sandbox("docker")
+        .env("R2R_DEPS_DIR", deps.to_str().unwrap())
+        .start()
+        .await;
+    let work = desk.work.clone().unwrap();
+    let (bug, _) = desk.file(json!({"component": "shoplite", "title": "Prices show the euros twice", "what_happened": "12.12 for 12.34", "expected": "12.34", "steps": ""})).await;
+    let post = |path: &str, body: Value| desk.act(Role::Reproducer, &bug, path, body);
     let (status, _) = post("reproduction/start", json!({})).await;
     assert_eq!(status, 200);
     let test = "use pretty_assertions::assert_eq;\n\n#[test]\nfn cents_follow_the_point() {\n    assert_eq!(till::price(1234), \"12.34\", \"shown price\");\n}\n";
@@ -698,9 +544,7 @@ async fn a_crate_with_registry_dependencies_and_no_lockfile_is_measured_offline(
             .lines()
             .all(|name| name != "Cargo.lock")
     );
-    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
-        .await
-        .unwrap();
+    let store = desk.store().await;
     // Recorded only past a green baseline: the project's own suite built and passed offline.
     let stored = store.load_bug(&bug).await.unwrap().unwrap().bug;
     let reproduction = stored.reproduction.unwrap();
@@ -720,39 +564,37 @@ async fn a_crate_depending_on_git_is_refused_with_the_reason() {
     if !docker_available().await {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "gitdep", |work| {
-        common::write(work, "Cargo.toml", "[package]\nname = \"g\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nsecret = { git = \"https://example.invalid/secret\" }\n\n[workspace]\n");
-        common::write(work, "src/lib.rs", "pub fn f() {}\n");
-    })
-    .await;
-    let deps = dir.path().join("deps");
-    let (server, url, reproducer) = desk_with_cache(dir.path(), &bare, &deps);
-    let base = server.base.clone();
-    let client = reqwest::Client::new();
-    let (bug, _) = common::file_report(&base, json!({"component": "shoplite", "title": "f does nothing", "what_happened": "nothing", "expected": "something", "steps": ""})).await;
-    let start = client
-        .post(format!("{base}/api/v1/bugs/{bug}/reproduction/start"))
-        .bearer_auth(&reproducer)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(start.status(), 200);
-    let answer = client
-        .post(format!("{base}/api/v1/bugs/{bug}/reproduction"))
-        .bearer_auth(&reproducer)
-        .json(&json!({
-            "test_path": "tests/f.rs", "test_name": "f_works",
-            "test_source": "#[test]\nfn f_works() { assert!(false, \"no\"); }\n",
-            "model": "scripted-shoplite-1", "provider": "scripted",
-            "claimed": {"exit_code": 101, "verdict": "reproduced"},
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answer.status(), 422);
-    let answer: Value = answer.json().await.unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let deps = cache.path().join("deps");
+    let desk = TestDesk::with()
+        .forge("gitdep", |work| {
+            common::write(work, "Cargo.toml", "[package]\nname = \"g\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nsecret = { git = \"https://example.invalid/secret\" }\n\n[workspace]\n");
+            common::write(work, "src/lib.rs", "pub fn f() {}\n");
+        })
+        .roles(&[Role::Reproducer])
+        .sandbox("docker")
+        .env("R2R_DEPS_DIR", deps.to_str().unwrap())
+        .start()
+        .await;
+    let (bug, _) = desk.file(json!({"component": "shoplite", "title": "f does nothing", "what_happened": "nothing", "expected": "something", "steps": ""})).await;
+    let (status, _) = desk
+        .act(Role::Reproducer, &bug, "reproduction/start", json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, answer) = desk
+        .act(
+            Role::Reproducer,
+            &bug,
+            "reproduction",
+            json!({
+                "test_path": "tests/f.rs", "test_name": "f_works",
+                "test_source": "#[test]\nfn f_works() { assert!(false, \"no\"); }\n",
+                "model": "scripted-shoplite-1", "provider": "scripted",
+                "claimed": {"exit_code": 101, "verdict": "reproduced"},
+            }),
+        )
+        .await;
+    assert_eq!(status, 422);
     assert_eq!(answer["error"], "dependencies_refused", "{answer}");
     assert!(
         answer["message"].as_str().unwrap().contains("from git"),
@@ -766,9 +608,7 @@ async fn a_crate_depending_on_git_is_refused_with_the_reason() {
                 .to_string_lossy()
                 .starts_with('.'))
     );
-    let store = Store::connect(&store::DatabaseUrl::parse(&url).unwrap())
-        .await
-        .unwrap();
+    let store = desk.store().await;
     assert!(
         store.evidence_for(&bug).await.unwrap().is_empty(),
         "nothing was measured"

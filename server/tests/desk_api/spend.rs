@@ -2,30 +2,27 @@
 //! past the budget is a 429 that names the limit, owners read the book, a bad budget setting
 //! stops the server with the variable's name.
 
-use crate::common;
+use crate::common::{self, TestDesk};
 
 use domain::Role;
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crew_calls_reserve_settle_and_stop_at_the_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let concierge = server::cli::setup::new_role_token(Role::Concierge);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_CONCIERGE_TOKEN", concierge.as_str()),
+    let desk = TestDesk::with()
+        .roles(&[Role::Reproducer, Role::Concierge])
+        .envs(&[
             ("R2R_SPEND_TOTAL", "0.05"),
             ("R2R_SPEND_PER_BUG", "0.04"),
             // This test is about the total and the per-bug budget; the share of unconfirmed
             // bugs has a test of its own.
             ("R2R_SPEND_UNCONFIRMED_PERCENT", "100"),
-        ],
-    );
-    let base = server.base.clone();
+        ])
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
+    let concierge = desk.token(Role::Concierge).to_owned();
     let (bug_a, _) = common::file_report(
         &base,
         json!({"component": "shoplite", "title": "SAVE300 makes the total negative",

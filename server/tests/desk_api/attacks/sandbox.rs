@@ -3,7 +3,7 @@
 //! by every local user, model-written assertion text on a reporter's page, and unlimited
 //! concurrent sandbox runs.
 
-use crate::common;
+use crate::common::{self, TestDesk};
 use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
 use domain::Role;
 use serde_json::{json, Value};
@@ -78,18 +78,15 @@ async fn a_proposed_test_under_a_symlinked_folder_of_the_target_is_refused_and_n
         std::os::unix::fs::symlink(&target, work.join("tests")).unwrap();
     })
     .await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
     // No sandbox is needed: the path must be refused before any run is even asked for.
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", "none"),
-        ],
-    );
-    let base = server.base.clone();
+    let desk = TestDesk::with()
+        .roles(&[Role::Reproducer])
+        .sandbox("none")
+        .envs(&[("R2R_LOCAL_FORGE", bare.to_str().unwrap())])
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
     let client = reqwest::Client::new();
     let (bug, _) = file(
         &client,
@@ -130,18 +127,13 @@ async fn a_proposed_test_under_a_symlinked_folder_of_the_target_is_refused_and_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crew_role_cannot_settle_a_model_call_another_role_reserved() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let fixer = server::cli::setup::new_role_token(Role::Fixer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_FIXER_TOKEN", fixer.as_str()),
-        ],
-    );
-    let base = server.base.clone();
+    let desk = TestDesk::with()
+        .roles(&[Role::Reproducer, Role::Fixer])
+        .start()
+        .await;
+    let base = desk.base.clone();
+    let reproducer = desk.token(Role::Reproducer).to_owned();
+    let fixer = desk.token(Role::Fixer).to_owned();
     let (bug, _) = common::file_report(
         &base,
         json!({"component": "shoplite", "title": "SAVE300 makes the total negative",
@@ -372,20 +364,15 @@ async fn proposals_over_the_sandbox_bound_are_refused_with_retry_after_instead_o
     let Some(backend) = sandbox_backend().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (bare, _work) = common::local_forge_with(dir.path(), "cart", common::cart_crate).await;
-    let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let reproducer = server::cli::setup::new_role_token(Role::Reproducer);
-    let server = common::start_server_with(
-        &url,
-        &[
-            ("R2R_REPRODUCER_TOKEN", reproducer.as_str()),
-            ("R2R_LOCAL_FORGE", bare.to_str().unwrap()),
-            ("R2R_SANDBOX_BACKEND", backend),
-            ("R2R_SANDBOX_CONCURRENCY", "1"),
-        ],
-    );
-    let base = server.base.clone();
+    let desk = TestDesk::with()
+        .cart()
+        .roles(&[Role::Reproducer])
+        .sandbox(backend)
+        .envs(&[("R2R_SANDBOX_CONCURRENCY", "1")])
+        .start()
+        .await;
+    let (base, url) = (desk.base.clone(), desk.database_url.clone());
+    let reproducer = desk.token(Role::Reproducer).to_owned();
     let client = reqwest::Client::new();
     let (bug, capability) = file(
         &client,

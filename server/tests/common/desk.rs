@@ -1,0 +1,304 @@
+//! One way to build a desk for a test: [`TestDesk::with`] names what it needs — PostgreSQL
+//! instead of SQLite, a local forge and what its first commit holds, the crew's tokens, the
+//! first owner, the sandbox, any other setting — and `start` runs the real `r2r serve` on it.
+//! The desk then files reports, calls the API as a role or an owner, and opens its store.
+
+use super::{local_forge_with, start_server_with, RunningServer, OWNER, PASSWORD};
+use domain::Role;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// What a forge's first commit holds.
+type Fill = Box<dyn FnOnce(&Path) + Send>;
+
+/// What a [`TestDesk`] is started with (see [`TestDesk::with`]).
+#[must_use]
+pub struct DeskSpec {
+    postgres: bool,
+    database_url: Option<String>,
+    forge: Option<(String, Fill)>,
+    roles: Vec<Role>,
+    owner: bool,
+    env: Vec<(String, String)>,
+    tokens: HashMap<Role, String>,
+}
+
+/// A running desk and what a test needs of it. Everything it made (its folder, its server)
+/// goes when it is dropped.
+pub struct TestDesk {
+    /// The `r2r serve` process.
+    pub server: RunningServer,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// Its database.
+    pub database_url: String,
+    /// The crew's and concierge's tokens it was given, by role.
+    pub tokens: HashMap<Role, String>,
+    /// An env file holding those tokens (`ROLE_TOKEN='…'` lines), for `r2r` commands.
+    pub env_file: PathBuf,
+    /// Every setting it was started with (the tokens included).
+    pub env: Vec<(String, String)>,
+    /// The local forge's bare repository, when it has one.
+    pub bare: Option<PathBuf>,
+    /// The working clone the forge's first commit was made in.
+    pub work: Option<PathBuf>,
+    /// A client for its API.
+    pub client: reqwest::Client,
+    /// Its scratch folder (the SQLite file, the forge).
+    pub dir: tempfile::TempDir,
+}
+
+impl TestDesk {
+    /// A desk on a fresh SQLite file, with nothing else until asked.
+    pub fn with() -> DeskSpec {
+        DeskSpec {
+            postgres: false,
+            database_url: None,
+            forge: None,
+            roles: Vec::new(),
+            owner: false,
+            env: Vec::new(),
+            tokens: HashMap::new(),
+        }
+    }
+
+    /// A second server of `desk`: the same database, tokens, forge and settings.
+    pub fn beside(desk: &TestDesk) -> DeskSpec {
+        DeskSpec {
+            database_url: Some(desk.database_url.clone()),
+            env: desk.env.clone(),
+            tokens: desk.tokens.clone(),
+            ..TestDesk::with()
+        }
+    }
+
+    /// The token of `role` (it must have been asked for).
+    pub fn token(&self, role: Role) -> &str {
+        self.tokens
+            .get(&role)
+            .unwrap_or_else(|| panic!("the desk was started without a {role:?} token"))
+    }
+
+    /// The local forge's bare repository (it must have been asked for).
+    pub fn bare(&self) -> &Path {
+        self.bare.as_deref().expect("the desk has no forge")
+    }
+
+    /// `method path` as `role` (its bearer token), with a JSON `body`: the status and the JSON
+    /// answer (`Null` when the answer is not JSON).
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        role: Role,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(self.token(role));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// `POST /api/v1/bugs/{bug}/{action}` as `role` with `body` (the answer borrows only the
+    /// desk, so a closure can hand it on).
+    pub fn act(
+        &self,
+        role: Role,
+        bug: &str,
+        action: &str,
+        body: Value,
+    ) -> impl std::future::Future<Output = (u16, Value)> + '_ {
+        let path = format!("/api/v1/bugs/{bug}/{action}");
+        async move { self.call("POST", &path, role, Some(body)).await }
+    }
+
+    /// Files a report (the JSON of `POST /api/v1/reports`): the bug it joined and the
+    /// reporter's capability.
+    pub async fn file(&self, report: Value) -> (String, String) {
+        super::file_report(&self.base, report).await
+    }
+
+    /// Files the coupon report the cart and ShopLite targets reproduce.
+    pub async fn file_coupon_bug(&self) -> (String, String) {
+        self.file(serde_json::json!({
+            "component": "shoplite", "title": "Coupon makes the total negative",
+            "what_happened": "-100", "expected": "0", "steps": "",
+        }))
+        .await
+    }
+
+    /// Signs the first owner in (the desk must have been started with one): the session's
+    /// cookie pair and its CSRF token.
+    pub async fn owner_session(&self) -> (String, String) {
+        assert!(
+            self.env.iter().any(|(k, _)| k == "R2R_OWNER_EMAIL"),
+            "the desk was started without an owner"
+        );
+        super::sign_in(&self.client, &self.base, OWNER, PASSWORD).await
+    }
+
+    /// Its store (another connection to its database).
+    pub async fn store(&self) -> store::Store {
+        store::Store::connect(&store::DatabaseUrl::parse(&self.database_url).unwrap())
+            .await
+            .unwrap()
+    }
+}
+
+impl DeskSpec {
+    /// On a fresh PostgreSQL database (the test command's server) instead of SQLite.
+    pub fn postgres(mut self) -> Self {
+        self.postgres = true;
+        self
+    }
+
+    /// On `url` (a database another desk of the test uses too).
+    pub fn database(mut self, url: &str) -> Self {
+        self.database_url = Some(url.to_owned());
+        self
+    }
+
+    /// With a local forge, `<name>.git` on branch `main`, whose first commit holds what `fill`
+    /// writes; the desk serves it (`R2R_LOCAL_FORGE`).
+    pub fn forge(mut self, name: &str, fill: impl FnOnce(&Path) + Send + 'static) -> Self {
+        self.forge = Some((name.to_owned(), Box::new(fill)));
+        self
+    }
+
+    /// With the forge holding ShopLite without its tests (the crew writes the test).
+    pub fn shoplite(self) -> Self {
+        self.forge("shoplite", |work| {
+            server::cli::demo::prepare_scratch(&super::repo_root().join("shoplite"), work, false)
+                .unwrap();
+            std::fs::remove_dir_all(work.join("tests")).unwrap();
+        })
+    }
+
+    /// With the forge holding [`super::cart_crate`].
+    pub fn cart(self) -> Self {
+        self.forge("cart", super::cart_crate)
+    }
+
+    /// With the tokens of `roles`.
+    pub fn roles(mut self, roles: &[Role]) -> Self {
+        self.roles.extend_from_slice(roles);
+        self
+    }
+
+    /// With every role's token.
+    pub fn all_roles(self) -> Self {
+        self.roles(&Role::ALL)
+    }
+
+    /// With the first owner ([`OWNER`], [`PASSWORD`]) and a fixed session key.
+    pub fn owner(mut self) -> Self {
+        self.owner = true;
+        self
+    }
+
+    /// Measuring in `backend` (`docker`, `bwrap`, `none`).
+    pub fn sandbox(self, backend: &str) -> Self {
+        self.env("R2R_SANDBOX_BACKEND", backend)
+    }
+
+    /// With setting `name` at `value`.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// With each of `settings`.
+    pub fn envs(mut self, settings: &[(&str, &str)]) -> Self {
+        for (name, value) in settings {
+            self = self.env(name, value);
+        }
+        self
+    }
+
+    /// Makes the forge and the database it asks for and starts the desk.
+    pub async fn start(mut self) -> TestDesk {
+        let dir = tempfile::tempdir().unwrap();
+        let (bare, work) = match self.forge.take() {
+            Some((name, fill)) => {
+                let (bare, work) = local_forge_with(dir.path(), &name, fill).await;
+                (Some(bare), Some(work))
+            }
+            None => (None, None),
+        };
+        if self.postgres && self.database_url.is_none() {
+            match store::testing::fresh_postgres().await {
+                store::DatabaseUrl::Postgres { url } => self.database_url = Some(url),
+                other => panic!("expected a PostgreSQL database, got {other:?}"),
+            }
+        }
+        self.launch_in(dir, bare, work)
+    }
+
+    /// Starts the desk at once (no forge, no PostgreSQL: those need [`DeskSpec::start`]).
+    pub fn launch(self) -> TestDesk {
+        assert!(
+            self.forge.is_none() && (!self.postgres || self.database_url.is_some()),
+            "a forge or a fresh PostgreSQL database needs `start`"
+        );
+        self.launch_in(tempfile::tempdir().unwrap(), None, None)
+    }
+
+    fn launch_in(
+        self,
+        dir: tempfile::TempDir,
+        bare: Option<PathBuf>,
+        work: Option<PathBuf>,
+    ) -> TestDesk {
+        let database_url = self
+            .database_url
+            .unwrap_or_else(|| format!("sqlite://{}/desk.db", dir.path().display()));
+        let mut tokens = self.tokens;
+        let mut env_text: String = tokens
+            .iter()
+            .map(|(role, token)| format!("{}='{token}'\n", role.token_variable()))
+            .collect();
+        let mut env = Vec::new();
+        for role in self.roles {
+            let token = server::cli::setup::new_role_token(role);
+            env_text.push_str(&format!("{}='{token}'\n", role.token_variable()));
+            env.push((role.token_variable().to_owned(), token.clone()));
+            tokens.insert(role, token);
+        }
+        let env_file = dir.path().join("desk.env");
+        std::fs::write(&env_file, &env_text).unwrap();
+        if self.owner {
+            env.push(("R2R_OWNER_EMAIL".into(), OWNER.into()));
+            env.push((
+                "R2R_OWNER_PASSWORD_HASH".into(),
+                server::auth::hash_password(PASSWORD).unwrap(),
+            ));
+            env.push(("R2R_SESSION_KEY".into(), "k".repeat(64)));
+        }
+        if let Some(bare) = &bare {
+            env.push(("R2R_LOCAL_FORGE".into(), bare.display().to_string()));
+        }
+        env.extend(self.env);
+        let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let server = start_server_with(&database_url, &pairs);
+        TestDesk {
+            base: server.base.clone(),
+            server,
+            database_url,
+            tokens,
+            env_file,
+            env,
+            bare,
+            work,
+            client: reqwest::Client::new(),
+            dir,
+        }
+    }
+}
