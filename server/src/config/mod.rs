@@ -1,26 +1,34 @@
 //! The server's configuration: one typed struct built from the environment (and `.env.local`)
 //! at start-up. A malformed variable stops start-up with its name and the expected form.
 
+mod auth;
 mod crew_run;
 mod deploy;
 mod deps;
 mod env;
 mod github;
+mod intake;
 mod limits;
 mod notify;
 mod proxies;
 
+pub use auth::{
+    looks_like_email, looks_like_owner_email, AuthConfig, BootstrapOwner, DEFAULT_LOGIN_RATE,
+};
 pub use crew_run::{crew_approach, project_hint, CrewMode};
 pub use deploy::DeployConfig;
 pub use deps::DepsConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
+use intake::component_list;
+pub use intake::{
+    IntakeConfig, DEFAULT_ANSWER_RATE, DEFAULT_COMPONENTS, DEFAULT_INTAKE_RATE,
+    DEFAULT_STRANGER_BUGS_PER_HOUR,
+};
 pub use notify::NotifyConfig;
 pub use proxies::TrustedProxies;
 
-use crate::ratelimit::RateLimit;
 use crew_run::crew_mode;
-use env::{boolean, rate};
 use std::net::SocketAddr;
 use store::DatabaseUrl;
 
@@ -56,15 +64,6 @@ impl Default for HttpLimits {
             max_connections_per_client: 256,
         }
     }
-}
-
-/// The first owner, created at start-up when no owner with this email exists.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BootstrapOwner {
-    /// Login email.
-    pub email: String,
-    /// Argon2 PHC string written by `r2r setup`.
-    pub password_hash: String,
 }
 
 /// Everything `r2r serve` needs to start.
@@ -185,83 +184,6 @@ pub const DEFAULT_SANDBOX_CONCURRENCY: usize = 2;
 /// The most `R2R_SANDBOX_CONCURRENCY` may say: each run may take a core and hundreds of MiB.
 pub const MAX_SANDBOX_CONCURRENCY: usize = 32;
 
-/// Default per-client and per-email limit on sign-in attempts.
-pub const DEFAULT_LOGIN_RATE: &str = "10/15m";
-
-/// Credentials the server checks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuthConfig {
-    /// Key of the CSRF tokens (`R2R_SESSION_KEY`); `None` means a random one per start.
-    pub session_key: Option<crate::secret::Secret>,
-    /// Mark the session cookie `Secure` (`R2R_SECURE_COOKIES`; on whenever the desk is served
-    /// over TLS).
-    pub secure_cookies: bool,
-    /// Sign-in attempts per client and per email (`R2R_RATE_LOGIN`).
-    pub login_rate: RateLimit,
-    /// Role tokens from `.env.local` (`R2R_<ROLE>_TOKEN`), imported at start-up when the
-    /// database has none for that role.
-    pub role_tokens: Vec<(domain::Role, crate::secret::Secret)>,
-}
-
-/// Default components a report may name.
-pub const DEFAULT_COMPONENTS: &str = "shoplite,desk";
-/// Default per-client limit on filing reports.
-pub const DEFAULT_INTAKE_RATE: &str = "6/60s";
-/// Default per-client limit on tracking-page reads and answers.
-pub const DEFAULT_ANSWER_RATE: &str = "60/60s";
-
-/// The public intake's settings.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IntakeConfig {
-    /// Components a report may name (`R2R_COMPONENTS`).
-    pub components: Vec<String>,
-    /// Per-client limit on filing (`R2R_RATE_INTAKE`).
-    pub intake_rate: RateLimit,
-    /// Per-client limit on tracking reads and answers (`R2R_RATE_ANSWERS`).
-    pub answer_rate: RateLimit,
-    /// The proxies whose `X-Forwarded-For` names the client (`R2R_TRUSTED_PROXIES`; none:
-    /// the socket peer is the client).
-    pub trusted_proxies: TrustedProxies,
-    /// A stranger's budget (`R2R_STRANGER_BUGS_PER_HOUR`, 1 to 10,000, default 3): how many
-    /// new bugs filed from one address for one component the crew starts on in any hour; the
-    /// others are kept and wait their turn ("waiting for crew budget"). With the per-bug
-    /// budget this bounds what one address can make the crew spend in an hour.
-    pub stranger_bugs_per_hour: u32,
-}
-
-/// The default stranger's budget (`R2R_STRANGER_BUGS_PER_HOUR`).
-pub const DEFAULT_STRANGER_BUGS_PER_HOUR: u32 = 3;
-
-fn component_list(variable: &str, text: &str) -> Result<Vec<String>, ConfigError> {
-    let mut components: Vec<String> = Vec::new();
-    for item in text.split(',') {
-        let item = item.trim();
-        let valid = !item.is_empty()
-            && item.len() <= 40
-            && item
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !item.starts_with('-');
-        if !valid {
-            return Err(ConfigError::new(
-                variable,
-                format!(
-                    "expected comma-separated component ids of lower-case letters, digits and \
-                     dashes (up to 40 characters), such as shoplite,desk; got {item:?}"
-                ),
-            ));
-        }
-        if components.iter().any(|c| c == item) {
-            return Err(ConfigError::new(
-                variable,
-                format!("{item:?} is listed twice"),
-            ));
-        }
-        components.push(item.to_owned());
-    }
-    Ok(components)
-}
-
 impl Config {
     /// Builds the configuration; `addr_flag` (from `--addr`) wins over `R2R_ADDR`.
     pub fn from_env(env: &Environment, addr_flag: Option<&str>) -> Result<Config, ConfigError> {
@@ -275,73 +197,9 @@ impl Config {
             None => ("R2R_ADDR", env.get("R2R_ADDR").unwrap_or(DEFAULT_ADDR)),
         };
         let addr = parse_addr(addr_text).map_err(|reason| ConfigError::new(addr_source, reason))?;
-        let bootstrap_owner = match (
-            env.get("R2R_OWNER_EMAIL"),
-            env.get("R2R_OWNER_PASSWORD_HASH"),
-        ) {
-            (None, None) => None,
-            (Some(_), None) => {
-                return Err(ConfigError::new(
-                    "R2R_OWNER_PASSWORD_HASH",
-                    "missing while R2R_OWNER_EMAIL is set; run `r2r setup` to generate it",
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(ConfigError::new(
-                    "R2R_OWNER_EMAIL",
-                    "missing while R2R_OWNER_PASSWORD_HASH is set; expected an email address",
-                ))
-            }
-            (Some(email), Some(hash)) => {
-                if !looks_like_owner_email(email) {
-                    return Err(ConfigError::new(
-                        "R2R_OWNER_EMAIL",
-                        format!(
-                            "expected an email address such as owner@example.org, got {email:?}"
-                        ),
-                    ));
-                }
-                argon2::PasswordHash::new(hash).map_err(|error| {
-                    ConfigError::new(
-                        "R2R_OWNER_PASSWORD_HASH",
-                        format!("expected an argon2 PHC string ($argon2id$…): {error}"),
-                    )
-                })?;
-                Some(BootstrapOwner {
-                    email: email.to_owned(),
-                    password_hash: hash.to_owned(),
-                })
-            }
-        };
+        let bootstrap_owner = BootstrapOwner::from_env(env)?;
         let leptos_toml = env.leptos_toml();
-        let intake = IntakeConfig {
-            components: component_list(
-                "R2R_COMPONENTS",
-                env.get("R2R_COMPONENTS").unwrap_or(DEFAULT_COMPONENTS),
-            )?,
-            intake_rate: rate(env, "R2R_RATE_INTAKE", DEFAULT_INTAKE_RATE)?,
-            answer_rate: rate(env, "R2R_RATE_ANSWERS", DEFAULT_ANSWER_RATE)?,
-            trusted_proxies: {
-                if env.get("R2R_TRUST_FORWARDED_FOR").is_some() {
-                    return Err(ConfigError::new(
-                        "R2R_TRUST_FORWARDED_FOR",
-                        "is no longer read (it let any client choose its address): list the proxies whose X-Forwarded-For the desk may believe in R2R_TRUSTED_PROXIES (addresses or CIDR ranges) and remove this variable".to_owned(),
-                    ));
-                }
-                TrustedProxies::parse(env.get("R2R_TRUSTED_PROXIES").unwrap_or(""))
-                    .map_err(|why| ConfigError::new("R2R_TRUSTED_PROXIES", why))?
-            },
-            stranger_bugs_per_hour: whole_in(
-                env,
-                "R2R_STRANGER_BUGS_PER_HOUR",
-                1,
-                10_000,
-                i64::from(DEFAULT_STRANGER_BUGS_PER_HOUR),
-                "how many new bugs from one address and component the crew starts on in an hour",
-            )?
-            .try_into()
-            .unwrap_or(DEFAULT_STRANGER_BUGS_PER_HOUR),
-        };
+        let intake = IntakeConfig::from_env(env)?;
         let mut policy = domain::workflow::Policy::default();
         if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
             policy.allowed_components = component_list("R2R_CREW_COMPONENTS", text)?;
@@ -356,41 +214,7 @@ impl Config {
         )?
         .try_into()
         .unwrap_or(policy.max_reproduction_attempts);
-        let session_key = match env.get("R2R_SESSION_KEY") {
-            None => None,
-            Some(key) if key.trim().len() >= 32 => Some(crate::secret::Secret::new(key.trim())),
-            Some(_) => {
-                return Err(ConfigError::new(
-                    "R2R_SESSION_KEY",
-                    "too short: at least 32 characters (r2r setup writes 128 hex characters)",
-                ))
-            }
-        };
-        let mut role_tokens = Vec::new();
-        for role in domain::Role::ALL {
-            if let Some(token) = env.get(role.token_variable()) {
-                let token = token.trim();
-                let prefix = format!("r2r_{}_", role.as_str());
-                let valid = token.strip_prefix(&prefix).is_some_and(|secret| {
-                    secret.len() >= 32 && secret.bytes().all(|b| b.is_ascii_hexdigit())
-                });
-                if !valid {
-                    return Err(ConfigError::new(
-                        role.token_variable(),
-                        format!(
-                            "expected {prefix}<at least 32 hex characters> (r2r setup writes one)"
-                        ),
-                    ));
-                }
-                role_tokens.push((role, crate::secret::Secret::new(token)));
-            }
-        }
-        let auth = AuthConfig {
-            session_key,
-            secure_cookies: boolean(env, "R2R_SECURE_COOKIES")?,
-            login_rate: rate(env, "R2R_RATE_LOGIN", DEFAULT_LOGIN_RATE)?,
-            role_tokens,
-        };
+        let auth = AuthConfig::from_env(env)?;
         let mut repositories = Vec::new();
         if let Some(list) = env.get("R2R_GITHUB_REPOSITORIES") {
             for item in list.split(',') {
@@ -796,35 +620,8 @@ fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// A deliberately loose check: one `@`, something on each side, no spaces (a reporter's
-/// contact address; the concierge only ever sends to it).
-pub fn looks_like_email(text: &str) -> bool {
-    match text.split_once('@') {
-        Some((local, domain)) => {
-            !local.is_empty()
-                && !domain.is_empty()
-                && !domain.contains('@')
-                && !text.chars().any(char::is_whitespace)
-        }
-        None => false,
-    }
-}
-
-/// An owner's email, which other owners read on approvals, the ledger and the Owners page:
-/// [`looks_like_email`], and no control or invisible characters (a zero-width space made a
-/// second `owner@example.org` that read exactly like the first) nor any of `<>"` (an
-/// apostrophe stays: o'brien@… is an address).
-pub fn looks_like_owner_email(text: &str) -> bool {
-    looks_like_email(text)
-        && !text.chars().any(|c| {
-            c.is_control()
-                || domain::airlock::unicode::is_default_ignorable(c)
-                || matches!(c, '<' | '>' | '"')
-        })
-}
-
 /// A whole number from `min` to `max` in `name`, or `default` when it is unset.
-fn whole_in(
+pub(super) fn whole_in(
     env: &Environment,
     name: &'static str,
     min: i64,
@@ -851,28 +648,7 @@ fn whole_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_owners_email_that_reads_like_another_or_carries_markup_is_refused() {
-        assert!(looks_like_owner_email("owner@example.org"));
-        assert!(looks_like_owner_email("o.wner+desk@xn--bcher-kva.example"));
-        assert!(looks_like_owner_email("o'brien@example.org"));
-        for bad in [
-            "owner@localhost\u{200B}",
-            "\u{FEFF}owner@example.org",
-            "ow\u{00AD}ner@example.org",
-            "owner@exam\u{202E}gro.elp",
-            "a<b>c@evil.example",
-            "\"owner\"@example.org",
-            "owner@exa mple.org",
-            "owner@example.org\n",
-            "owner@@example.org",
-            "@example.org",
-            "owner@",
-        ] {
-            assert!(!looks_like_owner_email(bad), "{bad:?}");
-        }
-    }
+    use crate::ratelimit::RateLimit;
 
     #[test]
     fn the_sandbox_backend_is_parsed_once_into_its_type() {
@@ -898,9 +674,6 @@ mod tests {
             Some(sandbox::Backend::Docker)
         );
     }
-
-    const HASH: &str =
-        "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHQ$RdescudvJCsgt3ub+b+dWRWJTmaaJObG";
 
     #[test]
     fn defaults_are_a_sqlite_file_under_data_and_loopback_port_3000() {
@@ -938,42 +711,6 @@ mod tests {
             Config::from_env(&Environment::from_pairs([("R2R_ADDR", "nope")]), None).unwrap_err();
         assert_eq!(error.variable, "R2R_ADDR");
         assert!(error.reason.contains("HOST:PORT"));
-    }
-
-    #[test]
-    fn the_bootstrap_owner_needs_both_halves_and_a_real_hash() {
-        let only_email = Environment::from_pairs([("R2R_OWNER_EMAIL", "a@b.test")]);
-        assert_eq!(
-            Config::from_env(&only_email, None).unwrap_err().variable,
-            "R2R_OWNER_PASSWORD_HASH"
-        );
-        let bad_hash = Environment::from_pairs([
-            ("R2R_OWNER_EMAIL", "a@b.test"),
-            ("R2R_OWNER_PASSWORD_HASH", "plaintext"),
-        ]);
-        assert_eq!(
-            Config::from_env(&bad_hash, None).unwrap_err().variable,
-            "R2R_OWNER_PASSWORD_HASH"
-        );
-        let bad_email = Environment::from_pairs([
-            ("R2R_OWNER_EMAIL", "not an email"),
-            ("R2R_OWNER_PASSWORD_HASH", HASH),
-        ]);
-        assert_eq!(
-            Config::from_env(&bad_email, None).unwrap_err().variable,
-            "R2R_OWNER_EMAIL"
-        );
-        let good = Environment::from_pairs([
-            ("R2R_OWNER_EMAIL", "a@b.test"),
-            ("R2R_OWNER_PASSWORD_HASH", HASH),
-        ]);
-        assert_eq!(
-            Config::from_env(&good, None).unwrap().bootstrap_owner,
-            Some(BootstrapOwner {
-                email: "a@b.test".into(),
-                password_hash: HASH.into()
-            })
-        );
     }
 
     #[test]
@@ -1131,26 +868,6 @@ mod tests {
                 error.to_string().contains("R2R_SPEND_UNCONFIRMED_PERCENT"),
                 "{bad:?}: {error}"
             );
-        }
-    }
-
-    #[test]
-    fn the_strangers_budget_defaults_to_three_and_a_bad_value_is_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.intake.stranger_bugs_per_hour, 3);
-        let set = Environment::from_pairs([("R2R_STRANGER_BUGS_PER_HOUR", " 20 ")]);
-        assert_eq!(
-            Config::from_env(&set, None)
-                .unwrap()
-                .intake
-                .stranger_bugs_per_hour,
-            20
-        );
-        for value in ["0", "-1", "three", "10001", "2.5"] {
-            let env = Environment::from_pairs([("R2R_STRANGER_BUGS_PER_HOUR", value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, "R2R_STRANGER_BUGS_PER_HOUR", "{value:?}");
-            assert!(error.reason.contains("1 to 10000"), "{}", error.reason);
         }
     }
 
