@@ -7,6 +7,7 @@ mod deploy;
 mod deps;
 mod env;
 mod github;
+mod http;
 mod intake;
 mod limits;
 mod notify;
@@ -20,6 +21,7 @@ pub use deploy::DeployConfig;
 pub use deps::DepsConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
+pub use http::HttpLimits;
 use intake::component_list;
 pub use intake::{
     IntakeConfig, DEFAULT_ANSWER_RATE, DEFAULT_COMPONENTS, DEFAULT_INTAKE_RATE,
@@ -34,37 +36,6 @@ use store::DatabaseUrl;
 
 /// The default listening address.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:3000";
-
-/// What the listener allows a client: a client slower than this is answered 408 or
-/// disconnected, so stalled connections cannot pile up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HttpLimits {
-    /// Time to send a request's headers, from the connection's start or the previous answer
-    /// — so also how long an idle keep-alive connection stays open (`R2R_HEADER_TIMEOUT`,
-    /// seconds, 1 to 300, default 10).
-    pub header_timeout: std::time::Duration,
-    /// Time to send a request's whole body once its headers arrived (`R2R_BODY_TIMEOUT`,
-    /// seconds, 1 to 600, default 30); a late body is answered 408.
-    pub body_timeout: std::time::Duration,
-    /// Connections open at once (`R2R_MAX_CONNECTIONS`, 16 to 100,000, default 8,192); one
-    /// more is closed at once.
-    pub max_connections: usize,
-    /// Connections open at once from one client address (`R2R_MAX_CONNECTIONS_PER_CLIENT`,
-    /// 1 to 100,000, default 256); one more from it is closed at once. A trusted proxy
-    /// (`R2R_TRUSTED_PROXIES`) is not held to it.
-    pub max_connections_per_client: usize,
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        HttpLimits {
-            header_timeout: std::time::Duration::from_secs(10),
-            body_timeout: std::time::Duration::from_secs(30),
-            max_connections: 8_192,
-            max_connections_per_client: 256,
-        }
-    }
-}
 
 /// Everything `r2r serve` needs to start.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -215,138 +186,8 @@ impl Config {
         .try_into()
         .unwrap_or(policy.max_reproduction_attempts);
         let auth = AuthConfig::from_env(env)?;
-        let mut repositories = Vec::new();
-        if let Some(list) = env.get("R2R_GITHUB_REPOSITORIES") {
-            for item in list.split(',') {
-                let item = item.trim();
-                let valid = item.split_once('/').is_some_and(|(owner, name)| {
-                    !owner.is_empty()
-                        && !name.is_empty()
-                        && !name.contains('/')
-                        && item
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b))
-                });
-                if !valid {
-                    return Err(ConfigError::new(
-                        "R2R_GITHUB_REPOSITORIES",
-                        format!("expected comma-separated owner/name pairs, got {item:?}"),
-                    ));
-                }
-                repositories.push(item.to_owned());
-            }
-        }
-        let api_url = env
-            .get("R2R_GITHUB_API_URL")
-            .unwrap_or("https://api.github.com")
-            .trim()
-            .to_owned();
-        if !(api_url.starts_with("https://") || api_url.starts_with("http://")) {
-            return Err(ConfigError::new(
-                "R2R_GITHUB_API_URL",
-                format!("expected an http(s) URL such as https://api.github.com, got {api_url:?}"),
-            ));
-        }
-        let fix_repository = env
-            .get("R2R_GITHUB_FIX_REPOSITORY")
-            .map(|r| r.trim().to_owned());
-        if let Some(repository) = &fix_repository {
-            if !repositories.contains(repository) {
-                return Err(ConfigError::new(
-                    "R2R_GITHUB_FIX_REPOSITORY",
-                    format!("{repository:?} must be one of R2R_GITHUB_REPOSITORIES (its events move the bugs)"),
-                ));
-            }
-            if env.get("R2R_GITHUB_TOKEN").is_none() {
-                return Err(ConfigError::new(
-                    "R2R_GITHUB_FIX_REPOSITORY",
-                    "needs R2R_GITHUB_TOKEN: the desk pushes the fix's branch and opens its draft with it",
-                ));
-            }
-            if env.get("R2R_LOCAL_FORGE").is_none() {
-                return Err(ConfigError::new(
-                    "R2R_GITHUB_FIX_REPOSITORY",
-                    "needs R2R_LOCAL_FORGE: a bare clone of the repository, where the desk reads the code and commits the fix",
-                ));
-            }
-        }
-        let git_url = env
-            .get("R2R_GITHUB_GIT_URL")
-            .unwrap_or("https://github.com")
-            .trim()
-            .trim_end_matches('/')
-            .to_owned();
-        if !(git_url.starts_with("https://") || git_url.starts_with("http://")) {
-            return Err(ConfigError::new(
-                "R2R_GITHUB_GIT_URL",
-                format!("expected an http(s) URL such as https://github.com, got {git_url:?}"),
-            ));
-        }
-        let github = GitHubConfig {
-            required_checks: github::required_checks(
-                env.get("R2R_GITHUB_REQUIRED_CHECKS").unwrap_or(""),
-            )
-            .map_err(|why| ConfigError::new("R2R_GITHUB_REQUIRED_CHECKS", why))?,
-            fix_repository,
-            git_url,
-            webhook_secret: env
-                .get("R2R_GITHUB_WEBHOOK_SECRET")
-                .map(|s| crate::secret::Secret::new(s.trim())),
-            repositories,
-            api_url,
-            token: env
-                .get("R2R_GITHUB_TOKEN")
-                .map(|s| crate::secret::Secret::new(s.trim())),
-            production_environment: env
-                .get("R2R_PRODUCTION_ENVIRONMENT")
-                .unwrap_or("production")
-                .trim()
-                .to_owned(),
-        };
-        let defaults = HttpLimits::default();
-        let seconds = |d: std::time::Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
-        let http = HttpLimits {
-            header_timeout: std::time::Duration::from_secs(
-                whole_in(
-                    env,
-                    "R2R_HEADER_TIMEOUT",
-                    1,
-                    300,
-                    seconds(defaults.header_timeout),
-                    "how many seconds a client may take to send a request's headers",
-                )?
-                .unsigned_abs(),
-            ),
-            body_timeout: std::time::Duration::from_secs(
-                whole_in(
-                    env,
-                    "R2R_BODY_TIMEOUT",
-                    1,
-                    600,
-                    seconds(defaults.body_timeout),
-                    "how many seconds a client may take to send a request's body",
-                )?
-                .unsigned_abs(),
-            ),
-            max_connections: usize::try_from(whole_in(
-                env,
-                "R2R_MAX_CONNECTIONS",
-                16,
-                100_000,
-                8_192,
-                "how many connections may be open at once",
-            )?)
-            .unwrap_or(8_192),
-            max_connections_per_client: usize::try_from(whole_in(
-                env,
-                "R2R_MAX_CONNECTIONS_PER_CLIENT",
-                1,
-                100_000,
-                256,
-                "how many connections one client address may have open at once",
-            )?)
-            .unwrap_or(256),
-        };
+        let github = GitHubConfig::from_env(env)?;
+        let http = HttpLimits::from_env(env)?;
         Ok(Config {
             database_url,
             addr,
@@ -832,24 +673,6 @@ mod tests {
     }
 
     #[test]
-    fn required_github_checks_are_a_list_of_names_and_a_bad_one_is_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert!(config.github.required_checks.is_empty());
-        let set =
-            Environment::from_pairs([("R2R_GITHUB_REQUIRED_CHECKS", " test , ci / lint,,test ")]);
-        assert_eq!(
-            Config::from_env(&set, None).unwrap().github.required_checks,
-            vec!["test".to_owned(), "ci / lint".to_owned()]
-        );
-        let long = "x".repeat(101);
-        for value in ["test,bad\u{7}name", long.as_str()] {
-            let env = Environment::from_pairs([("R2R_GITHUB_REQUIRED_CHECKS", value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, "R2R_GITHUB_REQUIRED_CHECKS", "{value:?}");
-        }
-    }
-
-    #[test]
     fn the_unconfirmed_share_defaults_to_half_and_a_bad_value_is_named() {
         let config = Config::from_env(&Environment::default(), None).unwrap();
         assert_eq!(config.spend.unconfirmed_percent, 50);
@@ -891,42 +714,6 @@ mod tests {
             let error = Config::from_env(&env, None).unwrap_err();
             assert_eq!(error.variable, "R2R_SANDBOX_CONFIRM", "{value:?}");
             assert!(error.reason.contains("auto"), "{}", error.reason);
-        }
-    }
-
-    #[test]
-    fn http_limits_have_defaults_and_bad_values_are_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.http, HttpLimits::default());
-        assert_eq!(config.http.header_timeout.as_secs(), 10);
-        let set = Environment::from_pairs([
-            ("R2R_HEADER_TIMEOUT", "2"),
-            ("R2R_BODY_TIMEOUT", "3"),
-            ("R2R_MAX_CONNECTIONS", "64"),
-            ("R2R_MAX_CONNECTIONS_PER_CLIENT", "8"),
-        ]);
-        let http = Config::from_env(&set, None).unwrap().http;
-        assert_eq!(
-            (
-                http.header_timeout.as_secs(),
-                http.body_timeout.as_secs(),
-                http.max_connections,
-                http.max_connections_per_client
-            ),
-            (2, 3, 64, 8)
-        );
-        for (name, value) in [
-            ("R2R_HEADER_TIMEOUT", "0"),
-            ("R2R_HEADER_TIMEOUT", "301"),
-            ("R2R_BODY_TIMEOUT", "ten"),
-            ("R2R_BODY_TIMEOUT", "601"),
-            ("R2R_MAX_CONNECTIONS", "15"),
-            ("R2R_MAX_CONNECTIONS", "-1"),
-            ("R2R_MAX_CONNECTIONS_PER_CLIENT", "0"),
-        ] {
-            let env = Environment::from_pairs([(name, value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, name, "{value:?}");
         }
     }
 
