@@ -100,6 +100,10 @@ pub fn router(state: AppState) -> Router {
             },
         )
         .layer(axum::middleware::from_fn(server_fn_statuses))
+        // A handler that panics is answered 500 in the API's error body, not cut off.
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+            crate::web::error::panicked,
+        ))
         // Method, path and status only: no headers (a capability travels in one) and never
         // a query string worth logging (capabilities are never put in one).
         .layer(tower_http::trace::TraceLayer::new_for_http())

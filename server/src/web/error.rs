@@ -49,6 +49,22 @@ impl IntoResponse for Refused {
     }
 }
 
+/// The answer to a request whose handler panicked (the listener would otherwise drop the
+/// connection without a word): 500 `internal`, in the API's error body, and the panic in the
+/// log. What the request had already written stays written, so the words do not promise
+/// that nothing was recorded.
+pub fn panicked(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    tracing::error!(panic = what, "a request's handler panicked");
+    let mut refused = Refused::internal(what);
+    refused.error.message = "The desk failed while handling this request. Look at what you asked for before trying again: part of it may have been recorded.".to_owned();
+    refused.into_response()
+}
+
 /// Marks an answer as never to be cached.
 pub fn no_store(mut response: Response) -> Response {
     response
@@ -223,5 +239,46 @@ mod status_tests {
         ] {
             assert!(status_of(kind).as_u16() >= 400, "{kind:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod panic_tests {
+    #![allow(clippy::unwrap_used)]
+    use tower::ServiceExt;
+
+    #[tokio::test]
+    async fn a_handler_that_panics_is_answered_500_in_the_error_body() {
+        let app = axum::Router::new()
+            .route(
+                "/boom",
+                axum::routing::get(|| async {
+                    if std::hint::black_box(true) {
+                        panic!("the store returned nonsense");
+                    }
+                    "never"
+                }),
+            )
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                super::panicked,
+            ));
+        let response = app
+            .oneshot(
+                axum::http::Request::get("/boom")
+                    .body(axum::body::Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 500);
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"], "internal");
+        assert!(
+            !body.to_string().contains("nonsense"),
+            "the panic's words stay in the log: {body}"
+        );
     }
 }
