@@ -101,6 +101,23 @@ impl LocalForge {
         check("archive | tar -x", &output).map(|_| ())
     }
 
+    /// The version the nearest tag reachable from `commit` names (`v1.2.3` and `1.2.3` both
+    /// give `1.2.3`), for a project whose version its build computes from git tags (a
+    /// snapshot has no `.git` to compute it from). `None` without such a tag, or when the tag
+    /// does not read as a version (digits and dots first, then at most a short suffix of
+    /// letters, digits, `.`, `+` or `-`).
+    pub async fn nearest_tag_version(&self, commit: &CommitSha) -> Option<String> {
+        let output = self
+            .git(&["describe", "--tags", "--abbrev=0", commit.as_str()])
+            .await
+            .ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        let tag = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        tag_version(&tag)
+    }
+
     async fn git(&self, args: &[&str]) -> Result<Output, GitError> {
         Ok(tokio::process::Command::new("git")
             .arg("--git-dir")
@@ -717,6 +734,31 @@ fn check<'a>(command: &str, output: &'a Output) -> Result<&'a Output, GitError> 
     }
 }
 
+/// The version tag `tag` names, if it reads as one (see [`LocalForge::nearest_tag_version`]).
+pub fn tag_version(tag: &str) -> Option<String> {
+    let version = tag.strip_prefix(['v', 'V']).unwrap_or(tag);
+    let numeric = version
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(version.len());
+    // `3.1.dev4`: the release is `3.1`, the suffix `.dev4`.
+    let numeric = if version[..numeric].ends_with('.') && numeric < version.len() {
+        numeric - 1
+    } else {
+        numeric
+    };
+    let (release, suffix) = version.split_at(numeric);
+    let release_ok = !release.is_empty()
+        && release
+            .split('.')
+            .all(|part| !part.is_empty() && part.len() <= 9);
+    let suffix_ok = suffix.len() <= 32
+        && suffix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '-'));
+    (release_ok && suffix_ok && release.starts_with(|c: char| c.is_ascii_digit()))
+        .then(|| version.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -772,6 +814,35 @@ mod tests {
         clone.commit("src/lib.rs", "pub fn total() -> i64 { -100 }\n", "shop");
         clone.git(&["push", "--quiet", "origin", "main"]);
         (bare, forge, clone, first)
+    }
+
+    #[tokio::test]
+    async fn a_commit_after_a_version_tag_reads_that_version_and_an_odd_tag_none() {
+        let (_bare, forge, clone, first) = forge_with_main().await;
+        let main = forge.branch_head("main").await.unwrap().unwrap();
+        assert_eq!(forge.nearest_tag_version(&main).await, None, "no tag yet");
+        clone.git(&["tag", "v25.3.0", first.as_str()]);
+        clone.git(&["push", "--quiet", "origin", "--tags"]);
+        assert_eq!(
+            forge.nearest_tag_version(&main).await.as_deref(),
+            Some("25.3.0"),
+            "the nearest tag behind the head"
+        );
+        clone.git(&["tag", "release;touch-x", main.as_str()]);
+        clone.git(&["push", "--quiet", "origin", "--tags"]);
+        assert_eq!(forge.nearest_tag_version(&main).await, None);
+        for (tag, version) in [
+            ("1.2.3", Some("1.2.3")),
+            ("V2.0rc1", Some("2.0rc1")),
+            ("3.1.dev4+gabc", Some("3.1.dev4+gabc")),
+            ("latest", None),
+            ("v", None),
+            ("1..2", None),
+            ("1.2 3", None),
+            ("1.2$(id)", None),
+        ] {
+            assert_eq!(super::tag_version(tag).as_deref(), version, "{tag:?}");
+        }
     }
 
     #[tokio::test]

@@ -100,9 +100,10 @@ fn requirements_file(
     Ok(())
 }
 
-/// The project's own name and version (`[project]`; a dynamic version reads as `0+desk`), so
-/// its tests can ask `importlib.metadata` about it as an installed copy would answer.
-fn own_name(tree: &Path) -> Option<(String, String)> {
+/// The project's own name and version (`[project]`; a version its build computes — from git
+/// tags, say — reads as `tag_version`, the nearest tag's, or `0+desk` without one), so its
+/// tests can ask `importlib.metadata` about it as an installed copy would answer.
+fn own_name(tree: &Path, tag_version: Option<&str>) -> Option<(String, String)> {
     let text = std::fs::read_to_string(tree.join("pyproject.toml")).ok()?;
     let doc: toml::Table = text.parse().ok()?;
     let project = doc.get("project")?.as_table()?;
@@ -116,7 +117,7 @@ fn own_name(tree: &Path) -> Option<(String, String)> {
     let version = project
         .get("version")
         .and_then(toml::Value::as_str)
-        .map_or_else(|| "0+desk".to_owned(), clean);
+        .map_or_else(|| clean(tag_version.unwrap_or("0+desk")), clean);
     let name = clean(name);
     (!name.is_empty() && !version.is_empty()).then_some((name, version))
 }
@@ -236,10 +237,16 @@ async fn python_version() -> Result<String, PrepareError> {
 
 impl DepsCache {
     /// Prepares the Python test dependencies of the project whose tree is `tree`. Runs
-    /// nothing of the project's and no package's setup script (wheels only).
-    pub async fn prepare_python(&self, tree: &Path) -> Result<Prepared, PrepareError> {
+    /// nothing of the project's and no package's setup script (wheels only). `tag_version`:
+    /// the version of the nearest git tag, for a project whose build computes its version
+    /// from tags (the tree has no `.git`); the cache entry holds until the next tag.
+    pub async fn prepare_python(
+        &self,
+        tree: &Path,
+        tag_version: Option<&str>,
+    ) -> Result<Prepared, PrepareError> {
         let (requirements, src_layout) = declared(tree)?;
-        let own = own_name(tree);
+        let own = own_name(tree, tag_version);
         let version = python_version().await?;
         let mut hasher = Sha256::new();
         hasher.update(version.as_bytes());
@@ -380,6 +387,31 @@ mod tests {
             std::fs::write(path, text).unwrap();
         }
         dir
+    }
+
+    #[test]
+    fn a_version_computed_at_build_time_reads_as_the_nearest_tags() {
+        let dynamic = tree(&[(
+            "pyproject.toml",
+            "[project]\nname = \"attrs\"\ndynamic = [\"version\"]\n",
+        )]);
+        assert_eq!(
+            own_name(dynamic.path(), Some("25.3.0")),
+            Some(("attrs".to_owned(), "25.3.0".to_owned()))
+        );
+        assert_eq!(
+            own_name(dynamic.path(), None),
+            Some(("attrs".to_owned(), "0+desk".to_owned()))
+        );
+        // A version written in the file wins over any tag.
+        let fixed = tree(&[(
+            "pyproject.toml",
+            "[project]\nname = \"click\"\nversion = \"8.2.0\"\n",
+        )]);
+        assert_eq!(
+            own_name(fixed.path(), Some("9.9.9")),
+            Some(("click".to_owned(), "8.2.0".to_owned()))
+        );
     }
 
     #[test]

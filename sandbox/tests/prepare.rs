@@ -236,7 +236,7 @@ async fn prepared_python_runs_offline(backend: sandbox::Backend) {
     let toolchains = Toolchains::detect();
     let test = "test_cents_follow_the_point";
     let buggy = project(false);
-    let prepared = match cache.prepare_python(buggy.path()).await {
+    let prepared = match cache.prepare_python(buggy.path(), None).await {
         Ok(prepared) => prepared,
         Err(PrepareError::Failed(why)) if !required => {
             eprintln!("SKIPPED the {backend} Python prepare runs: PyPI not reachable: {why}");
@@ -275,7 +275,7 @@ async fn prepared_python_runs_offline(backend: sandbox::Backend) {
         outcome.stderr
     );
     let fixed = project(true);
-    let again = cache.prepare_python(fixed.path()).await.unwrap();
+    let again = cache.prepare_python(fixed.path(), None).await.unwrap();
     assert!(again.reused && again.key == prepared.key);
     let outcome = sandbox.run(&run(fixed.path(), &again)).await.unwrap();
     assert_eq!(

@@ -31,6 +31,8 @@ pub(crate) struct Snapshot {
     deps: std::sync::OnceLock<sandbox::Prepared>,
     /// The limits of the project's runs, once prepared.
     limits: std::sync::OnceLock<sandbox::Limits>,
+    /// The version of the nearest git tag behind the exported commit, if any.
+    tag_version: std::sync::OnceLock<Option<String>>,
 }
 
 impl Snapshot {
@@ -45,6 +47,7 @@ impl Snapshot {
             root,
             deps: std::sync::OnceLock::new(),
             limits: std::sync::OnceLock::new(),
+            tag_version: std::sync::OnceLock::new(),
         })
     }
 
@@ -62,7 +65,11 @@ impl Snapshot {
         forge
             .export(commit, &self.root)
             .await
-            .map_err(Refused::forge)
+            .map_err(Refused::forge)?;
+        let _ = self
+            .tag_version
+            .set(forge.nearest_tag_version(commit).await);
+        Ok(())
     }
 
     /// Whether `path` (relative, `/`-separated, already checked to have no `..`) is, or passes
@@ -98,7 +105,12 @@ impl Snapshot {
         let _ = self.limits.set(limits.clone());
         let prepared = match profile {
             sandbox::Profile::Rust => cache.prepare_rust(&self.root).await,
-            sandbox::Profile::Python => cache.prepare_python(&self.root).await,
+            sandbox::Profile::Python => {
+                let tag_version = self.tag_version.get().cloned().flatten();
+                cache
+                    .prepare_python(&self.root, tag_version.as_deref())
+                    .await
+            }
             _ => return Ok(()),
         };
         let prepared = prepared.map_err(|error| match error {
