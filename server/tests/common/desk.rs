@@ -145,6 +145,109 @@ impl TestDesk {
         super::sign_in(&self.client, &self.base, OWNER, PASSWORD).await
     }
 
+    /// Files a coupon report and walks its bug to the reporter's first question as the crew
+    /// would: reproduction started (as the manager) and proposed, recorded through the engine
+    /// with a reproduced re-run as the desk's sandbox would give. Needs the manager's token.
+    /// The bug and the reporter's capability.
+    pub async fn bug_awaiting_reporter(&self) -> (String, String) {
+        use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
+        let (bug, capability) = self
+            .file(serde_json::json!({
+                "component": "shoplite", "title": "SAVE300 makes the total negative",
+                "what_happened": "−₹100", "expected": "", "steps": "",
+            }))
+            .await;
+        let (status, _) = self
+            .act(
+                Role::Manager,
+                &bug,
+                "reproduction/start",
+                serde_json::json!({}),
+            )
+            .await;
+        assert_eq!(status, 200);
+        let store = self.store().await;
+        let now = server::clock::now_ms();
+        store
+            .apply(&bug, now, |b| {
+                let evidence = Evidence {
+                    rerun: Some(Rerun::Reproduced),
+                    ..Evidence::default()
+                };
+                decide(
+                    b,
+                    &Command::ProposeReproduction {
+                        reproduction: Reproduction {
+                            id: "run-1".into(),
+                            test_path: "tests/coupon.rs".into(),
+                            test_sha256: "5".repeat(64),
+                            assertion: "payable -100 < 0".into(),
+                            summary: None,
+                        },
+                    },
+                    &Actor::Role {
+                        role: Role::Reproducer,
+                    },
+                    &evidence,
+                    &Policy::default(),
+                    now,
+                )
+            })
+            .await
+            .unwrap();
+        store.close().await;
+        (bug, capability)
+    }
+
+    /// A bug walked to `in_review`: to the reporter's question
+    /// ([`TestDesk::bug_awaiting_reporter`]), the reporter's yes, the fix started, the branch
+    /// `fix/attack` with `change` pushed from `work` (a clone of the desk's forge) and its
+    /// draft recorded as the desk records a measured one. The bug and the draft's head.
+    pub async fn bug_in_review(&self, work: &Path, change: &[(&str, &str)]) -> (String, String) {
+        let (bug, capability) = self.bug_awaiting_reporter().await;
+        let tracking: Value = self
+            .client
+            .get(format!("{}/api/v1/track", self.base))
+            .header("x-r2r-capability", &capability)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let answered = self
+            .client
+            .post(format!("{}/api/v1/track/answer", self.base))
+            .header("x-r2r-capability", &capability)
+            .json(&serde_json::json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answered.status(), 200);
+        let (status, _) = self
+            .act(Role::Fixer, &bug, "fix/start", serde_json::json!({}))
+            .await;
+        assert_eq!(status, 200);
+        super::git(work, &["checkout", "--quiet", "-b", "fix/attack"]);
+        for (path, text) in change {
+            super::write(work, path, text);
+        }
+        super::git(work, &["add", "."]);
+        super::git(work, &["commit", "--quiet", "-m", "the fix"]);
+        super::git(work, &["push", "--quiet", "origin", "fix/attack"]);
+        let head = super::git(work, &["rev-parse", "HEAD"]);
+        let bare = super::git(work, &["remote", "get-url", "origin"]);
+        let opened = super::open_measured_draft(
+            &self.database_url,
+            Path::new(bare.trim()),
+            &bug,
+            "fix/attack",
+        )
+        .await;
+        assert_eq!(opened, head.trim());
+        (bug, head.trim().to_owned())
+    }
+
     /// Its store (another connection to its database).
     pub async fn store(&self) -> store::Store {
         store::Store::connect(&store::DatabaseUrl::parse(&self.database_url).unwrap())

@@ -2,7 +2,6 @@
 //! walked to review on a local forge through the same routes the crew uses.
 
 use crate::common::{self, OwnerDesk, OWNER, PASSWORD};
-use domain::workflow::{decide, Actor, Command, Evidence, Policy, Reproduction, Rerun};
 use domain::Role;
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -152,115 +151,16 @@ pub async fn forge(files: &[(&str, &str)]) -> (PathBuf, PathBuf, tempfile::TempD
     (bare, work, dir)
 }
 
-/// Files a report and walks its bug to the reporter's first question as the crew would:
-/// reproduction started and proposed (recorded through the engine with a passed re-run, as
-/// the desk's sandbox would). Returns the bug id and the reporter's capability.
+/// [`crate::common::TestDesk::bug_awaiting_reporter`] on the target's desk.
 pub async fn bug_awaiting_reporter(target: &Target) -> (String, String) {
-    let filed = target
-        .file("SAVE300 makes the total negative", "−₹100")
-        .await;
-    let bug = filed["bug_id"].as_str().unwrap().to_owned();
-    let capability = filed["tracking_link"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("/track#")
-        .to_owned();
-    let (status, _) = target
-        .post_role(
-            Role::Manager,
-            &format!("/api/v1/bugs/{bug}/reproduction/start"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, 200);
-    let store =
-        store::Store::connect(&store::DatabaseUrl::parse(&target.desk.database_url).unwrap())
-            .await
-            .unwrap();
-    let now = server::clock::now_ms();
-    store
-        .apply(&bug, now, |b| {
-            let evidence = Evidence {
-                rerun: Some(Rerun::Reproduced),
-                ..Evidence::default()
-            };
-            decide(
-                b,
-                &Command::ProposeReproduction {
-                    reproduction: Reproduction {
-                        id: "run-1".into(),
-                        test_path: "tests/coupon.rs".into(),
-                        test_sha256: "5".repeat(64),
-                        assertion: "payable -100 < 0".into(),
-                        summary: None,
-                    },
-                },
-                &Actor::Role {
-                    role: Role::Reproducer,
-                },
-                &evidence,
-                &Policy::default(),
-                now,
-            )
-        })
-        .await
-        .unwrap();
-    store.close().await;
-    (bug, capability)
+    target.desk.bug_awaiting_reporter().await
 }
 
-/// Files a report and walks its bug to `in_review` as the crew would: to the reporter's
-/// question ([`bug_awaiting_reporter`]), the reporter's yes, the fix branch `change` pushed
-/// and submitted. Returns the bug id and the pull request's exact head.
+/// [`crate::common::TestDesk::bug_in_review`] on the target's desk.
 pub async fn bug_in_review(
     target: &Target,
     work: &std::path::Path,
     change: &[(&str, &str)],
 ) -> (String, String) {
-    let (bug, capability) = bug_awaiting_reporter(target).await;
-    let tracking: Value = target
-        .client
-        .get(target.url("/api/v1/track"))
-        .header("x-r2r-capability", &capability)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let answered = target
-        .client
-        .post(target.url("/api/v1/track/answer"))
-        .header("x-r2r-capability", &capability)
-        .json(&json!({"request_id": tracking["question"]["request_id"], "kind": "reproduction", "yes": true}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(answered.status(), 200);
-    let (status, _) = target
-        .post_role(
-            Role::Fixer,
-            &format!("/api/v1/bugs/{bug}/fix/start"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, 200);
-    common::git(work, &["checkout", "--quiet", "-b", "fix/attack"]);
-    for (path, text) in change {
-        common::write(work, path, text);
-    }
-    common::git(work, &["add", "."]);
-    common::git(work, &["commit", "--quiet", "-m", "the fix"]);
-    common::git(work, &["push", "--quiet", "origin", "fix/attack"]);
-    let head = common::git(work, &["rev-parse", "HEAD"]);
-    let bare = common::git(work, &["remote", "get-url", "origin"]);
-    let opened = common::open_measured_draft(
-        &target.desk.database_url,
-        std::path::Path::new(bare.trim()),
-        &bug,
-        "fix/attack",
-    )
-    .await;
-    assert_eq!(opened, head.trim());
-    (bug, head.trim().to_owned())
+    target.desk.bug_in_review(work, change).await
 }
