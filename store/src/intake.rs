@@ -243,11 +243,24 @@ impl Store {
         for_each_backend!(self, pool, begin => {
             async {
                 let mut batch_tx = begin().await?;
+                // SQLite: this process is the only writer, so its clusters in memory are
+                // whole. PostgreSQL: whole while no other server filed since this one's last
+                // batch (the generation every batch takes under the intake lock says so);
+                // otherwise each report asks the database for the clusters sharing its words.
+                let mut generation = None;
+                let mut whole = true;
                 if postgres {
                     sqlx::query("SELECT pg_advisory_xact_lock($1)")
                         .bind(INTAKE_LOCK)
                         .execute(&mut *batch_tx)
                         .await?;
+                    let taken: i64 = sqlx::query_scalar(
+                        "UPDATE intake_generation SET generation = generation + 1 RETURNING generation",
+                    )
+                    .fetch_one(&mut *batch_tx)
+                    .await?;
+                    whole = self.clusters_whole_at(taken);
+                    generation = Some(taken);
                 }
                 for intake in intakes {
                     let (report, now, limits) = (&intake.report, intake.now, &intake.limits);
@@ -319,14 +332,18 @@ impl Store {
                                     if target.is_none() {
                                         let terms: Vec<String> =
                                             domain::cluster::title_terms(report.content.title()).into_iter().collect();
-                                        let cached = self.cached_clusters(&report.component, &terms);
+                                        let cached = if whole {
+                                            self.cached_clusters(&report.component, &terms)
+                                        } else {
+                                            None
+                                        };
                                         let open_clusters = match cached {
                                             Some(list) => list,
                                             None => {
-                                                // SQLite (one writer, this process): load every component once
-                                                // and keep an index in memory; PostgreSQL: ask each time for the
-                                                // clusters sharing a term (its GIN index on the terms).
-                                                let every = self.backend() == crate::Backend::Sqlite;
+                                                // While the index in memory can be whole (above): load every
+                                                // component once and keep it; otherwise ask each time for the
+                                                // clusters sharing a term (PostgreSQL's GIN index on the terms).
+                                                let every = whole;
                                                 let component = if every { "" } else { report.component.as_str() };
                                                 // Reports filed before terms had their own column fall back to the dossier.
                                                 let rows: Vec<ClusterRow> = if every {
@@ -487,6 +504,9 @@ impl Store {
                 }
                 *filed_at = Some(std::time::Instant::now());
                 batch_tx.commit().await?;
+                if let Some(taken) = generation {
+                    self.clusters_committed_at(taken);
+                }
                 Ok(Pass::Filed)
             }
             .await

@@ -317,6 +317,9 @@ fn to_report(row: ReportRow) -> Result<StoredReport, StoreError> {
 #[derive(Debug, Default)]
 pub(crate) struct ClusterCache {
     open: Option<ClusterIndex>,
+    /// PostgreSQL: the intake generation this server's last committed batch took; the index
+    /// is whole only while the next batch takes the one after it (no other server filed).
+    generation: Option<i64>,
 }
 
 /// Open clusters in the order they were opened, and who has which term.
@@ -413,9 +416,6 @@ impl Store {
         component: &str,
         terms: &[String],
     ) -> Option<Vec<OpenCluster>> {
-        if self.backend() != crate::Backend::Sqlite {
-            return None;
-        }
         self.cluster_cache()
             .open
             .as_ref()
@@ -434,6 +434,23 @@ impl Store {
         if let Some(index) = self.cluster_cache().open.as_mut() {
             index.push(cluster);
         }
+    }
+
+    /// PostgreSQL, inside an intake batch that took generation `taken`: whether this server
+    /// filed the batch before it (so its index holds every open cluster). When another
+    /// server filed in between, the index is forgotten.
+    pub(crate) fn clusters_whole_at(&self, taken: i64) -> bool {
+        let mut cache = self.cluster_cache();
+        let whole = cache.generation == Some(taken - 1);
+        if !whole {
+            cache.open = None;
+        }
+        whole
+    }
+
+    /// PostgreSQL: the batch that took generation `taken` committed.
+    pub(crate) fn clusters_committed_at(&self, taken: i64) {
+        self.cluster_cache().generation = Some(taken);
     }
 
     /// Forgets every cached cluster: they are loaded again from the database.

@@ -829,6 +829,67 @@ async fn a_report_that_cannot_be_stored_gives_its_token_back(backend: &str) {
         .is_err());
 }
 
+/// Two servers on one PostgreSQL database, each keeping the open clusters in memory once it
+/// is the only one filing: a bug the other server opened meanwhile is still found. Each
+/// server files twice in a row first, so that each holds a whole index when the other files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgresql_a_bug_another_server_opened_is_joined() {
+    let (one, url, _dir) = fresh("postgres").await;
+    let two = Store::connect(&url).await.unwrap();
+    let titles = [
+        ("r-1", "Logo is blurry on the home page", "bug-1"),
+        ("r-2", "Search box forgets the query", "bug-2"),
+    ];
+    for (id, title, bug) in titles {
+        assert!(
+            file(&one, &new_report(id, &raw("shoplite", title)), bug)
+                .await
+                .opened
+        );
+    }
+    let third = file(
+        &two,
+        &new_report("r-3", &raw("shoplite", "Blurry logo on the home page")),
+        "bug-3",
+    )
+    .await;
+    assert_eq!(
+        third.bug_id.as_deref(),
+        Some("bug-1"),
+        "the second server joins"
+    );
+    assert!(
+        file(
+            &two,
+            &new_report("r-4", &raw("shoplite", "Refund button does nothing at all")),
+            "bug-4"
+        )
+        .await
+        .opened
+    );
+    // The first server's index held every cluster two batches ago; bug-4 came since.
+    let fifth = file(
+        &one,
+        &new_report("r-5", &raw("shoplite", "Refund button does nothing")),
+        "bug-5",
+    )
+    .await;
+    assert_eq!(fifth.bug_id.as_deref(), Some("bug-4"), "{fifth:?}");
+    assert!(!fifth.opened);
+    // And each goes on finding what it opened itself.
+    let sixth = file(
+        &one,
+        &new_report(
+            "r-6",
+            &raw("shoplite", "Search box forgets the query again"),
+        ),
+        "bug-6",
+    )
+    .await;
+    assert_eq!(sixth.bug_id.as_deref(), Some("bug-2"));
+    two.close().await;
+}
+
 on_both!(
     a_report_that_cannot_be_stored_gives_its_token_back,
     one_failing_or_abandoned_report_costs_its_batch_nothing,
