@@ -502,6 +502,7 @@ impl DepsCache {
     pub(crate) fn scratch(&self, ecosystem: &str) -> Result<tempfile::TempDir, PrepareError> {
         let cache_error = |e: std::io::Error| PrepareError::Cache(e.to_string());
         std::fs::create_dir_all(self.root.join(ecosystem)).map_err(cache_error)?;
+        sweep_stale_scratch(&self.root.join(ecosystem));
         tempfile::Builder::new()
             .prefix(".preparing-")
             .tempdir_in(self.root.join(ecosystem))
@@ -563,10 +564,79 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How old a scratch folder of a prepare must be to be known abandoned: longer than any
+/// prepare may take (each of its commands is bounded by [`PREPARE_DEADLINE`]).
+const STALE_SCRATCH: Duration = Duration::from_secs(3_600);
+
+/// Removes the scratch folders (`.preparing-*`) in `folder` that a prepare killed mid-way
+/// (kill -9, a lost machine) left behind: those untouched for [`STALE_SCRATCH`]. A prepare
+/// still running, in this process or another, is never that old. Best effort: what cannot
+/// be removed is left for the next sweep.
+fn sweep_stale_scratch(folder: &Path) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().starts_with(".preparing-") {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|at| at.elapsed().ok())
+            .is_some_and(|age| age > STALE_SCRATCH);
+        // Never through a link: only a real folder of ours is removed.
+        let folder_of_ours = entry.file_type().is_ok_and(|t| t.is_dir());
+        if stale && folder_of_ours {
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => tracing::info!(
+                    folder = %entry.path().display(),
+                    "removed the scratch folder of an abandoned prepare"
+                ),
+                Err(error) => tracing::warn!(
+                    folder = %entry.path().display(),
+                    %error,
+                    "cannot remove the scratch folder of an abandoned prepare"
+                ),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_scratch_of_an_abandoned_prepare_is_swept_and_a_live_one_kept() {
+        let cache = DepsCache::new(tempfile::tempdir().unwrap().keep(), 1 << 30);
+        let folder = cache.root().join("cargo");
+        std::fs::create_dir_all(folder.join(".preparing-old/tree")).unwrap();
+        std::fs::create_dir_all(folder.join(".preparing-recent")).unwrap();
+        std::fs::create_dir_all(folder.join("0123abcd/vendor")).unwrap();
+        let old = std::time::SystemTime::now() - Duration::from_secs(2 * 3_600);
+        for name in [".preparing-old", "0123abcd"] {
+            std::fs::File::open(folder.join(name))
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let fresh = cache.scratch("cargo").unwrap();
+        assert!(!folder.join(".preparing-old").exists(), "abandoned: swept");
+        assert!(
+            folder.join(".preparing-recent").exists(),
+            "may be live: kept"
+        );
+        assert!(
+            folder.join("0123abcd/vendor").exists(),
+            "entries are not scratch"
+        );
+        assert!(fresh.path().exists());
+        std::fs::remove_dir_all(cache.root()).unwrap();
+    }
 
     #[test]
     fn a_lockfile_is_refused_for_any_source_but_crates_io() {
