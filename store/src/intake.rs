@@ -406,8 +406,7 @@ impl Store {
                                             };
                                             match stored.map(|(s, start)| ((intake.attach)(&s.bug), s, start)) {
                                                 Some((Ok(decision), read, start)) if decision.changed => {
-                                                    match write_decision_at!(tx, read.bug.version, read.event_count,
-                                                        &read.head_hash, &decision, now) {
+                                                    match write_decision_at!(tx, read(&read), &decision, now) {
                                                         Commit::Done => Some(Some((bug_id.clone(), start))),
                                                         // A crew command changed the bug meanwhile: start over.
                                                         Commit::VersionConflict => None,

@@ -280,14 +280,7 @@ impl Store {
                             attempts: attempt,
                         });
                     }
-                    let outcome = write_decision_at!(
-                        tx,
-                        stored.bug.version,
-                        stored.event_count,
-                        &stored.head_hash,
-                        &decision,
-                        now
-                    );
+                    let outcome = write_decision_at!(tx, read(&stored), &decision, now);
                     if outcome == Commit::Done {
                         tx.commit().await.map_err(StoreError::from)?;
                     }
@@ -326,14 +319,7 @@ impl Store {
                             attempts: attempt,
                         });
                     }
-                    let outcome = write_decision_at!(
-                        tx,
-                        stored.bug.version,
-                        stored.event_count,
-                        &stored.head_hash,
-                        &decision,
-                        now
-                    );
+                    let outcome = write_decision_at!(tx, read(&stored), &decision, now);
                     if outcome == Commit::Done {
                         tx.commit().await.map_err(StoreError::from)?;
                     }

@@ -152,6 +152,10 @@ macro_rules! write_decision {
 /// `event_count` events ending in `head_hash`: no second read. The update's compare-and-swap
 /// on the version still guards it (every write of a bug's chain moves its version).
 macro_rules! write_decision_at {
+    ($tx:ident, read($stored:expr), $decision:expr, $now:expr) => {{
+        let stored: &$crate::ledger::StoredBug = $stored;
+        write_decision_at!($tx, stored.bug.version, stored.event_count, &stored.head_hash, $decision, $now)
+    }};
     ($tx:ident, $read_version:expr, $event_count:expr, $head_hash:expr, $decision:expr, $now:expr) => {{
         use $crate::ledger::{json, to_i64, Commit};
         let decision = $decision;

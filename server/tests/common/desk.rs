@@ -94,17 +94,15 @@ impl TestDesk {
         role: Role,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut request = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(self.token(role));
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        (status, response.json().await.unwrap_or(Value::Null))
+        call_with(
+            &self.client,
+            &self.base,
+            self.token(role),
+            method,
+            path,
+            body,
+        )
+        .await
     }
 
     /// `POST /api/v1/bugs/{bug}/{action}` as `role` with `body` (the answer borrows only the
@@ -254,6 +252,29 @@ impl TestDesk {
             .await
             .unwrap()
     }
+}
+
+/// `method base+path` with bearer `token` and a JSON `body`: the status and the JSON answer
+/// (`Null` when the answer is not JSON). What [`TestDesk::call`] does, for a test that holds
+/// only an address and a token.
+pub async fn call_with(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut request = client
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 impl DeskSpec {

@@ -3,7 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-mod desk;
+pub mod desk;
 
 pub use desk::TestDesk;
 use std::io::{BufRead, BufReader};
