@@ -22,10 +22,6 @@ const FILE_ATTEMPTS: u32 = 10;
 /// Most reports filed in one transaction.
 const MOST_PER_BATCH: usize = 64;
 
-/// PostgreSQL advisory lock key that serialises intake (clustering must see every earlier
-/// report, even one committed by another server a moment ago).
-const INTAKE_LOCK: i64 = 0x7232_7249_6e74; // "r2rInt"
-
 /// What a report's filing answers.
 pub type Answer = Result<Result<Filed, RateLimited>, StoreError>;
 
@@ -74,7 +70,8 @@ impl Store {
     /// report joins the bug of an earlier report with the same raw text, else the open bug
     /// `choose` picks from the open clusters of its component, through the engine's
     /// `attach` decision; when nothing fits (or the engine refuses) `open` opens a new bug.
-    /// Intake is serialised (SQLite's write lock; a PostgreSQL advisory lock), so two reports
+    /// Intake is serialised (SQLite's write lock; on PostgreSQL, the row lock of the intake
+    /// generation each batch takes), so two reports
     /// of one new bug filed at the same moment still end up in one cluster; reports filed at
     /// the same moment are filed in one transaction (see the module).
     ///
@@ -250,10 +247,7 @@ impl Store {
                 let mut generation = None;
                 let mut whole = true;
                 if postgres {
-                    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                        .bind(INTAKE_LOCK)
-                        .execute(&mut *batch_tx)
-                        .await?;
+                    // The generation's row lock, held to the commit, is the intake lock.
                     let taken: i64 = sqlx::query_scalar(
                         "UPDATE intake_generation SET generation = generation + 1 RETURNING generation",
                     )

@@ -890,6 +890,84 @@ async fn on_postgresql_a_bug_another_server_opened_is_joined() {
     two.close().await;
 }
 
+/// A batch filed on PostgreSQL after another server's asks the database for each report's
+/// clusters, while its own reports are written only at its end: its reports of one new
+/// subject still form one cluster, and a text it holds twice is known as a repeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_postgresql_a_batch_after_another_servers_forms_one_cluster() {
+    let (one, url, _dir) = fresh("postgres").await;
+    let one = Arc::new(one);
+    let store::DatabaseUrl::Postgres { url } = url else {
+        unreachable!("a PostgreSQL store")
+    };
+    let other = sqlx::PgPool::connect(&url).await.unwrap();
+    let bump = "UPDATE intake_generation SET generation = generation + 1";
+    // Another server holds the intake while this one's first batch (one report) waits for it.
+    let mut holding = other.begin().await.unwrap();
+    sqlx::query(bump).execute(&mut *holding).await.unwrap();
+    let first = {
+        let one = Arc::clone(&one);
+        tokio::spawn(async move {
+            let report = new_report("r-first", &raw("shoplite", "Logo is blurry on the home page"));
+            file(&one, &report, "bug-first").await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Twelve reports of one new subject queue behind it, two of them the same text.
+    let mut tasks = Vec::new();
+    for n in 0..12 {
+        let one = Arc::clone(&one);
+        tasks.push(tokio::spawn(async move {
+            let seen = if n == 7 { 6 } else { n };
+            let title = format!("SAVE300 coupon makes the total negative (seen {seen} times)");
+            let report = new_report(&format!("r-{n}"), &raw("shoplite", &title));
+            file(&one, &report, &format!("bug-{n}")).await
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The other server files again between the two batches.
+    let between = {
+        let other = other.clone();
+        tokio::spawn(async move {
+            let mut tx = other.begin().await.unwrap();
+            sqlx::query(bump).execute(&mut *tx).await.unwrap();
+            tx.commit().await.unwrap();
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    holding.commit().await.unwrap();
+    assert!(first.await.unwrap().opened);
+    between.await.unwrap();
+    let mut filed = Vec::new();
+    for task in tasks {
+        filed.push(task.await.unwrap());
+    }
+    let opened = filed.iter().filter(|f| f.opened).count();
+    let mut bugs: Vec<_> = filed.iter().map(|f| f.bug_id.clone().unwrap()).collect();
+    bugs.dedup();
+    assert_eq!((opened, bugs.len()), (1, 1), "{filed:?}");
+    let repeats: Vec<_> = filed
+        .iter()
+        .enumerate()
+        .filter_map(|(n, f)| f.repeat_of.as_ref().map(|of| (n, of.clone())))
+        .collect();
+    assert_eq!(repeats.len(), 1, "{repeats:?}");
+    assert!(
+        repeats[0] == (7, "r-6".to_owned()) || repeats[0] == (6, "r-7".to_owned()),
+        "{repeats:?}"
+    );
+    let stored = one
+        .report(&format!("r-{}", repeats[0].0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.repeat_of.as_deref(), Some(repeats[0].1.as_str()));
+    let bug = one.load_bug(&bugs[0]).await.unwrap().unwrap();
+    assert_eq!(bug.bug.reports.len(), 12);
+    assert!(one.verify_ledger().await.unwrap().is_ok());
+    other.close().await;
+}
+
 on_both!(
     a_report_that_cannot_be_stored_gives_its_token_back,
     one_failing_or_abandoned_report_costs_its_batch_nothing,
