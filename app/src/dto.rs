@@ -1,6 +1,6 @@
 //! Data shapes that cross the wire between the server and the browser.
 
-pub use domain::{BugState, DeskAction};
+pub use domain::{BugState, DeskAction, ReportStatus};
 use serde::{Deserialize, Serialize};
 
 /// The service name every health answer carries; the recorder checks it.
@@ -80,8 +80,8 @@ pub struct ReportReceipt {
     pub report_id: String,
     /// The bug it belongs to (none while quarantined).
     pub bug_id: Option<String>,
-    /// `admitted` or `quarantined`.
-    pub status: String,
+    /// Admitted or quarantined.
+    pub status: ReportStatus,
     /// It joined a bug others already reported.
     pub joined_existing: bool,
     /// The same text was submitted before.
@@ -126,8 +126,8 @@ pub struct ReportView {
     pub id: String,
     /// Component.
     pub component: String,
-    /// `admitted` or `quarantined`.
-    pub status: String,
+    /// Admitted or quarantined.
+    pub status: ReportStatus,
     /// Redacted title (none when quarantined: nothing was kept).
     pub title: Option<String>,
     /// Redacted account.

@@ -20,6 +20,7 @@ pub mod tier;
 pub mod workflow;
 
 pub use actor::Role;
+pub use airlock::ReportStatus;
 pub use capability::{Capability, CapabilityError, CapabilityHash};
 pub use desk_action::DeskAction;
 pub use state::BugState;

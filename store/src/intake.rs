@@ -292,8 +292,8 @@ impl Store {
                         // its first write): it is tried again.
                         let attempt: Result<Option<Result<Filed, RateLimited>>, StoreError> = async {
                             let (status, families, dossier) = match &report.content {
-                                ReportContent::Admitted(dossier) => ("admitted", "[]".to_owned(), Some(json(dossier)?)),
-                                ReportContent::Quarantined { families } => ("quarantined", json(families)?, None),
+                                ReportContent::Admitted(dossier) => (domain::ReportStatus::Admitted.as_str(), "[]".to_owned(), Some(json(dossier)?)),
+                                ReportContent::Quarantined { families } => (domain::ReportStatus::Quarantined.as_str(), json(families)?, None),
                             };
                             Ok({
                                 let tx = &mut *batch_tx;

@@ -298,7 +298,7 @@ fn to_report(row: ReportRow) -> Result<StoredReport, StoreError> {
         id,
         bug_id,
         component,
-        quarantined: status == "quarantined",
+        quarantined: status == domain::ReportStatus::Quarantined.as_str(),
         families,
         dossier,
         opens_bug: opens_bug != 0,

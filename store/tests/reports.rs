@@ -908,7 +908,10 @@ async fn on_postgresql_a_batch_after_another_servers_forms_one_cluster() {
     let first = {
         let one = Arc::clone(&one);
         tokio::spawn(async move {
-            let report = new_report("r-first", &raw("shoplite", "Logo is blurry on the home page"));
+            let report = new_report(
+                "r-first",
+                &raw("shoplite", "Logo is blurry on the home page"),
+            );
             file(&one, &report, "bug-first").await
         })
     };

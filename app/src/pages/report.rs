@@ -263,7 +263,7 @@ fn ErrorSummary(error: RwSignal<Option<ApiError>>) -> impl IntoView {
 #[component]
 fn Receipt(receipt: ReportReceipt) -> impl IntoView {
     let link = receipt.tracking_link.clone();
-    let quarantined = receipt.status == "quarantined";
+    let quarantined = receipt.status == crate::dto::ReportStatus::Quarantined;
     // In the browser: the whole address (to paste anywhere), remembered here so "Your report"
     // reopens it. The page the server renders without scripts shows the path.
     #[cfg(feature = "hydrate")]

@@ -260,7 +260,7 @@ fn PasteForm(#[prop(optional)] on_open: Option<Callback<String>>) -> impl IntoVi
 #[component]
 fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
     let report = tracking.report.clone();
-    let quarantined = report.status == "quarantined";
+    let quarantined = report.status == crate::dto::ReportStatus::Quarantined;
     view! {
         <section class="panel" aria-labelledby="state-heading" data-testid="tracking">
             <h2 id="state-heading">"Where it stands"</h2>

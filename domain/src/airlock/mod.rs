@@ -90,6 +90,36 @@ pub struct Dossier {
     pub redactions: BTreeMap<String, u32>,
 }
 
+/// A stored report's standing, as its reporter and the API see it: what the airlock decided,
+/// without what it kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportStatus {
+    /// Admitted: its redacted dossier is kept and it belongs to a bug.
+    Admitted,
+    /// Quarantined: only its metadata is kept, and no model reads it.
+    Quarantined,
+}
+
+impl ReportStatus {
+    /// The status as stored and sent (`admitted`, `quarantined`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportStatus::Admitted => "admitted",
+            ReportStatus::Quarantined => "quarantined",
+        }
+    }
+
+    /// `Quarantined` when `quarantined`, else `Admitted`.
+    pub fn of(quarantined: bool) -> ReportStatus {
+        if quarantined {
+            ReportStatus::Quarantined
+        } else {
+            ReportStatus::Admitted
+        }
+    }
+}
+
 /// What the airlock decided.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -212,5 +242,29 @@ pub fn admit_with(report: &RawReport, model: &classifier::Model) -> Admission {
             redactions,
         },
         raw_sha256,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReportStatus;
+
+    /// The status the API sends is the one stored and the one the tracking page compares.
+    #[test]
+    fn a_report_status_is_sent_as_it_is_stored() {
+        for (status, text) in [
+            (ReportStatus::Admitted, "admitted"),
+            (ReportStatus::Quarantined, "quarantined"),
+        ] {
+            assert_eq!(status.as_str(), text);
+            assert_eq!(serde_json::to_value(status).unwrap(), text);
+            assert_eq!(
+                serde_json::from_value::<ReportStatus>(text.into()).unwrap(),
+                status
+            );
+        }
+        assert_eq!(ReportStatus::of(true), ReportStatus::Quarantined);
+        assert_eq!(ReportStatus::of(false), ReportStatus::Admitted);
+        assert!(serde_json::from_value::<ReportStatus>("ok".into()).is_err());
     }
 }

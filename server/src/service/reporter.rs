@@ -287,12 +287,7 @@ pub async fn file_report(
     Ok(ReportReceipt {
         report_id: report.id,
         bug_id: filed.bug_id,
-        status: if quarantined {
-            "quarantined"
-        } else {
-            "admitted"
-        }
-        .to_owned(),
+        status: domain::ReportStatus::of(quarantined),
         joined_existing: !filed.opened && !quarantined,
         repeat: filed.repeat_of.is_some(),
         tracking_link: format!("/track#{}", capability.expose_for_link()),
@@ -488,12 +483,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
     let report_view = ReportView {
         id: report.id.clone(),
         component: report.component.clone(),
-        status: if report.quarantined {
-            "quarantined"
-        } else {
-            "admitted"
-        }
-        .to_owned(),
+        status: domain::ReportStatus::of(report.quarantined),
         title: dossier.map(|d| d.title.clone()),
         what_happened: dossier.map(|d| d.what_happened.clone()),
         expected: dossier.map(|d| d.expected.clone()),

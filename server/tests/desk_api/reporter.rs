@@ -148,7 +148,7 @@ async fn two_reporters_share_one_bug_and_each_sees_only_their_own(backend: &str)
     .await;
     assert_eq!(status, 201);
     let second: ReportReceipt = serde_json::from_value(second).unwrap();
-    assert_eq!(first.status, "admitted");
+    assert_eq!(first.status.as_str(), "admitted");
     assert!(!first.joined_existing && second.joined_existing);
     assert_eq!(first.bug_id, second.bug_id, "one cluster");
     assert_ne!(first.tracking_link, second.tracking_link, "two links");
@@ -203,13 +203,13 @@ async fn hostile_text_and_personal_data_never_reach_the_database(backend: &str) 
     let (status, body) = file(&client, &server.base, &hostile).await;
     assert_eq!(status, 201, "a quarantined report is accepted too");
     let quarantined: ReportReceipt = serde_json::from_value(body).unwrap();
-    assert_eq!(quarantined.status, "quarantined");
+    assert_eq!(quarantined.status.as_str(), "quarantined");
     assert_eq!(quarantined.bug_id, None);
     assert!(quarantined.message.contains("words were not kept"));
     assert!(quarantined.message.contains("may write to you"));
     let (_, view) = track(&client, &server.base, Some(&capability_of(&quarantined))).await;
     let view: Tracking = serde_json::from_str(&view).unwrap();
-    assert_eq!(view.report.status, "quarantined");
+    assert_eq!(view.report.status.as_str(), "quarantined");
     assert_eq!(view.report.title, None);
     // Owners see it in the queue (metadata only) and reach the reporter through the link.
     let scratch = tempfile::tempdir().unwrap();
@@ -280,7 +280,7 @@ async fn hostile_text_and_personal_data_never_reach_the_database(backend: &str) 
     assert_eq!(status, 201);
     let clean: ReportReceipt = serde_json::from_value(body).unwrap();
     assert_eq!(
-        clean.status, "admitted",
+        clean.status.as_str(), "admitted",
         "personal data is redacted, not quarantined"
     );
     let (_, view) = track(&client, &server.base, Some(&capability_of(&clean))).await;
