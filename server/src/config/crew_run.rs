@@ -1,6 +1,7 @@
 //! Where the crew runs (`R2R_CREW`, `R2R_MODEL_*`).
 
-use super::{ConfigError, Environment};
+use super::intake::component_list;
+use super::{whole_in, ConfigError, Environment};
 
 /// Where the crew runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +35,73 @@ pub fn crew_approach(
         hint: project_hint(profile).to_owned(),
         context: switch("R2R_CREW_CONTEXT")?,
         feedback: switch("R2R_CREW_FEEDBACK")?,
+    })
+}
+
+/// The crew's rules: the components it may work on (`R2R_CREW_COMPONENTS`) and the failed
+/// reproductions before a person gets the bug (`R2R_REPRODUCTION_ATTEMPTS`, 1 to 10).
+pub fn policy(env: &Environment) -> Result<domain::workflow::Policy, ConfigError> {
+    let mut policy = domain::workflow::Policy::default();
+    if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
+        policy.allowed_components = component_list("R2R_CREW_COMPONENTS", text)?;
+    }
+    policy.max_reproduction_attempts = whole_in(
+        env,
+        "R2R_REPRODUCTION_ATTEMPTS",
+        1,
+        10,
+        i64::from(policy.max_reproduction_attempts),
+        "how many proposed tests may fail to reproduce a bug before a person gets it",
+    )?
+    .try_into()
+    .unwrap_or(policy.max_reproduction_attempts);
+    Ok(policy)
+}
+
+/// How long an accepted crew task stays its worker's, in ms (`R2R_CREW_TASK_LEASE`,
+/// seconds, 1 to 86,400).
+pub fn task_lease_ms(env: &Environment) -> Result<i64, ConfigError> {
+    Ok(match env.get("R2R_CREW_TASK_LEASE") {
+    None => domain::crew::TASK_LEASE_MS,
+    Some(text) => text
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|s| (1..=86_400).contains(s))
+        .map(|s| s * 1000)
+        .ok_or_else(|| {
+            ConfigError::new(
+                "R2R_CREW_TASK_LEASE",
+                format!(
+                    "expected how many seconds an accepted crew task stays its worker's, a whole number from 1 to 86400, got {text:?}"
+                ),
+            )
+        })?,
+})
+}
+
+/// How often a failed crew step is tried (`R2R_CREW_RETRIES`) and the first wait
+/// (`R2R_CREW_RETRY_BACKOFF`).
+pub fn retry_policy(env: &Environment) -> Result<domain::crew::RetryPolicy, ConfigError> {
+    Ok(domain::crew::RetryPolicy {
+        attempts: whole_in(
+            env,
+            "R2R_CREW_RETRIES",
+            1,
+            10,
+            i64::from(domain::crew::RETRY_POLICY.attempts),
+            "how many times a crew step is tried in all",
+        )?
+        .try_into()
+        .unwrap_or(domain::crew::RETRY_POLICY.attempts),
+        backoff_ms: whole_in(
+            env,
+            "R2R_CREW_RETRY_BACKOFF",
+            0,
+            3_600,
+            domain::crew::RETRY_POLICY.backoff_ms / 1000,
+            "how many seconds the crew waits before trying a failed step again",
+        )? * 1000,
     })
 }
 
@@ -96,5 +164,78 @@ pub(crate) fn crew_mode(env: &Environment) -> Result<CrewMode, ConfigError> {
             "R2R_CREW",
             format!("expected in-process or off, got {other:?}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, Environment};
+
+    #[test]
+    fn crew_retries_default_to_three_tries_thirty_seconds_apart_and_bad_values_are_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.crew_retry, domain::crew::RETRY_POLICY);
+        assert_eq!(config.crew_retry.attempts, 3);
+        assert_eq!(config.crew_retry.backoff_ms, 30_000);
+        let set =
+            Environment::from_pairs([("R2R_CREW_RETRIES", " 2 "), ("R2R_CREW_RETRY_BACKOFF", "0")]);
+        let config = Config::from_env(&set, None).unwrap();
+        assert_eq!(
+            (config.crew_retry.attempts, config.crew_retry.backoff_ms),
+            (2, 0)
+        );
+        for (name, value) in [
+            ("R2R_CREW_RETRIES", "0"),
+            ("R2R_CREW_RETRIES", "11"),
+            ("R2R_CREW_RETRIES", "three"),
+            ("R2R_CREW_RETRY_BACKOFF", "-1"),
+            ("R2R_CREW_RETRY_BACKOFF", "3601"),
+            ("R2R_CREW_RETRY_BACKOFF", "1.5"),
+        ] {
+            let env = Environment::from_pairs([(name, value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, name, "{value:?}");
+            assert!(error.reason.contains(value), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn the_reproducer_reads_context_takes_feedback_and_has_three_attempts_unless_told() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert!(config.crew_approach.context && config.crew_approach.feedback);
+        assert_eq!(config.policy.max_reproduction_attempts, 3);
+        let set = Environment::from_pairs([
+            ("R2R_CREW_CONTEXT", "off"),
+            ("R2R_CREW_FEEDBACK", " OFF "),
+            ("R2R_REPRODUCTION_ATTEMPTS", "5"),
+        ]);
+        let config = Config::from_env(&set, None).unwrap();
+        assert!(!config.crew_approach.context && !config.crew_approach.feedback);
+        assert_eq!(config.policy.max_reproduction_attempts, 5);
+        for (name, value) in [
+            ("R2R_CREW_CONTEXT", "maybe"),
+            ("R2R_CREW_FEEDBACK", "1"),
+            ("R2R_REPRODUCTION_ATTEMPTS", "0"),
+            ("R2R_REPRODUCTION_ATTEMPTS", "11"),
+            ("R2R_REPRODUCTION_ATTEMPTS", "three"),
+        ] {
+            let env = Environment::from_pairs([(name, value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, name, "{value:?}");
+            assert!(error.reason.contains(value.trim()), "{}", error.reason);
+        }
+    }
+
+    #[test]
+    fn the_crew_task_lease_defaults_to_fifteen_minutes_and_a_bad_value_is_named() {
+        let config = Config::from_env(&Environment::default(), None).unwrap();
+        assert_eq!(config.task_lease_ms, 20_000);
+        let short = Environment::from_pairs([("R2R_CREW_TASK_LEASE", "2")]);
+        assert_eq!(Config::from_env(&short, None).unwrap().task_lease_ms, 2_000);
+        for value in ["0", "-5", "soon", "86401", "1.5"] {
+            let env = Environment::from_pairs([("R2R_CREW_TASK_LEASE", value)]);
+            let error = Config::from_env(&env, None).unwrap_err();
+            assert_eq!(error.variable, "R2R_CREW_TASK_LEASE", "{value:?}");
+        }
     }
 }

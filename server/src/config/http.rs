@@ -86,6 +86,31 @@ impl HttpLimits {
     }
 }
 
+/// Where the other servers on the same database reach this one (`R2R_SERVER_ADDRESS`, an
+/// http(s) base URL with no path, query or user); unset: none.
+pub fn server_address(env: &Environment) -> Result<Option<String>, ConfigError> {
+    Ok(match env.get("R2R_SERVER_ADDRESS").map(str::trim) {
+        None | Some("") => None,
+        Some(text) => {
+            let parsed = reqwest::Url::parse(text).ok().filter(|url| {
+                matches!(url.scheme(), "http" | "https")
+                    && url.host_str().is_some()
+                    && url.query().is_none()
+                    && url.fragment().is_none()
+                    && url.username().is_empty()
+                    && url.path() == "/"
+            });
+            if parsed.is_none() {
+                return Err(ConfigError::new(
+                "R2R_SERVER_ADDRESS",
+                format!("expected an http(s) base URL such as http://10.0.0.5:3000, with no path, query or user, got {text:?}"),
+            ));
+            }
+            Some(text.trim_end_matches('/').to_owned())
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -124,6 +149,30 @@ mod tests {
             let env = Environment::from_pairs([(name, value)]);
             let error = HttpLimits::from_env(&env).unwrap_err();
             assert_eq!(error.variable, name, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn the_server_address_is_a_base_url_or_unset() {
+        assert_eq!(server_address(&Environment::default()).unwrap(), None);
+        let set = Environment::from_pairs([("R2R_SERVER_ADDRESS", " http://10.0.0.5:3000/ ")]);
+        assert_eq!(
+            server_address(&set).unwrap().as_deref(),
+            Some("http://10.0.0.5:3000")
+        );
+        for bad in [
+            "ftp://10.0.0.5",
+            "http://10.0.0.5:3000/desk",
+            "10.0.0.5:3000",
+            "http://u@h/",
+            "http://h/?q=1",
+        ] {
+            let set = Environment::from_pairs([("R2R_SERVER_ADDRESS", bad)]);
+            assert_eq!(
+                server_address(&set).unwrap_err().variable,
+                "R2R_SERVER_ADDRESS",
+                "{bad:?}"
+            );
         }
     }
 }

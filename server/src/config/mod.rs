@@ -6,12 +6,15 @@ mod crew_run;
 mod deploy;
 mod deps;
 mod env;
+mod forge;
 mod github;
 mod http;
 mod intake;
 mod limits;
 mod notify;
 mod proxies;
+mod sandbox_runs;
+mod spend;
 
 pub use auth::{
     looks_like_email, looks_like_owner_email, AuthConfig, BootstrapOwner, DEFAULT_LOGIN_RATE,
@@ -22,13 +25,16 @@ pub use deps::DepsConfig;
 pub use env::{parse_env_file, ConfigError, Environment};
 pub use github::GitHubConfig;
 pub use http::HttpLimits;
-use intake::component_list;
 pub use intake::{
     IntakeConfig, DEFAULT_ANSWER_RATE, DEFAULT_COMPONENTS, DEFAULT_INTAKE_RATE,
     DEFAULT_STRANGER_BUGS_PER_HOUR,
 };
 pub use notify::NotifyConfig;
 pub use proxies::TrustedProxies;
+pub use sandbox_runs::{
+    Confirm, SandboxSection, DEFAULT_SANDBOX_CLAIM_TIMEOUT, DEFAULT_SANDBOX_CONCURRENCY,
+    MAX_SANDBOX_CONCURRENCY,
+};
 
 use crew_run::crew_mode;
 use std::net::SocketAddr;
@@ -122,39 +128,6 @@ pub struct Config {
     pub spend: domain::spend::Budget,
 }
 
-/// When a worker's test run is run again by a second worker before the desk believes it
-/// (`R2R_SANDBOX_CONFIRM`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Confirm {
-    /// Whenever two or more workers hold a valid token (the default).
-    #[default]
-    Auto,
-    /// Always: with a single worker, test runs wait for a second one (and say so).
-    Always,
-    /// Never: one worker's word is taken (its name is still on the evidence).
-    Never,
-}
-
-impl Confirm {
-    /// From `auto`, `always` or `never`.
-    pub fn parse(text: &str) -> Option<Confirm> {
-        match text {
-            "auto" => Some(Confirm::Auto),
-            "always" => Some(Confirm::Always),
-            "never" => Some(Confirm::Never),
-            _ => None,
-        }
-    }
-}
-
-/// How long a queued sandbox job waits for a worker by default (`R2R_SANDBOX_CLAIM_TIMEOUT`).
-pub const DEFAULT_SANDBOX_CLAIM_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
-
-/// Default number of sandbox measurements at once (`R2R_SANDBOX_CONCURRENCY`).
-pub const DEFAULT_SANDBOX_CONCURRENCY: usize = 2;
-/// The most `R2R_SANDBOX_CONCURRENCY` may say: each run may take a core and hundreds of MiB.
-pub const MAX_SANDBOX_CONCURRENCY: usize = 32;
-
 impl Config {
     /// Builds the configuration; `addr_flag` (from `--addr`) wins over `R2R_ADDR`.
     pub fn from_env(env: &Environment, addr_flag: Option<&str>) -> Result<Config, ConfigError> {
@@ -171,46 +144,15 @@ impl Config {
         let bootstrap_owner = BootstrapOwner::from_env(env)?;
         let leptos_toml = env.leptos_toml();
         let intake = IntakeConfig::from_env(env)?;
-        let mut policy = domain::workflow::Policy::default();
-        if let Some(text) = env.get("R2R_CREW_COMPONENTS") {
-            policy.allowed_components = component_list("R2R_CREW_COMPONENTS", text)?;
-        }
-        policy.max_reproduction_attempts = whole_in(
-            env,
-            "R2R_REPRODUCTION_ATTEMPTS",
-            1,
-            10,
-            i64::from(policy.max_reproduction_attempts),
-            "how many proposed tests may fail to reproduce a bug before a person gets it",
-        )?
-        .try_into()
-        .unwrap_or(policy.max_reproduction_attempts);
+        let policy = crew_run::policy(env)?;
+        let sandbox = sandbox_runs::SandboxSection::from_env(env)?;
         let auth = AuthConfig::from_env(env)?;
         let github = GitHubConfig::from_env(env)?;
         let http = HttpLimits::from_env(env)?;
         Ok(Config {
             database_url,
             addr,
-            server_address: match env.get("R2R_SERVER_ADDRESS").map(str::trim) {
-                None | Some("") => None,
-                Some(text) => {
-                    let parsed = reqwest::Url::parse(text).ok().filter(|url| {
-                        matches!(url.scheme(), "http" | "https")
-                            && url.host_str().is_some()
-                            && url.query().is_none()
-                            && url.fragment().is_none()
-                            && url.username().is_empty()
-                            && url.path() == "/"
-                    });
-                    if parsed.is_none() {
-                        return Err(ConfigError::new(
-                            "R2R_SERVER_ADDRESS",
-                            format!("expected an http(s) base URL such as http://10.0.0.5:3000, with no path, query or user, got {text:?}"),
-                        ));
-                    }
-                    Some(text.trim_end_matches('/').to_owned())
-                }
-            },
+            server_address: http::server_address(env)?,
             http,
             bootstrap_owner,
             leptos_toml,
@@ -218,9 +160,7 @@ impl Config {
             policy,
             auth,
             github,
-            local_forge: env
-                .get("R2R_LOCAL_FORGE")
-                .map(|p| std::path::PathBuf::from(p.trim())),
+            local_forge: forge::local_forge(env),
             deploy: DeployConfig::from_env(
                 env,
                 env.get("R2R_LOCAL_FORGE").is_some(),
@@ -229,173 +169,16 @@ impl Config {
             deploy_dir: deploy::directory(env),
             deps: deps::DepsConfig::from_env(env)?,
             run_limits: limits::run_limits(env)?,
-            local_forge_branch: {
-                let branch = env.get("R2R_LOCAL_FORGE_BRANCH").unwrap_or("main").trim();
-                if branch.is_empty()
-                    || branch.starts_with('-')
-                    || branch.contains("..")
-                    || branch.chars().any(|c| c.is_whitespace() || c.is_control())
-                {
-                    return Err(ConfigError::new(
-                        "R2R_LOCAL_FORGE_BRANCH",
-                        format!("expected a git branch name such as main, got {branch:?}"),
-                    ));
-                }
-                branch.to_owned()
-            },
-            sandbox_backend: {
-                match env.get("R2R_SANDBOX_BACKEND").unwrap_or("docker").trim() {
-                    "none" => None,
-                    backend => Some(backend.parse::<sandbox::Backend>().map_err(|_| {
-                        ConfigError::new(
-                            "R2R_SANDBOX_BACKEND",
-                            format!("expected docker, bwrap or none, got {backend:?}"),
-                        )
-                    })?),
-                }
-            },
-            sandbox_concurrency: match env.get("R2R_SANDBOX_CONCURRENCY") {
-                None => DEFAULT_SANDBOX_CONCURRENCY,
-                Some(text) => text
-                    .trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| (1..=MAX_SANDBOX_CONCURRENCY).contains(n))
-                    .ok_or_else(|| {
-                        ConfigError::new(
-                            "R2R_SANDBOX_CONCURRENCY",
-                            format!(
-                                "expected how many sandbox runs may go at once, a whole number from 1 to {MAX_SANDBOX_CONCURRENCY}, got {text:?}"
-                            ),
-                        )
-                    })?,
-            },
+            local_forge_branch: forge::local_forge_branch(env)?,
             sandbox_image: env.sandbox_image(),
-            sandbox_workers: {
-                let timeout = match env.get("R2R_SANDBOX_CLAIM_TIMEOUT") {
-                    None => DEFAULT_SANDBOX_CLAIM_TIMEOUT,
-                    Some(text) => text
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|s| (1..=3600).contains(s))
-                        .map(std::time::Duration::from_secs)
-                        .ok_or_else(|| {
-                            ConfigError::new(
-                                "R2R_SANDBOX_CLAIM_TIMEOUT",
-                                format!("expected how many seconds a sandbox job may wait for a worker, a whole number from 1 to 3600, got {text:?}"),
-                            )
-                        })?,
-                };
-                match env.get("R2R_SANDBOX_RUNNER").map(str::trim) {
-                    None | Some("local") => None,
-                    Some("workers") => Some(timeout),
-                    Some(other) => {
-                        return Err(ConfigError::new(
-                            "R2R_SANDBOX_RUNNER",
-                            format!("expected local (this process's sandbox) or workers (r2r sandbox worker hosts), got {other:?}"),
-                        ))
-                    }
-                }
-            },
-            sandbox_confirm: match env.get("R2R_SANDBOX_CONFIRM").map(str::trim) {
-                None => Confirm::default(),
-                Some(text) => Confirm::parse(text).ok_or_else(|| {
-                    ConfigError::new(
-                        "R2R_SANDBOX_CONFIRM",
-                        format!("expected auto (a second worker confirms each test run when two workers hold tokens), always or never, got {text:?}"),
-                    )
-                })?,
-            },
-            task_lease_ms: match env.get("R2R_CREW_TASK_LEASE") {
-                None => domain::crew::TASK_LEASE_MS,
-                Some(text) => text
-                    .trim()
-                    .parse::<i64>()
-                    .ok()
-                    .filter(|s| (1..=86_400).contains(s))
-                    .map(|s| s * 1000)
-                    .ok_or_else(|| {
-                        ConfigError::new(
-                            "R2R_CREW_TASK_LEASE",
-                            format!(
-                                "expected how many seconds an accepted crew task stays its worker's, a whole number from 1 to 86400, got {text:?}"
-                            ),
-                        )
-                    })?,
-            },
+            sandbox_backend: sandbox.backend,
+            sandbox_concurrency: sandbox.concurrency,
+            sandbox_workers: sandbox.workers,
+            sandbox_confirm: sandbox.confirm,
+            task_lease_ms: crew_run::task_lease_ms(env)?,
             crew_approach: crew_run::crew_approach(env, env.target_profile()?)?,
-            crew_retry: domain::crew::RetryPolicy {
-                attempts: whole_in(
-                    env,
-                    "R2R_CREW_RETRIES",
-                    1,
-                    10,
-                    i64::from(domain::crew::RETRY_POLICY.attempts),
-                    "how many times a crew step is tried in all",
-                )?
-                .try_into()
-                .unwrap_or(domain::crew::RETRY_POLICY.attempts),
-                backoff_ms: whole_in(
-                    env,
-                    "R2R_CREW_RETRY_BACKOFF",
-                    0,
-                    3_600,
-                    domain::crew::RETRY_POLICY.backoff_ms / 1000,
-                    "how many seconds the crew waits before trying a failed step again",
-                )? * 1000,
-            },
-            spend: {
-                let defaults = domain::spend::Budget::default();
-                let dollars = |name: &str, default: u64| -> Result<u64, ConfigError> {
-                    match env.get(name) {
-                        None => Ok(default),
-                        Some(text) => domain::spend::parse_dollars(text).ok_or_else(|| {
-                            ConfigError::new(
-                                name,
-                                format!("expected a dollar amount such as 0.03 or 5, got {text:?}"),
-                            )
-                        }),
-                    }
-                };
-                let count = |name: &str, default: u32| -> Result<u32, ConfigError> {
-                    match env.get(name) {
-                        None => Ok(default),
-                        Some(text) => text
-                            .trim()
-                            .parse::<u32>()
-                            .ok()
-                            .filter(|n| *n > 0)
-                            .ok_or_else(|| {
-                                ConfigError::new(
-                                    name,
-                                    format!("expected a positive whole number, got {text:?}"),
-                                )
-                            }),
-                    }
-                };
-                domain::spend::Budget {
-                    per_call: dollars("R2R_SPEND_PER_CALL", defaults.per_call)?,
-                    total: dollars("R2R_SPEND_TOTAL", defaults.total)?,
-                    per_bug: dollars("R2R_SPEND_PER_BUG", defaults.per_bug)?,
-                    calls_per_hour: count("R2R_SPEND_CALLS_PER_HOUR", defaults.calls_per_hour)?,
-                    client_calls_per_hour: count(
-                        "R2R_SPEND_CLIENT_CALLS_PER_HOUR",
-                        defaults.client_calls_per_hour,
-                    )?,
-                    unconfirmed_percent: whole_in(
-                        env,
-                        "R2R_SPEND_UNCONFIRMED_PERCENT",
-                        1,
-                        100,
-                        i64::from(defaults.unconfirmed_percent),
-                        "the percent of the budget and of the hourly calls that bugs nobody \
-                         confirmed or promoted may take together",
-                    )?
-                    .try_into()
-                    .unwrap_or(defaults.unconfirmed_percent),
-                }
-            },
+            crew_retry: crew_run::retry_policy(env)?,
+            spend: spend::budget(env)?,
             target_profile: env.target_profile()?,
             crew: crew_mode(env)?,
             notify: NotifyConfig::from_env(env)?,
@@ -490,31 +273,6 @@ pub(super) fn whole_in(
 mod tests {
     use super::*;
     use crate::ratelimit::RateLimit;
-
-    #[test]
-    fn the_sandbox_backend_is_parsed_once_into_its_type() {
-        let backend = |text: &str| {
-            Config::from_env(
-                &Environment::from_pairs([("R2R_SANDBOX_BACKEND", text)]),
-                None,
-            )
-            .map(|c| c.sandbox_backend)
-        };
-        assert_eq!(backend("docker").unwrap(), Some(sandbox::Backend::Docker));
-        assert_eq!(backend(" bwrap ").unwrap(), Some(sandbox::Backend::Bwrap));
-        assert_eq!(backend("none").unwrap(), None);
-        let error = backend("podman").unwrap_err().to_string();
-        assert!(
-            error.contains("R2R_SANDBOX_BACKEND") && error.contains("docker, bwrap or none"),
-            "{error}"
-        );
-        assert_eq!(
-            Config::from_env(&Environment::default(), None)
-                .unwrap()
-                .sandbox_backend,
-            Some(sandbox::Backend::Docker)
-        );
-    }
 
     #[test]
     fn defaults_are_a_sqlite_file_under_data_and_loopback_port_3000() {
@@ -656,133 +414,6 @@ mod tests {
                 .variable,
             "R2R_GITHUB_GIT_URL"
         );
-    }
-
-    #[test]
-    fn the_sandbox_concurrency_defaults_to_two_and_a_bad_value_is_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.sandbox_concurrency, 2);
-        let one = Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", " 1 ")]);
-        assert_eq!(Config::from_env(&one, None).unwrap().sandbox_concurrency, 1);
-        for value in ["0", "-1", "two", "33", "1.5"] {
-            let env = Environment::from_pairs([("R2R_SANDBOX_CONCURRENCY", value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, "R2R_SANDBOX_CONCURRENCY", "{value:?}");
-            assert!(error.reason.contains("1 to 32"), "{}", error.reason);
-        }
-    }
-
-    #[test]
-    fn the_unconfirmed_share_defaults_to_half_and_a_bad_value_is_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.spend.unconfirmed_percent, 50);
-        let set = Environment::from_pairs([("R2R_SPEND_UNCONFIRMED_PERCENT", "20")]);
-        assert_eq!(
-            Config::from_env(&set, None)
-                .unwrap()
-                .spend
-                .unconfirmed_percent,
-            20
-        );
-        for bad in ["0", "101", "half", "-5", "50%"] {
-            let set = Environment::from_pairs([("R2R_SPEND_UNCONFIRMED_PERCENT", bad)]);
-            let error = Config::from_env(&set, None).unwrap_err();
-            assert!(
-                error.to_string().contains("R2R_SPEND_UNCONFIRMED_PERCENT"),
-                "{bad:?}: {error}"
-            );
-        }
-    }
-
-    #[test]
-    fn worker_confirmation_defaults_to_auto_and_a_bad_value_is_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.sandbox_confirm, Confirm::Auto);
-        for (text, confirm) in [
-            (" always ", Confirm::Always),
-            ("never", Confirm::Never),
-            ("auto", Confirm::Auto),
-        ] {
-            let env = Environment::from_pairs([("R2R_SANDBOX_CONFIRM", text)]);
-            assert_eq!(
-                Config::from_env(&env, None).unwrap().sandbox_confirm,
-                confirm
-            );
-        }
-        for value in ["yes", "ALWAYS", "1", "auto never"] {
-            let env = Environment::from_pairs([("R2R_SANDBOX_CONFIRM", value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, "R2R_SANDBOX_CONFIRM", "{value:?}");
-            assert!(error.reason.contains("auto"), "{}", error.reason);
-        }
-    }
-
-    #[test]
-    fn crew_retries_default_to_three_tries_thirty_seconds_apart_and_bad_values_are_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.crew_retry, domain::crew::RETRY_POLICY);
-        assert_eq!(config.crew_retry.attempts, 3);
-        assert_eq!(config.crew_retry.backoff_ms, 30_000);
-        let set =
-            Environment::from_pairs([("R2R_CREW_RETRIES", " 2 "), ("R2R_CREW_RETRY_BACKOFF", "0")]);
-        let config = Config::from_env(&set, None).unwrap();
-        assert_eq!(
-            (config.crew_retry.attempts, config.crew_retry.backoff_ms),
-            (2, 0)
-        );
-        for (name, value) in [
-            ("R2R_CREW_RETRIES", "0"),
-            ("R2R_CREW_RETRIES", "11"),
-            ("R2R_CREW_RETRIES", "three"),
-            ("R2R_CREW_RETRY_BACKOFF", "-1"),
-            ("R2R_CREW_RETRY_BACKOFF", "3601"),
-            ("R2R_CREW_RETRY_BACKOFF", "1.5"),
-        ] {
-            let env = Environment::from_pairs([(name, value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, name, "{value:?}");
-            assert!(error.reason.contains(value), "{}", error.reason);
-        }
-    }
-
-    #[test]
-    fn the_reproducer_reads_context_takes_feedback_and_has_three_attempts_unless_told() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert!(config.crew_approach.context && config.crew_approach.feedback);
-        assert_eq!(config.policy.max_reproduction_attempts, 3);
-        let set = Environment::from_pairs([
-            ("R2R_CREW_CONTEXT", "off"),
-            ("R2R_CREW_FEEDBACK", " OFF "),
-            ("R2R_REPRODUCTION_ATTEMPTS", "5"),
-        ]);
-        let config = Config::from_env(&set, None).unwrap();
-        assert!(!config.crew_approach.context && !config.crew_approach.feedback);
-        assert_eq!(config.policy.max_reproduction_attempts, 5);
-        for (name, value) in [
-            ("R2R_CREW_CONTEXT", "maybe"),
-            ("R2R_CREW_FEEDBACK", "1"),
-            ("R2R_REPRODUCTION_ATTEMPTS", "0"),
-            ("R2R_REPRODUCTION_ATTEMPTS", "11"),
-            ("R2R_REPRODUCTION_ATTEMPTS", "three"),
-        ] {
-            let env = Environment::from_pairs([(name, value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, name, "{value:?}");
-            assert!(error.reason.contains(value.trim()), "{}", error.reason);
-        }
-    }
-
-    #[test]
-    fn the_crew_task_lease_defaults_to_fifteen_minutes_and_a_bad_value_is_named() {
-        let config = Config::from_env(&Environment::default(), None).unwrap();
-        assert_eq!(config.task_lease_ms, 20_000);
-        let short = Environment::from_pairs([("R2R_CREW_TASK_LEASE", "2")]);
-        assert_eq!(Config::from_env(&short, None).unwrap().task_lease_ms, 2_000);
-        for value in ["0", "-5", "soon", "86401", "1.5"] {
-            let env = Environment::from_pairs([("R2R_CREW_TASK_LEASE", value)]);
-            let error = Config::from_env(&env, None).unwrap_err();
-            assert_eq!(error.variable, "R2R_CREW_TASK_LEASE", "{value:?}");
-        }
     }
 
     #[test]
