@@ -15,6 +15,7 @@ pub mod classify_go;
 pub mod classify_junit;
 pub mod classify_node;
 pub mod confirm;
+pub mod detect;
 pub mod docker;
 pub mod isolated;
 pub mod pool;

@@ -79,29 +79,105 @@ pub fn libtest_counts(output: &str) -> Option<(u64, u64, u64)> {
     counts
 }
 
-/// Runs the preflight of the repository at `repository` (`reference` in it) as `profile`.
-pub async fn preflight(
-    env_file: &Path,
-    repository: &Path,
-    reference: &str,
-    profile: &str,
-) -> anyhow::Result<ExitCode> {
-    let config = super::load_config(env_file, None)?;
-    let profile = sandbox::Profile::parse(profile.trim()).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--profile: expected rust, node, vitest, python, go or junit, got {profile:?}"
-        )
-    })?;
+/// The tree of `reference` in the repository at `repository`, exported as the desk measures
+/// it, and its commit.
+async fn exported(repository: &Path, reference: &str) -> anyhow::Result<(Snapshot, CommitSha)> {
     let git_dir = git_dir(repository);
     let commit = resolve(&git_dir, reference).await?;
     let forge = forge::LocalForge::new(&git_dir, reference);
-    let started = Instant::now();
     let snapshot = Snapshot::new().map_err(|r| anyhow::anyhow!(r.error.message))?;
     snapshot
         .export(&forge, &commit)
         .await
         .map_err(|r| anyhow::anyhow!(r.error.message))?;
+    Ok((snapshot, commit))
+}
+
+/// Prints what [`sandbox::detect::detect`] makes of a tree, one part a line.
+fn print_detection(found: &sandbox::detect::Detection) {
+    let or_none = |parts: &[String]| {
+        if parts.is_empty() {
+            "none".to_owned()
+        } else {
+            parts.join(", ")
+        }
+    };
+    println!(
+        "profile     {}",
+        match (&found.profile, &found.manifest) {
+            (Some(profile), Some(manifest)) => format!("{} (from {manifest})", profile.as_str()),
+            (Some(profile), None) => profile.as_str().to_owned(),
+            (None, _) => "none fits".to_owned(),
+        }
+    );
+    println!(
+        "lockfile    {}",
+        found.lockfile.as_deref().unwrap_or("none")
+    );
+    println!("toolchain   {}", or_none(&found.toolchain));
+    println!("fix paths   {}", or_none(&found.fix_paths));
+    println!("tests in    {}", or_none(&found.test_folders));
+    if !found.subprojects.is_empty() {
+        println!("projects in {}", found.subprojects.join(", "));
+    }
+    for limit in &found.limits {
+        println!("not yet     {limit}");
+    }
+}
+
+/// `r2r project detect`: what the desk makes of the repository at `repository`
+/// (`reference` in it), read from its tree; nothing of it runs. Exits 0 when a profile fits.
+pub async fn detect(repository: &Path, reference: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let (snapshot, commit) = exported(repository, reference).await?;
+    let found = sandbox::detect::detect(snapshot.root());
+    if json {
+        let mut value = serde_json::to_value(&found)?;
+        value["commit"] = serde_json::Value::String(commit.to_string());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("repository  {} at {commit}", repository.display());
+        print_detection(&found);
+    }
+    Ok(if found.profile.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs the preflight of the repository at `repository` (`reference` in it) as `profile`, or
+/// as the profile its tree says when none is given.
+pub async fn preflight(
+    env_file: &Path,
+    repository: &Path,
+    reference: &str,
+    profile: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    let config = super::load_config(env_file, None)?;
+    let given = match profile {
+        Some(text) => Some(sandbox::Profile::parse(text.trim()).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--profile: expected rust, node, vitest, python, go or junit, got {text:?}"
+            )
+        })?),
+        None => None,
+    };
+    let started = Instant::now();
+    let (snapshot, commit) = exported(repository, reference).await?;
     println!("repository  {} at {commit}", repository.display());
+    let found = sandbox::detect::detect(snapshot.root());
+    let profile = match given {
+        Some(profile) => profile,
+        None => {
+            print_detection(&found);
+            found.profile.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no profile fits this repository ({}); name one with --profile",
+                    found.limits.join("; ")
+                )
+            })?
+        }
+    };
     let toolchains = sandbox::Toolchains::detect();
     if profile == sandbox::Profile::Rust {
         let rustc = toolchains

@@ -30,9 +30,24 @@ pub enum ProjectCommand {
         /// The branch, tag or commit to measure.
         #[arg(long = "ref", default_value = "HEAD", value_name = "REF")]
         reference: String,
-        /// How its tests run (rust and python have their dependencies prepared so far).
-        #[arg(long, default_value = "rust")]
-        profile: String,
+        /// How its tests run (rust and python have their dependencies prepared so far);
+        /// default: what `r2r project detect` finds.
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// What the desk makes of a repository, read from its tree (nothing of it runs): the
+    /// profile, lockfile, toolchain pins, fix folders and test folders, and what the desk
+    /// cannot do for it yet; exits 0 when a profile fits.
+    Detect {
+        /// The repository (a work tree or a bare repository).
+        #[arg(long, value_name = "PATH")]
+        repository: std::path::PathBuf,
+        /// The branch, tag or commit to read.
+        #[arg(long = "ref", default_value = "HEAD", value_name = "REF")]
+        reference: String,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
     },
     /// Change a project: only the options given change.
     Edit {
@@ -162,6 +177,15 @@ fn flag_of(field: &str) -> &str {
 
 /// Runs `r2r project …`.
 pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result<ExitCode> {
+    // Reading a tree needs neither the configuration nor the database.
+    if let ProjectCommand::Detect {
+        repository,
+        reference,
+        json,
+    } = &command
+    {
+        return super::preflight::detect(repository, reference, *json).await;
+    }
     let config = load_config(env_file, None)?;
     let store = store::Store::connect(&config.database_url).await?;
     store.migrate().await?;
@@ -207,7 +231,16 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
             repository,
             reference,
             profile,
-        } => return super::preflight::preflight(env_file, &repository, &reference, &profile).await,
+        } => {
+            return super::preflight::preflight(
+                env_file,
+                &repository,
+                &reference,
+                profile.as_deref(),
+            )
+            .await
+        }
+        ProjectCommand::Detect { .. } => unreachable!("answered above"),
         ProjectCommand::List => {
             println!(
                 "{:<14} {:<22} {:<8} {:<5} {:<24} {:<16} {:<24} {:<16} forge",

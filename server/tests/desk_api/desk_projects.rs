@@ -262,3 +262,87 @@ async fn owners_add_and_change_projects_on_the_desk_with_the_clis_checks() {
         "{shown}"
     );
 }
+
+/// `r2r project detect` reads a repository's tree at a commit (never its work tree, never
+/// running it) and says what the desk makes of it; a later commit that changes the
+/// ecosystem is read as such, a bad ref or path is named, and a tree no profile fits exits
+/// non-zero with the reason.
+#[tokio::test]
+async fn project_detect_reads_a_commits_tree_and_names_what_it_cannot_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bare, work) = common::local_forge_with(dir.path(), "ledger", |work| {
+        std::fs::create_dir_all(work.join("src/ledger")).unwrap();
+        std::fs::create_dir_all(work.join("tests")).unwrap();
+        std::fs::write(
+            work.join("pyproject.toml"),
+            "[project]\nname = \"ledger\"\nrequires-python = \">=3.9\"\n",
+        )
+        .unwrap();
+        std::fs::write(work.join("src/ledger/__init__.py"), "").unwrap();
+        std::fs::write(work.join("tests/test_ledger.py"), "").unwrap();
+        std::fs::write(work.join("uv.lock"), "").unwrap();
+    })
+    .await;
+    let detect = |reference: &str, json: bool| {
+        let mut command = common::r2r(dir.path());
+        command
+            .args(["project", "detect", "--repository"])
+            .arg(&bare)
+            .arg(format!("--ref={reference}"));
+        if json {
+            command.arg("--json");
+        }
+        command.output().unwrap()
+    };
+    let first = detect("main", true);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let found: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(found["profile"], "python");
+    assert_eq!(found["lockfile"], "uv.lock");
+    assert_eq!(found["fix_paths"], serde_json::json!(["src/ledger/"]));
+    assert_eq!(found["test_folders"], serde_json::json!(["tests/"]));
+    assert_eq!(found["commit"].as_str().unwrap().len(), 40);
+    // What is in the work tree but not committed is not read.
+    std::fs::write(work.join("Cargo.toml"), "[package]\nname = \"x\"\n").unwrap();
+    let text = detect("main", false);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("profile     python (from pyproject.toml)"),
+        "{text}"
+    );
+    // A commit that makes it a jest project: no profile fits, and the reason is given.
+    common::git(&work, &["rm", "--quiet", "pyproject.toml"]);
+    std::fs::remove_file(work.join("Cargo.toml")).unwrap();
+    std::fs::write(work.join("package.json"), r#"{"scripts":{"test":"jest"}}"#).unwrap();
+    common::git(&work, &["add", "."]);
+    common::git(&work, &["commit", "--quiet", "-m", "to node"]);
+    common::git(&work, &["push", "--quiet", "origin", "main"]);
+    let node = detect("main", false);
+    assert!(!node.status.success());
+    let text = String::from_utf8_lossy(&node.stdout).into_owned();
+    assert!(text.contains("profile     none fits"), "{text}");
+    assert!(text.contains("its tests run with jest"), "{text}");
+    // The earlier commit is still read as it was.
+    let earlier = detect("main~1", true);
+    let found: Value = serde_json::from_slice(&earlier.stdout).unwrap();
+    assert_eq!(found["profile"], "python");
+    for (reference, expected) in [
+        ("no-such-branch", "names no commit"),
+        ("--upload-pack=x", "--ref"),
+    ] {
+        let refused = detect(reference, false);
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert!(stderr.contains(expected), "{reference}: {stderr}");
+    }
+    let missing = common::r2r(dir.path())
+        .args(["project", "detect", "--repository", "/no/such/repo"])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(!String::from_utf8_lossy(&missing.stderr).is_empty());
+}
