@@ -93,6 +93,16 @@ async fn exported(repository: &Path, reference: &str) -> anyhow::Result<(Snapsho
     Ok((snapshot, commit))
 }
 
+/// What [`sandbox::detect::detect`] makes of `reference`'s tree in the repository at
+/// `repository`.
+pub async fn detected(
+    repository: &Path,
+    reference: &str,
+) -> anyhow::Result<sandbox::detect::Detection> {
+    let (snapshot, _) = exported(repository, reference).await?;
+    Ok(sandbox::detect::detect(snapshot.root()))
+}
+
 /// Prints what [`sandbox::detect::detect`] makes of a tree, one part a line.
 fn print_detection(found: &sandbox::detect::Detection) {
     let or_none = |parts: &[String]| {

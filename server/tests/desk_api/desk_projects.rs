@@ -346,3 +346,127 @@ async fn project_detect_reads_a_commits_tree_and_names_what_it_cannot_do() {
     assert!(!missing.status.success());
     assert!(!String::from_utf8_lossy(&missing.stderr).is_empty());
 }
+
+/// `r2r project add --from-git` fills what it is not told from the repository's tree and
+/// says so: the profile, the fix folders, its HEAD's branch, the forge; what it is told
+/// wins. A work tree, a tree no profile fits and a `--ref` without `--from-git` are
+/// refused, and nothing is added.
+#[tokio::test]
+async fn project_add_from_git_reads_what_it_is_not_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}/desk.db", dir.path().display());
+    let (bare, work) = common::local_forge_with(dir.path(), "books", |work| {
+        std::fs::create_dir_all(work.join("src/books")).unwrap();
+        std::fs::write(work.join("pyproject.toml"), "[project]\nname = \"books\"\n").unwrap();
+        std::fs::write(work.join("src/books/__init__.py"), "").unwrap();
+    })
+    .await;
+    let r2r = |args: &[&str]| {
+        common::r2r(dir.path())
+            .env("DATABASE_URL", &db)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let bare_path = bare.to_str().unwrap();
+    let added = r2r(&["project", "add", "--id", "books", "--from-git", bare_path]);
+    let stdout = String::from_utf8_lossy(&added.stdout).into_owned();
+    assert!(
+        added.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    assert!(
+        stdout.contains("detected  profile python (from pyproject.toml); fix paths src/books/; branch main; component books"),
+        "{stdout}"
+    );
+    let listed = String::from_utf8_lossy(&r2r(&["project", "list"]).stdout).into_owned();
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("books"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        row.contains("python") && row.contains("src/books/") && row.contains("books.git"),
+        "{row}"
+    );
+    // What the owner says wins over what is read.
+    let (other, _) = common::local_forge_with(&dir.path().join("o"), "tally", |work| {
+        std::fs::create_dir_all(work.join("src/tally")).unwrap();
+        std::fs::write(work.join("pyproject.toml"), "[project]\nname = \"tally\"\n").unwrap();
+        std::fs::write(work.join("src/tally/__init__.py"), "").unwrap();
+    })
+    .await;
+    let told = r2r(&[
+        "project",
+        "add",
+        "--id",
+        "tally",
+        "--from-git",
+        other.to_str().unwrap(),
+        "--fix-paths",
+        "src/tally/core/",
+        "--components",
+        "tally-ui",
+    ]);
+    let stdout = String::from_utf8_lossy(&told.stdout).into_owned();
+    assert!(
+        told.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&told.stderr)
+    );
+    assert!(
+        stdout.contains("detected  profile python") && !stdout.contains("fix paths src/tally/;"),
+        "{stdout}"
+    );
+    let listed = String::from_utf8_lossy(&r2r(&["project", "list"]).stdout).into_owned();
+    let row = listed
+        .lines()
+        .find(|l| l.starts_with("tally"))
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert!(
+        row.contains("src/tally/core/") && row.contains("tally-ui"),
+        "{row}"
+    );
+    // Refusals: a work tree, a jest tree, --ref alone; each adds nothing.
+    let (jest, _) = common::local_forge_with(&dir.path().join("j"), "jesty", |work| {
+        std::fs::write(work.join("package.json"), r#"{"scripts":{"test":"jest"}}"#).unwrap();
+    })
+    .await;
+    for (args, said) in [
+        (
+            vec![
+                "project",
+                "add",
+                "--id",
+                "wt",
+                "--from-git",
+                work.to_str().unwrap(),
+            ],
+            "not a bare git repository",
+        ),
+        (
+            vec![
+                "project",
+                "add",
+                "--id",
+                "jesty",
+                "--from-git",
+                jest.to_str().unwrap(),
+            ],
+            "its tests run with jest",
+        ),
+        (
+            vec!["project", "add", "--id", "loose", "--ref", "main"],
+            "--from-git",
+        ),
+    ] {
+        let refused = r2r(&args);
+        let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert!(!refused.status.success(), "{args:?}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+    let listed = String::from_utf8_lossy(&r2r(&["project", "list"]).stdout).into_owned();
+    for id in ["wt", "jesty", "loose"] {
+        assert!(!listed.lines().any(|l| l.starts_with(id)), "{listed}");
+    }
+}

@@ -280,7 +280,8 @@ async fn hostile_text_and_personal_data_never_reach_the_database(backend: &str) 
     assert_eq!(status, 201);
     let clean: ReportReceipt = serde_json::from_value(body).unwrap();
     assert_eq!(
-        clean.status.as_str(), "admitted",
+        clean.status.as_str(),
+        "admitted",
         "personal data is redacted, not quarantined"
     );
     let (_, view) = track(&client, &server.base, Some(&capability_of(&clean))).await;
