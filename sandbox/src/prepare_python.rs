@@ -27,6 +27,29 @@ fn refuse(why: String) -> PrepareError {
     PrepareError::Refused(why)
 }
 
+/// The extras a requirement line asks of the project itself (`-e .[socks]`, `.`,
+/// `--editable ./[a,b]`): its own dependencies, which the desk reads from its
+/// `pyproject.toml` instead of installing it. `None` for any other line.
+fn own_extras(line: &str) -> Option<Vec<String>> {
+    let line = line.split(" #").next().unwrap_or_default().trim();
+    let rest = line
+        .strip_prefix("--editable")
+        .or_else(|| line.strip_prefix("-e"))
+        .map_or(line, str::trim_start);
+    let rest = rest.strip_prefix("./").or_else(|| rest.strip_prefix('.'))?;
+    if rest.is_empty() {
+        return Some(Vec::new());
+    }
+    let extras = rest.strip_prefix('[')?.strip_suffix(']')?;
+    Some(
+        extras
+            .split(',')
+            .map(|e| e.trim().to_ascii_lowercase())
+            .filter(|e| !e.is_empty())
+            .collect(),
+    )
+}
+
 /// Checks one requirement line and gives it back trimmed (`None` for a comment or a blank).
 fn requirement(line: &str, from: &str) -> Result<Option<String>, PrepareError> {
     let line = line.split(" #").next().unwrap_or_default().trim();
@@ -66,6 +89,7 @@ fn requirements_file(
     relative: &str,
     depth: usize,
     out: &mut Vec<String>,
+    extras: &mut Vec<String>,
 ) -> Result<(), PrepareError> {
     if depth > 8 || relative.contains("..") || relative.starts_with('/') {
         return Err(refuse(format!(
@@ -90,7 +114,11 @@ fn requirements_file(
             .or_else(|| trimmed.strip_prefix("--constraint "));
         if let Some(included) = include {
             let included = folder.join(included.trim());
-            requirements_file(tree, &included.to_string_lossy(), depth + 1, out)?;
+            requirements_file(tree, &included.to_string_lossy(), depth + 1, out, extras)?;
+            continue;
+        }
+        if let Some(asked) = own_extras(line) {
+            extras.extend(asked);
             continue;
         }
         if let Some(line) = requirement(line, relative)? {
@@ -126,6 +154,10 @@ fn own_name(tree: &Path, tag_version: Option<&str>) -> Option<(String, String)> 
 /// package under `src/`.
 pub fn declared(tree: &Path) -> Result<(Vec<String>, bool), PrepareError> {
     let mut found = Vec::new();
+    // The extras of the project's own optional dependencies read (its test ones, and those
+    // its requirements files ask of it with `-e .[…]`).
+    let mut optional: Option<toml::Table> = None;
+    let mut own_name = None;
     let pyproject = tree.join("pyproject.toml");
     if std::fs::symlink_metadata(&pyproject).is_ok_and(|m| m.file_type().is_symlink()) {
         return Err(refuse(
@@ -147,6 +179,10 @@ pub fn declared(tree: &Path) -> Result<(Vec<String>, bool), PrepareError> {
                 .unwrap_or_default()
         };
         let project = doc.get("project").and_then(toml::Value::as_table);
+        own_name = project
+            .and_then(|p| p.get("name"))
+            .and_then(toml::Value::as_str)
+            .map(normalized);
         let mut lines = strings(project.and_then(|p| p.get("dependencies")));
         if let Some(extras) = project
             .and_then(|p| p.get("optional-dependencies"))
@@ -155,6 +191,7 @@ pub fn declared(tree: &Path) -> Result<(Vec<String>, bool), PrepareError> {
             for name in TEST_NAMES {
                 lines.extend(strings(extras.get(name)));
             }
+            optional = Some(extras.clone());
         }
         if let Some(groups) = doc.get("dependency-groups").and_then(toml::Value::as_table) {
             let mut seen = std::collections::BTreeSet::new();
@@ -216,13 +253,128 @@ pub fn declared(tree: &Path) -> Result<(Vec<String>, bool), PrepareError> {
         }
     }
     files.sort();
+    let mut asked = Vec::new();
     for file in files {
-        requirements_file(tree, &file, 0, &mut found)?;
+        requirements_file(tree, &file, 0, &mut found, &mut asked)?;
+    }
+    for extra in asked {
+        let lines = optional
+            .as_ref()
+            .and_then(|table| {
+                table
+                    .iter()
+                    .find(|(name, _)| normalized(name) == normalized(&extra))
+            })
+            .and_then(|(_, list)| list.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(toml::Value::as_str);
+        for line in lines {
+            if let Some(line) = requirement(line, "pyproject.toml")? {
+                found.push(line);
+            }
+        }
+    }
+    // The project asking for itself (`name[extra]` in its own extras) is its own tree, never
+    // a released copy from PyPI.
+    if let Some(own) = &own_name {
+        found.retain(|line| &normalized(requirement_name(line)) != own);
     }
     found.sort();
     found.dedup();
     let src_layout = tree.join("src").is_dir() && !tree.join("src/__init__.py").exists();
     Ok((found, src_layout))
+}
+
+/// A package name as PyPI compares it (PEP 503: case and runs of `-_.` do not matter).
+fn normalized(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.trim().chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+/// The package a requirement line names (`Foo[bar]>=1; python_version<"3.12"` → `Foo`).
+fn requirement_name(line: &str) -> &str {
+    let end = line
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+        .unwrap_or(line.len());
+    &line[..end]
+}
+
+/// The versions a TOML lockfile of the project's own (`uv.lock`, `poetry.lock`, `pdm.lock`)
+/// pins for packages from a registry, as pip constraints (`name==version`), and the file
+/// they came from. A package the lock holds at two versions (one a Python version) is not
+/// pinned; nor is anything from git, a URL or a path.
+pub fn lock_pins(tree: &Path) -> Result<Option<(String, Vec<String>)>, PrepareError> {
+    for file in ["uv.lock", "poetry.lock", "pdm.lock"] {
+        let path = tree.join(file);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.file_type().is_symlink() || !meta.is_file() {
+            return Err(refuse(format!(
+                "{file} is not a regular file; the desk reads only regular files"
+            )));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| refuse(format!("{file} cannot be read: {e}")))?;
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e| refuse(format!("{file} is not valid TOML: {e}")))?;
+        let mut versions: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+            Default::default();
+        for package in doc
+            .get("package")
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(toml::Value::as_table)
+        {
+            let (Some(name), Some(version)) = (
+                package.get("name").and_then(toml::Value::as_str),
+                package.get("version").and_then(toml::Value::as_str),
+            ) else {
+                continue;
+            };
+            // uv: `source = { registry = … }`; poetry: no source, or a `legacy` index; pdm: none.
+            let from_registry = match package.get("source") {
+                None => true,
+                Some(toml::Value::Table(source)) => {
+                    source.contains_key("registry")
+                        || source.get("type").and_then(toml::Value::as_str) == Some("legacy")
+                }
+                Some(_) => false,
+            };
+            let clean = |text: &str| {
+                text.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+' | '!'))
+                    && !text.is_empty()
+            };
+            if from_registry && clean(name) && clean(version) {
+                versions
+                    .entry(normalized(name))
+                    .or_default()
+                    .insert(version.to_owned());
+            }
+        }
+        let pins = versions
+            .into_iter()
+            .filter_map(|(name, versions)| {
+                (versions.len() == 1)
+                    .then(|| format!("{name}=={}", versions.first().unwrap_or(&String::new())))
+            })
+            .collect();
+        return Ok(Some((file.to_owned(), pins)));
+    }
+    Ok(None)
 }
 
 /// The host's `python3 -V` ("Python 3.11.7").
@@ -246,6 +398,7 @@ impl DepsCache {
         tag_version: Option<&str>,
     ) -> Result<Prepared, PrepareError> {
         let (requirements, src_layout) = declared(tree)?;
+        let pins = lock_pins(tree)?;
         let own = own_name(tree, tag_version);
         let version = python_version().await?;
         let mut hasher = Sha256::new();
@@ -256,6 +409,10 @@ impl DepsCache {
         for line in &requirements {
             hasher.update([0]);
             hasher.update(line.as_bytes());
+        }
+        for pin in pins.iter().flat_map(|(_, pins)| pins) {
+            hasher.update(b"\0pin:");
+            hasher.update(pin.as_bytes());
         }
         let key = hex(&hasher.finalize());
         let _one = one_prepare(&format!("python:{key}")).await;
@@ -285,6 +442,15 @@ impl DepsCache {
         std::fs::create_dir_all(&neutral).map_err(cache_error)?;
         let list = staged.join("requirements.txt");
         std::fs::write(&list, requirements.join("\n") + "\n").map_err(cache_error)?;
+        // The project's lockfile decides the versions of what it pins.
+        let constraints = staged.join("constraints.txt");
+        let pinned = pins.as_ref().map(|(file, pins)| (file.clone(), pins.len()));
+        std::fs::write(
+            &constraints,
+            pins.map(|(_, pins)| pins.join("\n") + "\n")
+                .unwrap_or_default(),
+        )
+        .map_err(cache_error)?;
         if !requirements.is_empty() {
             let mut command = tokio::process::Command::new("python3");
             command
@@ -302,6 +468,8 @@ impl DepsCache {
                 .arg(staged.join("site"))
                 .arg("-r")
                 .arg(&list)
+                .arg("-c")
+                .arg(&constraints)
                 .current_dir(&neutral)
                 .env_clear()
                 .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -327,7 +495,12 @@ impl DepsCache {
                     .filter(|l| !l.trim().is_empty() && !l.contains("[notice]"))
                     .collect();
                 return Err(PrepareError::Failed(format!(
-                    "pip could not install the project's test dependencies as wheels: {}",
+                    "pip could not install the project's test dependencies as wheels{}: {}",
+                    pinned
+                        .as_ref()
+                        .map_or(String::new(), |(file, count)| format!(
+                            " at the {count} versions {file} pins"
+                        )),
                     lines[lines.len().saturating_sub(4)..].join("\n")
                 )));
             }
@@ -365,6 +538,7 @@ impl DepsCache {
         tracing::info!(
             key = %key,
             packages = pins.len(),
+            lock = pinned.as_ref().map_or("none", |(file, _)| file.as_str()),
             ms = started.elapsed().as_millis() as u64,
             "python dependencies prepared"
         );
@@ -445,7 +619,8 @@ mod tests {
         for bad in [
             "git+https://example.org/x.git",
             "x @ https://example.org/x.whl",
-            "-e .",
+            // The project itself (`-e .`) is read from its pyproject.toml; another is refused.
+            "-e ./other-project",
             "--index-url https://mirror.example/simple",
             "./local",
             "file:///tmp/x",
@@ -464,5 +639,70 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not valid TOML"));
+    }
+
+    #[test]
+    fn the_project_asking_for_itself_reads_its_own_extras() {
+        for (line, extras) in [
+            ("-e .", Some(vec![])),
+            ("-e .[socks]", Some(vec!["socks"])),
+            ("--editable ./[Brotli, cli]", Some(vec!["brotli", "cli"])),
+            (".[http2]  # the client", Some(vec!["http2"])),
+            ("-e ../other", None),
+            ("-e git+https://x/y", None),
+            ("requests", None),
+        ] {
+            let extras =
+                extras.map(|e: Vec<&str>| e.into_iter().map(str::to_owned).collect::<Vec<_>>());
+            assert_eq!(own_extras(line), extras, "{line}");
+        }
+        let dir = tree(&[
+            (
+                "pyproject.toml",
+                "[project]\nname = \"Http_X\"\ndependencies = [\"idna\"]\n\
+                 [project.optional-dependencies]\nsocks = [\"socksio==1.*\"]\nhttp2 = [\"h2>=3\"]\n\
+                 all = [\"http-x[socks,http2]\"]\n",
+            ),
+            ("requirements.txt", "-e .[socks,all]\npytest>=8\n"),
+        ]);
+        let (found, _) = declared(dir.path()).unwrap();
+        assert_eq!(
+            found,
+            ["idna", "pytest>=8", "socksio==1.*"],
+            "its own name is never asked of PyPI"
+        );
+        // Another project's path is still refused.
+        let dir = tree(&[("requirements.txt", "-e ../sibling\n")]);
+        assert!(declared(dir.path()).is_err());
+    }
+
+    #[test]
+    fn a_lockfile_pins_what_it_holds_from_a_registry_once() {
+        let uv = tree(&[(
+            "uv.lock",
+            "version = 1\n\
+             [[package]]\nname = \"Pytest\"\nversion = \"8.3.4\"\nsource = { registry = \"https://pypi.org/simple\" }\n\
+             [[package]]\nname = \"numpy\"\nversion = \"2.0.2\"\nsource = { registry = \"https://pypi.org/simple\" }\n\
+             [[package]]\nname = \"numpy\"\nversion = \"2.3.1\"\nsource = { registry = \"https://pypi.org/simple\" }\n\
+             [[package]]\nname = \"flask\"\nversion = \"3.2.0\"\nsource = { editable = \".\" }\n\
+             [[package]]\nname = \"werk\"\nversion = \"1.0\"\nsource = { git = \"https://x/werk\" }\n\
+             [[package]]\nname = \"bad; rm -rf\"\nversion = \"1\"\n",
+        )]);
+        assert_eq!(
+            lock_pins(uv.path()).unwrap(),
+            Some(("uv.lock".to_owned(), vec!["pytest==8.3.4".to_owned()]))
+        );
+        let poetry = tree(&[(
+            "poetry.lock",
+            "[[package]]\nname = \"attrs\"\nversion = \"23.1.0\"\n\
+             [[package]]\nname = \"local\"\nversion = \"0.1\"\n[package.source]\ntype = \"directory\"\nurl = \"../local\"\n",
+        )]);
+        assert_eq!(
+            lock_pins(poetry.path()).unwrap().unwrap().1,
+            ["attrs==23.1.0"]
+        );
+        assert_eq!(lock_pins(tree(&[("README", "")]).path()).unwrap(), None);
+        let broken = tree(&[("uv.lock", "[[package]\n")]);
+        assert!(lock_pins(broken.path()).is_err());
     }
 }
