@@ -112,9 +112,17 @@ fn rust(tree: &Tree, found: &mut Detection) {
         }
     }
     let package = manifest.as_ref().and_then(|m| m.get("package"));
+    // `rust-version` of the package, or of the workspace (`rust-version.workspace = true`).
+    let workspace_version = manifest.as_ref().and_then(|m| {
+        m.get("workspace")?
+            .get("package")?
+            .get("rust-version")?
+            .as_str()
+    });
     if let Some(version) = package
         .and_then(|p| p.get("rust-version"))
         .and_then(|v| v.as_str())
+        .or(workspace_version)
     {
         found
             .toolchain
@@ -629,7 +637,13 @@ mod tests {
             ("cli/Cargo.toml", "[package]\nname = \"cli\"\n"),
             ("cli/src/main.rs", ""),
         ]);
+        std::fs::write(
+            dir.path().join("Cargo.toml"),
+            "[workspace]\nmembers = [\"crates/*\", \"cli\"]\n[workspace.package]\nrust-version = \"1.96\"\n",
+        )
+        .unwrap();
         let found = detect(dir.path());
+        assert_eq!(found.toolchain, ["rust ≥ 1.96 (Cargo.toml rust-version)"]);
         assert_eq!(found.lockfile.as_deref(), Some("Cargo.lock"));
         assert_eq!(found.fix_paths, ["crates/core/src/", "cli/src/"]);
         assert_eq!(found.test_folders, ["crates/core/tests/"]);
