@@ -496,11 +496,20 @@ impl Tree<'_> {
         let Some(path) = self.path(folder) else {
             return Vec::new();
         };
+        // Only plain names (letters, digits, `_`, `-`, `.`) are ever proposed: a folder named
+        // like markup or a path is not a folder a fix may change.
+        let plain = |name: &String| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        };
         let mut names: Vec<String> = std::fs::read_dir(path)
             .map(|entries| {
                 entries
                     .filter_map(Result::ok)
                     .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(plain)
                     .collect()
             })
             .unwrap_or_default();
@@ -820,6 +829,17 @@ mod tests {
         .unwrap();
         std::fs::write(dir.path().join("package.json"), [0xff, 0xfe, 0x00]).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("src")).unwrap();
+        let py = tree(&[
+            ("setup.py", ""),
+            ("ok/__init__.py", ""),
+            ("we ird/__init__.py", ""),
+            ("<b>/__init__.py", ""),
+        ]);
+        assert_eq!(
+            detect(py.path()).fix_paths,
+            ["ok/"],
+            "only plain names are proposed"
+        );
         let found = detect(dir.path());
         assert_eq!(found.manifest.as_deref(), Some("package.json"));
         assert!(

@@ -4,50 +4,13 @@
 //! read-only cache. Prints the toolchain, the dependencies, the suite's counts and the time;
 //! exits 0 only on a green baseline.
 
-use crate::service::snapshot::Snapshot;
-use domain::workflow::CommitSha;
-use std::path::{Path, PathBuf};
+use crate::service::detect::exported;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// The longest a preflight's suite may run.
 const SUITE_DEADLINE: Duration = Duration::from_secs(1200);
-
-/// The repository's git folder: `path` itself when bare, else its `.git`.
-fn git_dir(path: &Path) -> PathBuf {
-    if path.join(".git").is_dir() {
-        path.join(".git")
-    } else {
-        path.to_path_buf()
-    }
-}
-
-/// The commit `reference` names in `git_dir`.
-async fn resolve(git_dir: &Path, reference: &str) -> anyhow::Result<CommitSha> {
-    if reference.starts_with('-')
-        || reference
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control())
-    {
-        anyhow::bail!("--ref: expected a branch, tag or commit, got {reference:?}");
-    }
-    let output = tokio::process::Command::new("git")
-        .arg("--git-dir")
-        .arg(git_dir)
-        .args(["rev-parse", "--verify", "--end-of-options"])
-        .arg(format!("{reference}^{{commit}}"))
-        .output()
-        .await?;
-    if !output.status.success() {
-        anyhow::bail!(
-            "--ref: {reference:?} names no commit in {}: {}",
-            git_dir.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    CommitSha::parse(String::from_utf8_lossy(&output.stdout).trim())
-        .map_err(|e| anyhow::anyhow!("git answered an odd commit id: {e}"))
-}
 
 /// libtest's counts over every test binary: passed, failed, ignored.
 pub fn libtest_counts(output: &str) -> Option<(u64, u64, u64)> {
@@ -77,30 +40,6 @@ pub fn libtest_counts(output: &str) -> Option<(u64, u64, u64)> {
         counts = Some((passed, failed, ignored));
     }
     counts
-}
-
-/// The tree of `reference` in the repository at `repository`, exported as the desk measures
-/// it, and its commit.
-async fn exported(repository: &Path, reference: &str) -> anyhow::Result<(Snapshot, CommitSha)> {
-    let git_dir = git_dir(repository);
-    let commit = resolve(&git_dir, reference).await?;
-    let forge = forge::LocalForge::new(&git_dir, reference);
-    let snapshot = Snapshot::new().map_err(|r| anyhow::anyhow!(r.error.message))?;
-    snapshot
-        .export(&forge, &commit)
-        .await
-        .map_err(|r| anyhow::anyhow!(r.error.message))?;
-    Ok((snapshot, commit))
-}
-
-/// What [`sandbox::detect::detect`] makes of `reference`'s tree in the repository at
-/// `repository`.
-pub async fn detected(
-    repository: &Path,
-    reference: &str,
-) -> anyhow::Result<sandbox::detect::Detection> {
-    let (snapshot, _) = exported(repository, reference).await?;
-    Ok(sandbox::detect::detect(snapshot.root()))
 }
 
 /// Prints what [`sandbox::detect::detect`] makes of a tree, one part a line.
@@ -138,7 +77,9 @@ fn print_detection(found: &sandbox::detect::Detection) {
 /// `r2r project detect`: what the desk makes of the repository at `repository`
 /// (`reference` in it), read from its tree; nothing of it runs. Exits 0 when a profile fits.
 pub async fn detect(repository: &Path, reference: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let (snapshot, commit) = exported(repository, reference).await?;
+    let (snapshot, commit) = exported(repository, reference)
+        .await
+        .map_err(|reason| anyhow::anyhow!(reason))?;
     let found = sandbox::detect::detect(snapshot.root());
     if json {
         let mut value = serde_json::to_value(&found)?;
@@ -173,7 +114,9 @@ pub async fn preflight(
         None => None,
     };
     let started = Instant::now();
-    let (snapshot, commit) = exported(repository, reference).await?;
+    let (snapshot, commit) = exported(repository, reference)
+        .await
+        .map_err(|reason| anyhow::anyhow!(reason))?;
     println!("repository  {} at {commit}", repository.display());
     let found = sandbox::detect::detect(snapshot.root());
     let profile = match given {

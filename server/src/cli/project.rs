@@ -165,96 +165,6 @@ impl Fields {
     }
 }
 
-/// `fields` with what was not given read from the bare repository at `repository`
-/// (`reference` in it, else its HEAD), each detected value printed for the owner to see.
-async fn from_repository(
-    id: &str,
-    repository: &Path,
-    reference: Option<&str>,
-    mut fields: Fields,
-) -> anyhow::Result<Fields> {
-    let bare = tokio::process::Command::new("git")
-        .arg("--git-dir")
-        .arg(repository)
-        .args(["rev-parse", "--is-bare-repository"])
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .await?;
-    if String::from_utf8_lossy(&bare.stdout).trim() != "true" {
-        anyhow::bail!(
-            "--from-git: {} is not a bare git repository; the desk reads and pushes to the repository the team pushes to (make one with git clone --bare, or name the server's)",
-            repository.display()
-        );
-    }
-    let head = tokio::process::Command::new("git")
-        .arg("--git-dir")
-        .arg(repository)
-        .args(["symbolic-ref", "--short", "HEAD"])
-        .output()
-        .await?;
-    let head = String::from_utf8_lossy(&head.stdout).trim().to_owned();
-    let reference = reference.unwrap_or("HEAD");
-    let found = super::preflight::detected(repository, reference).await?;
-    let mut said = Vec::new();
-    if fields.profile.is_none() {
-        let profile = found.profile.ok_or_else(|| {
-            anyhow::anyhow!(
-                "--from-git: no profile fits {} ({}); name one with --profile",
-                repository.display(),
-                found.limits.join("; ")
-            )
-        })?;
-        said.push(format!(
-            "profile {} (from {})",
-            profile.as_str(),
-            found.manifest.as_deref().unwrap_or("its tree")
-        ));
-        fields.profile = Some(profile.as_str().to_owned());
-    }
-    if fields.fix_paths.is_none() {
-        if found.fix_paths.is_empty() {
-            anyhow::bail!(
-                "--from-git: no folder a fix may change was found in {}; name them with --fix-paths",
-                repository.display()
-            );
-        }
-        said.push(format!("fix paths {}", found.fix_paths.join(",")));
-        fields.fix_paths = Some(found.fix_paths.join(","));
-    }
-    if fields.branch.is_none() {
-        // The --ref when it names a branch, else the repository's HEAD branch.
-        let is_branch = tokio::process::Command::new("git")
-            .arg("--git-dir")
-            .arg(repository)
-            .args(["show-ref", "--verify", "--quiet", "--end-of-options"])
-            .arg(format!("refs/heads/{reference}"))
-            .status()
-            .await
-            .is_ok_and(|status| status.success());
-        let branch = if is_branch {
-            reference.to_owned()
-        } else {
-            head
-        };
-        if !branch.is_empty() {
-            said.push(format!("branch {branch}"));
-            fields.branch = Some(branch);
-        }
-    }
-    if fields.components.is_none() {
-        said.push(format!("component {id}"));
-        fields.components = Some(id.trim().to_owned());
-    }
-    if fields.forge.is_none() {
-        fields.forge = Some(repository.display().to_string());
-    }
-    println!("detected  {}", said.join("; "));
-    for limit in &found.limits {
-        println!("not yet   {limit}");
-    }
-    Ok(fields)
-}
-
 fn refused(error: DefineError) -> anyhow::Error {
     match error {
         DefineError::Invalid(invalid) => {
@@ -267,7 +177,7 @@ fn refused(error: DefineError) -> anyhow::Error {
 fn flag_of(field: &str) -> &str {
     match field {
         "forge_path" => "forge",
-        "fix_allowed_paths" => "fix-paths",
+        "fix_allowed_paths" | "fix_paths" => "fix-paths",
         "test_paths" => "test-paths",
         other => other,
     }
@@ -295,13 +205,27 @@ pub async fn command(env_file: &Path, command: ProjectCommand) -> anyhow::Result
             id,
             from_git,
             reference,
-            mut fields,
+            fields,
         } => {
+            let mut change = fields.change();
             if let Some(repository) = from_git {
-                fields = from_repository(&id, &repository, reference.as_deref(), fields).await?;
+                let (said, limits) = crate::service::detect::fill_from_tree(
+                    &mut change,
+                    &id,
+                    &repository,
+                    reference.as_deref(),
+                )
+                .await
+                .map_err(|(field, reason)| {
+                    anyhow::anyhow!("--from-git: {reason} (--{})", flag_of(field))
+                })?;
+                println!("detected  {}", said.join("; "));
+                for limit in limits {
+                    println!("not yet   {limit}");
+                }
             }
             let spec = projects
-                .add(&store, &id, fields.change(), "cli", now)
+                .add(&store, &id, change, "cli", now)
                 .await
                 .map_err(refused)?;
             println!(

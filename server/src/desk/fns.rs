@@ -260,7 +260,7 @@ impl DeskBackend for Backend {
                 "off" => Some(false),
                 other => return Err(invalid(format!("crew: on or off, not {other:?}"))),
             };
-            let change = crate::projects::ProjectChange {
+            let mut change = crate::projects::ProjectChange {
                 name: given(&input.name),
                 components: given(&input.components),
                 forge,
@@ -280,6 +280,20 @@ impl DeskBackend for Backend {
             let by = account.email.as_str();
             let defined = match input.mode.trim() {
                 "add" => {
+                    // What the owner left empty is read from the repository's tree (shown on
+                    // the crew page once added, and changed there like any other field).
+                    if let Some(forge) = change.forge.clone() {
+                        if change.profile.is_none() || change.fix_paths.is_none() {
+                            crate::service::detect::fill_from_tree(
+                                &mut change,
+                                &input.id,
+                                std::path::Path::new(&forge),
+                                None,
+                            )
+                            .await
+                            .map_err(|(field, reason)| invalid(format!("{field}: {reason}")))?;
+                        }
+                    }
                     state
                         .projects
                         .add(&state.store, &input.id, change, by, now)

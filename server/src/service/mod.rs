@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod crew;
+pub mod detect;
 pub mod fix;
 pub mod forge;
 pub mod github_events;

@@ -470,3 +470,92 @@ async fn project_add_from_git_reads_what_it_is_not_told() {
         assert!(!listed.lines().any(|l| l.starts_with(id)), "{listed}");
     }
 }
+
+/// The desk's project form, given only an id and a bare repository, fills the rest from the
+/// repository's tree as `project add --from-git` does; the crew page then shows what was
+/// read for the owner to change (a folder named like markup is never proposed). A tree no profile fits is
+/// refused naming the profile, and nothing is added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_project_form_reads_what_the_owner_left_empty_from_the_tree() {
+    let desk = common::owner_desk(&[]);
+    let base = desk.server.base.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "<img src=x onerror=alert(1)>";
+    let (bare, _) = common::local_forge_with(dir.path(), "abacus", |work| {
+        std::fs::write(
+            work.join("pyproject.toml"),
+            "[project]\nname = \"abacus\"\n",
+        )
+        .unwrap();
+        common::write(work, "src/abacus/__init__.py", "");
+        common::write(work, &format!("src/{hostile}/__init__.py"), "");
+    })
+    .await;
+    let (jest, _) = common::local_forge_with(&dir.path().join("j"), "jesty", |work| {
+        std::fs::write(work.join("package.json"), r#"{"scripts":{"test":"jest"}}"#).unwrap();
+    })
+    .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (cookie, csrf) = sign_in(&client, &base, OWNER, PASSWORD).await;
+    let refused = post(
+        &client,
+        &base,
+        Some(&cookie),
+        None,
+        &[
+            ("csrf", csrf.as_str()),
+            ("mode", "add"),
+            ("id", "jesty"),
+            ("forge", jest.to_str().unwrap()),
+        ],
+    )
+    .await;
+    assert_eq!(refused.0, 400, "{}", refused.1);
+    let answer: Value = serde_json::from_str(&refused.1).unwrap();
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("profile: no profile fits"),
+        "{answer}"
+    );
+    let (status, answer) = post(
+        &client,
+        &base,
+        Some(&cookie),
+        None,
+        &[
+            ("csrf", csrf.as_str()),
+            ("mode", "add"),
+            ("id", "abacus"),
+            ("forge", bare.to_str().unwrap()),
+        ],
+    )
+    .await;
+    assert!(status < 400, "{status} {answer}");
+    let page = client
+        .get(format!("{base}/desk/crew"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("data-project=\"abacus\""), "{page}");
+    assert!(
+        !page.contains("data-project=\"jesty\""),
+        "nothing of the refused one"
+    );
+    assert!(
+        page.contains("src/abacus/"),
+        "the fix folder read from the tree"
+    );
+    assert!(
+        !page.contains("onerror"),
+        "a folder named like markup is never proposed, so never shown"
+    );
+}
