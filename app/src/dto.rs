@@ -205,8 +205,8 @@ pub struct BugView {
 pub struct QuestionView {
     /// Send it back with the answer.
     pub request_id: String,
-    /// `reproduction` or `fix`.
-    pub kind: String,
+    /// Which question.
+    pub kind: domain::workflow::QuestionKind,
     /// The question.
     pub prompt: String,
     /// When it expires (then a fresh one is asked).

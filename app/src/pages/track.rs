@@ -2,6 +2,7 @@ use crate::dto::{Answer, ApiError, QuestionView, TrackPageState, Tracking};
 use crate::erase::IntoAnySync;
 use crate::layout::PageTitle;
 use crate::net::{format_time, machine_time};
+use domain::workflow::QuestionKind;
 use leptos::prelude::*;
 
 /// `/track#<capability>`: a reporter's private page. The capability stays in the fragment and
@@ -347,8 +348,8 @@ fn TrackingView(tracking: Tracking, mode: AnswerMode) -> impl IntoView {
 #[component]
 fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -> impl IntoView {
     let reason = RwSignal::new(String::new());
-    let evidence = match question.kind.as_str() {
-        "reproduction" => tracking.bug.as_ref().and_then(|b| b.reproduction.clone()).map(|r| view! {
+    let evidence = match question.kind {
+        QuestionKind::Reproduction => tracking.bug.as_ref().and_then(|b| b.reproduction.clone()).map(|r| view! {
             // What the test shows in the reporter's terms first; the raw output is for the
             // curious, behind "Technical details".
             <p data-testid="test-summary">{match r.summary {
@@ -363,7 +364,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
                 </dl>
             </details>
         }.into_any_sync()),
-        _ => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| {
+        QuestionKind::Fix => tracking.bug.as_ref().and_then(|b| b.release.clone()).map(|r| {
             let steps = tracking.report.steps.clone();
             view! {
                 <p><span class="label">"live run"</span>" A fix is live. The desk checked that this exact commit is deployed:"</p>
@@ -388,7 +389,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
             }
         }.into_any_sync()),
     };
-    let reason_label = if question.kind == "reproduction" {
+    let reason_label = if question.kind == QuestionKind::Reproduction {
         "If not, what is different from what you saw? (needed for “No”)"
     } else {
         "If not, what still goes wrong? (needed for “No”)"
@@ -398,7 +399,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
             <form method="post" action="/track/answer" class="report-form">
                 <input type="hidden" name="capability" value=capability/>
                 <input type="hidden" name="request_id" value=question.request_id.clone()/>
-                <input type="hidden" name="kind" value=question.kind.clone()/>
+                <input type="hidden" name="kind" value=question.kind.as_str()/>
                 <div class="field">
                     <label for="reason">{reason_label}</label>
                     <textarea id="reason" name="reason" rows="3"></textarea>
@@ -412,7 +413,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
         .into_any_sync(),
         AnswerMode::Live(answer) => {
             let request_id = question.request_id.clone();
-            let kind = question.kind.clone();
+            let kind = question.kind.as_str().to_owned();
             let send = move |yes: bool| {
                 let text = reason.get_untracked();
                 answer.run(Answer {
@@ -462,7 +463,7 @@ fn QuestionPanel(question: QuestionView, tracking: Tracking, mode: AnswerMode) -
         }
     };
     view! {
-        <section class="panel question" aria-labelledby="question-heading" data-testid="question" data-kind=question.kind.clone()>
+        <section class="panel question" aria-labelledby="question-heading" data-testid="question" data-kind=question.kind.as_str()>
             <h2 id="question-heading">{question.prompt.clone()}</h2>
             {evidence}
             <p class="hint">"Please answer by " <LocalTime at=question.expires_at/> "; after that the desk asks again."</p>

@@ -174,6 +174,16 @@ pub enum QuestionKind {
     Fix,
 }
 
+impl QuestionKind {
+    /// Its name on the wire (`reproduction`, `fix`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionKind::Reproduction => "reproduction",
+            QuestionKind::Fix => "fix",
+        }
+    }
+}
+
 /// An open question to one reporter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Question {
@@ -919,4 +929,18 @@ pub struct Refusal {
     pub code: String,
     /// Plain words.
     pub message: String,
+}
+
+#[cfg(test)]
+mod question_kind_tests {
+    use super::QuestionKind;
+
+    /// The name a question's page and answer form carry is its name on the wire.
+    #[test]
+    fn a_question_kind_is_named_as_serde_names_it() {
+        for kind in [QuestionKind::Reproduction, QuestionKind::Fix] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+        assert_eq!(QuestionKind::Reproduction.as_str(), "reproduction");
+    }
 }

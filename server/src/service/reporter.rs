@@ -518,11 +518,7 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
             .min_by_key(|q| q.asked_at)
             .map(|q| QuestionView {
                 request_id: q.request_id.clone(),
-                kind: match q.kind {
-                    QuestionKind::Reproduction => "reproduction",
-                    QuestionKind::Fix => "fix",
-                }
-                .to_owned(),
+                kind: q.kind,
                 prompt: match q.kind {
                     QuestionKind::Reproduction => "Is this the bug you saw?",
                     QuestionKind::Fix => "Does the live fix work for you?",
@@ -595,12 +591,12 @@ pub async fn tracking_view(state: &AppState, report: &StoredReport) -> Result<Tr
         // at the question above, and once answered (or expired) it is gone.
         .filter_map(|n| {
             let asks = match n.kind.as_str() {
-                "ask_reproduction" => Some("reproduction"),
-                "ask_fix" => Some("fix"),
+                "ask_reproduction" => Some(QuestionKind::Reproduction),
+                "ask_fix" => Some(QuestionKind::Fix),
                 _ => None,
             };
             match asks {
-                Some(kind) if question.as_ref().map(|q| q.kind.as_str()) != Some(kind) => None,
+                Some(kind) if question.as_ref().map(|q| q.kind) != Some(kind) => None,
                 Some(_) => Some(NoticeView {
                     at: n.delivered_at,
                     subject: n.subject,

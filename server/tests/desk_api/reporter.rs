@@ -484,7 +484,7 @@ async fn the_two_questions_are_answered_over_http(backend: &str) {
     let (_, body) = track(&client, base, Some(&cap_a)).await;
     let view: Tracking = serde_json::from_str(&body).unwrap();
     let question = view.question.clone().expect("A is asked");
-    assert_eq!(question.kind, "reproduction");
+    assert_eq!(question.kind.as_str(), "reproduction");
     assert_eq!(question.prompt, "Is this the bug you saw?");
     let reproduction = view.bug.as_ref().unwrap().reproduction.clone().unwrap();
     assert!(reproduction.failure.contains("payable"));
