@@ -80,6 +80,11 @@ impl TestDesk {
             .unwrap_or_else(|| panic!("the desk was started without a {role:?} token"))
     }
 
+    /// Its API as its roles call it.
+    pub fn as_roles(&self) -> Roles {
+        Roles::at(&self.base, &self.tokens)
+    }
+
     /// The local forge's bare repository (it must have been asked for).
     pub fn bare(&self) -> &Path {
         self.bare.as_deref().expect("the desk has no forge")
@@ -252,6 +257,69 @@ impl TestDesk {
             .await
             .unwrap()
     }
+}
+
+/// A desk's API as its roles call it: its address and the roles' tokens. A [`TestDesk`] gives
+/// one ([`TestDesk::as_roles`]); a test that starts its servers itself (restarts, several
+/// servers on one database) makes one with [`Roles::at`].
+#[derive(Clone)]
+pub struct Roles {
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// The roles' tokens.
+    pub tokens: HashMap<Role, String>,
+    client: reqwest::Client,
+}
+
+impl Roles {
+    /// The server at `base`, called with `tokens`.
+    pub fn at(base: &str, tokens: &HashMap<Role, String>) -> Roles {
+        Roles {
+            base: base.to_owned(),
+            tokens: tokens.clone(),
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// The token of `role`.
+    pub fn token(&self, role: Role) -> &str {
+        self.tokens
+            .get(&role)
+            .unwrap_or_else(|| panic!("no {role:?} token"))
+    }
+
+    /// `method path` as `role`, with a JSON `body`: the status and the JSON answer.
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        role: Role,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        call_with(
+            &self.client,
+            &self.base,
+            self.token(role),
+            method,
+            path,
+            body,
+        )
+        .await
+    }
+}
+
+/// A fresh token for every role, and the variables that give them to a server.
+pub fn role_tokens() -> (HashMap<Role, String>, Vec<(String, String)>) {
+    let tokens: HashMap<Role, String> = Role::ALL
+        .into_iter()
+        .map(|role| (role, server::cli::setup::new_role_token(role)))
+        .collect();
+    let mut env: Vec<(String, String)> = tokens
+        .iter()
+        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
+        .collect();
+    env.sort();
+    (tokens, env)
 }
 
 /// `method base+path` with bearer `token` and a JSON `body`: the status and the JSON answer

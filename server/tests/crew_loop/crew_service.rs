@@ -9,54 +9,20 @@ use domain::Role;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-struct Desk {
-    base: String,
-    tokens: Vec<(Role, String)>,
+/// The desk's API as the crew's roles call it.
+type Desk = common::desk::Roles;
+
+fn tokens() -> std::collections::HashMap<Role, String> {
+    common::desk::role_tokens().0
 }
 
-impl Desk {
-    fn token(&self, role: Role) -> String {
-        self.tokens
-            .iter()
-            .find(|(r, _)| *r == role)
-            .unwrap()
-            .1
-            .clone()
-    }
-
-    async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        role: Role,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        // Every method but GET is a POST here.
-        let method = if method == "GET" { "GET" } else { "POST" };
-        common::desk::call_with(
-            &reqwest::Client::new(),
-            &self.base,
-            &self.token(role),
-            method,
-            path,
-            body,
-        )
-        .await
-    }
-}
-
-fn tokens() -> Vec<(Role, String)> {
-    Role::ALL
-        .into_iter()
-        .map(|role| (role, server::cli::setup::new_role_token(role)))
-        .collect()
-}
-
-fn env_of(tokens: &[(Role, String)]) -> Vec<(String, String)> {
-    tokens
+fn env_of(tokens: &std::collections::HashMap<Role, String>) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = tokens
         .iter()
         .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
-        .collect()
+        .collect();
+    env.sort();
+    env
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,10 +35,7 @@ async fn hand_offs_are_taken_only_by_their_addressee_with_the_exact_body() {
         &format!("sqlite://{}/desk.db", dir.path().display()),
         &pairs,
     );
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens,
-    };
+    let desk = Desk::at(&server.base, &tokens);
     let body = r#"{"bug":"bug-1","version":3}"#;
     let send = json!({"addressed_to": "fixer", "kind": "fix", "bug": "bug-1", "body": body, "dedupe_key": "fix:bug-1:v3"});
     let (status, task) = desk
@@ -299,10 +262,7 @@ fn crew_desk(
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let url = format!("sqlite://{}/desk.db", dir.display());
     let server = common::start_server_with(&url, &pairs);
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens,
-    };
+    let desk = Desk::at(&server.base, &tokens);
     (server, desk, url, env)
 }
 
@@ -429,10 +389,7 @@ async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let server = common::start_server_with(&url, &pairs);
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens: tokens.clone(),
-    };
+    let desk = Desk::at(&server.base, &tokens);
     let (_, before) = desk.call("GET", "/api/v1/crew", Role::Manager, None).await;
     assert_eq!(before["connected"], false);
     let env_file = dir.path().join("crew.env");
@@ -449,7 +406,7 @@ async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
         .spawn()
         .unwrap();
     let base = desk.base.clone();
-    let manager = desk.token(Role::Manager);
+    let manager = desk.token(Role::Manager).to_owned();
     let connected = wait_for("the crew to connect", Duration::from_secs(30), || {
         let (base, manager) = (base.clone(), manager.clone());
         Box::pin(async move {
@@ -477,10 +434,7 @@ async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let url = format!("sqlite://{}/desk2.db", dir.path().display());
     let server = common::start_server_with(&url, &pairs);
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens,
-    };
+    let desk = Desk::at(&server.base, &tokens);
     let filed: Value = reqwest::Client::new()
         .post(format!("{}/api/v1/reports", desk.base))
         .json(&json!({
@@ -535,7 +489,7 @@ async fn the_crew_connects_and_works_a_bug_through_to_a_reviewed_draft() {
         .await
         .unwrap();
     assert_eq!(answered.status(), 200);
-    let manager = desk.token(Role::Manager);
+    let manager = desk.token(Role::Manager).to_owned();
     let bug_for_wait = bug.clone();
     let reviewed = wait_for("a reviewed draft", Duration::from_secs(240), || {
         let (base, manager, bug) = (base.clone(), manager.clone(), bug_for_wait.clone());
@@ -761,10 +715,7 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
         "{:?}",
         taken.headers()
     );
-    let crew = Desk {
-        base: base.clone(),
-        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
-    };
+    let crew = Desk::at(&base, &desk.tokens);
     let (status, _) = crew
         .call(
             "POST",
@@ -822,10 +773,7 @@ async fn a_crew_that_cannot_go_on_hands_the_bug_to_a_person_who_takes_it_over_or
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_worker_died_is_offered_again_when_its_lease_runs_out() {
     let desk = common::owner_desk(&[("R2R_CREW_TASK_LEASE", "1")]);
-    let crew = Desk {
-        base: desk.server.base.clone(),
-        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
-    };
+    let crew = Desk::at(&desk.server.base, &desk.tokens);
     let body = r#"{"bug":"bug-lease"}"#;
     let (status, sent) = crew
         .call(
@@ -912,12 +860,9 @@ async fn a_step_that_keeps_failing_is_retried_then_handed_to_a_person_with_the_r
                "steps": "Cart of ₹200, coupon SAVE300"}),
     )
     .await;
-    let crew = Desk {
-        base: base.clone(),
-        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
-    };
+    let crew = Desk::at(&base, &desk.tokens);
     let step_path = format!("/api/v1/bugs/{bug}/crew-step");
-    let (crew_base, manager) = (base.clone(), crew.token(Role::Manager));
+    let (crew_base, manager) = (base.clone(), crew.token(Role::Manager).to_owned());
     let path = step_path.clone();
     let handed = wait_for(
         "the bug to reach a person after two failed tries",
@@ -1062,12 +1007,7 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
     ]);
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
-    let manager = tokens
-        .iter()
-        .find(|(r, _)| *r == Role::Manager)
-        .unwrap()
-        .1
-        .clone();
+    let manager = tokens[&Role::Manager].clone();
     let state_of = |base: String, bug: String, manager: String| async move {
         let view: Value = reqwest::Client::new()
             .get(format!("{base}/api/v1/bugs/{bug}"))
@@ -1217,10 +1157,7 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
     );
     // Every restart, and nothing worse: at most one try of each step stayed open on the
     // dead server, and each step ended with one completed task that moved the bug on.
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens: tokens.clone(),
-    };
+    let desk = Desk::at(&server.base, &tokens);
     let step = steps_all_completed(&desk, &bug).await;
     assert!(step["step"].is_null(), "people hold it now: {step}");
 
@@ -1251,7 +1188,7 @@ async fn a_server_killed_at_each_step_of_the_loop_resumes_after_a_restart() {
     );
     let merge = merge.unwrap();
     drop(server); // SIGKILL right after the merge
-    let recorder = desk.token(Role::Recorder);
+    let recorder = desk.token(Role::Recorder).to_owned();
     let release_step = |base: String| {
         let (recorder, merge) = (recorder.clone(), merge.clone());
         move || {
@@ -1680,7 +1617,7 @@ async fn the_python_target_goes_from_report_to_a_reviewed_fix() {
         "the reporter reads the reproduction in their terms: {question}"
     );
     let bug_for_wait = bug.clone();
-    let (base, manager) = (desk.base.clone(), desk.token(Role::Manager));
+    let (base, manager) = (desk.base.clone(), desk.token(Role::Manager).to_owned());
     wait_for("the fix's review", Duration::from_secs(240), || {
         let (base, manager, bug) = (base.clone(), manager.clone(), bug_for_wait.clone());
         Box::pin(async move {
@@ -1787,10 +1724,7 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
     let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let url = format!("sqlite://{}/desk.db", dir.path().display());
     let server = common::start_server_with(&url, &pairs);
-    let desk = Desk {
-        base: server.base.clone(),
-        tokens,
-    };
+    let desk = Desk::at(&server.base, &tokens);
     let client = reqwest::Client::new();
     let file = |component: &str, title: &str, what: &str| {
         client
@@ -2038,7 +1972,7 @@ async fn one_desk_serves_two_projects_each_bug_in_its_own_repository_and_languag
         ),
     ] {
         let base = desk.base.clone();
-        let manager = desk.token(Role::Manager);
+        let manager = desk.token(Role::Manager).to_owned();
         let bug = bug.clone();
         let view = wait_for("a measured reproduction", Duration::from_secs(180), || {
             let (base, manager, bug) = (base.clone(), manager.clone(), bug.clone());
@@ -2338,10 +2272,7 @@ async fn docker_unreachable_then_back_the_bug_waits_with_a_person_then_goes_on()
                "steps": "Cart of ₹200, coupon SAVE300"}),
     )
     .await;
-    let crew = Desk {
-        base: base.clone(),
-        tokens: desk.tokens.iter().map(|(r, t)| (*r, t.clone())).collect(),
-    };
+    let crew = Desk::at(&base, &desk.tokens);
     let handed = bug_in(
         &crew,
         &bug,
@@ -2411,14 +2342,8 @@ async fn a_waiting_worker_gets_a_task_the_moment_it_is_sent() {
         let waiter_base = second
             .as_ref()
             .map_or(sender.base.clone(), |s| s.base.clone());
-        let send_to = Desk {
-            base: sender.base.clone(),
-            tokens: tokens.clone(),
-        };
-        let wait_at = Desk {
-            base: waiter_base,
-            tokens: tokens.clone(),
-        };
+        let send_to = Desk::at(&sender.base, &tokens);
+        let wait_at = Desk::at(&waiter_base, &tokens);
         let (status, refused) = wait_at
             .call("GET", "/api/v1/crew/tasks?wait_ms=25001", Role::Fixer, None)
             .await;
