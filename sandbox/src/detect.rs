@@ -87,6 +87,11 @@ fn rust(tree: &Tree, found: &mut Detection) {
     found.manifest = Some("Cargo.toml".to_owned());
     found.profile = Some(Profile::Rust);
     let manifest = tree.toml("Cargo.toml");
+    if manifest.is_none() {
+        found.limits.push(
+            "Cargo.toml does not read as TOML: no package or workspace member found".to_owned(),
+        );
+    }
     found.lockfile = tree.first_file(&["Cargo.lock"]);
     if found.lockfile.is_none() {
         found.limits.push(
@@ -628,6 +633,22 @@ mod tests {
         assert_eq!(
             detect(bare.path()).toolchain,
             ["rust nightly-2024-01-01 (rust-toolchain; the sandbox runs the host's)"]
+        );
+    }
+
+    #[test]
+    fn a_manifest_that_does_not_read_says_so() {
+        let dir = tree(&[("Cargo.toml", "[package\nname="), ("src/lib.rs", "")]);
+        let found = detect(dir.path());
+        assert_eq!(found.profile, Some(Profile::Rust));
+        assert!(found.fix_paths.is_empty());
+        assert!(
+            found
+                .limits
+                .iter()
+                .any(|l| l.contains("does not read as TOML")),
+            "{:?}",
+            found.limits
         );
     }
 

@@ -140,6 +140,17 @@ pub async fn fill_from_tree(
                 ),
             ));
         }
+        if found.fix_paths.len() > domain::project::MAX_FIX_PATHS {
+            return Err((
+                "fix_paths",
+                format!(
+                    "{} folders of {} look like code a fix may change (at most {} can be named); name the ones it may",
+                    found.fix_paths.len(),
+                    repository.display(),
+                    domain::project::MAX_FIX_PATHS
+                ),
+            ));
+        }
         said.push(format!("fix paths {}", found.fix_paths.join(",")));
         change.fix_paths = Some(found.fix_paths.join(","));
     }

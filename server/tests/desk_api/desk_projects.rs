@@ -465,8 +465,30 @@ async fn project_add_from_git_reads_what_it_is_not_told() {
         assert!(!refused.status.success(), "{args:?}");
         assert!(stderr.contains(said), "{args:?}: {stderr}");
     }
+    // A tree with more package folders than a project may name: refused, asking for them.
+    let (many, _) = common::local_forge_with(&dir.path().join("m"), "many", |work| {
+        std::fs::write(work.join("setup.py"), "").unwrap();
+        for n in 0..20 {
+            common::write(work, &format!("pkg{n}/__init__.py"), "");
+        }
+    })
+    .await;
+    let refused = r2r(&[
+        "project",
+        "add",
+        "--id",
+        "many",
+        "--from-git",
+        many.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains("20 folders") && stderr.contains("--fix-paths"),
+        "{stderr}"
+    );
     let listed = String::from_utf8_lossy(&r2r(&["project", "list"]).stdout).into_owned();
-    for id in ["wt", "jesty", "loose"] {
+    for id in ["wt", "jesty", "loose", "many"] {
         assert!(!listed.lines().any(|l| l.starts_with(id)), "{listed}");
     }
 }
