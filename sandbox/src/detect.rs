@@ -331,19 +331,25 @@ fn node(tree: &Tree, found: &mut Detection) {
             None
         }
     };
-    if found.lockfile.is_none()
-        && package
-            .as_ref()
-            .is_some_and(|p| p.get("dependencies").is_some() || p.get("devDependencies").is_some())
-    {
-        found
+    let declares = package.as_ref().is_some_and(|p| {
+        ["dependencies", "devDependencies", "optionalDependencies"]
+            .iter()
+            .any(|field| {
+                p.get(field)
+                    .and_then(|d| d.as_object())
+                    .is_some_and(|d| !d.is_empty())
+            })
+    });
+    match found.lockfile.as_deref() {
+        _ if !declares => {}
+        Some("package-lock.json" | "npm-shrinkwrap.json") => {}
+        Some(other) => found.limits.push(format!(
+            "its lockfile is {other}; the desk installs dependencies with npm ci from a package-lock.json only"
+        )),
+        None => found
             .limits
-            .push("no lockfile: its dependencies cannot be prepared at pinned versions".to_owned());
+            .push("no lockfile: its dependencies cannot be prepared at pinned versions".to_owned()),
     }
-    found.limits.push(
-        "the desk does not install npm dependencies yet: only a suite that needs none of them runs"
-            .to_owned(),
-    );
     found.fix_paths = tree.folders(&["src/", "lib/", "source/"]);
     found.test_folders = tree.folders(&["test/", "tests/", "__tests__/"]);
     // A workspace (package.json `workspaces`, pnpm-workspace.yaml `packages`): each member's
@@ -807,8 +813,8 @@ mod tests {
         assert_eq!(found.fix_paths, ["source/"]);
         assert_eq!(
             found.limits.len(),
-            2,
-            "ava, and no npm install: {:?}",
+            1,
+            "ava (no dependency, so no lockfile needed): {:?}",
             found.limits
         );
         let plain = tree(&[(
@@ -816,6 +822,21 @@ mod tests {
             r#"{"scripts":{"test":"node --test --test-reporter=tap test/"}}"#,
         )]);
         assert_eq!(detect(plain.path()).profile, Some(Profile::NodeTest));
+    }
+
+    #[test]
+    fn only_an_npm_lockfile_lets_a_node_projects_dependencies_be_prepared() {
+        let deps = r#"{"devDependencies":{"vitest":"1"}}"#;
+        let npm = tree(&[("package.json", deps), ("package-lock.json", "{}")]);
+        assert!(
+            detect(npm.path()).limits.is_empty(),
+            "{:?}",
+            detect(npm.path()).limits
+        );
+        let pnpm = tree(&[("package.json", deps), ("pnpm-lock.yaml", "")]);
+        assert!(detect(pnpm.path()).limits[0].contains("pnpm-lock.yaml"));
+        let none = tree(&[("package.json", deps)]);
+        assert!(detect(none.path()).limits[0].contains("no lockfile"));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod docker;
 pub mod isolated;
 pub mod pool;
 pub mod prepare;
+pub mod prepare_node;
 pub mod prepare_python;
 pub mod process;
 pub mod profile;

@@ -32,6 +32,9 @@ pub enum Ecosystem {
         /// Whether the project keeps its package under `src/`.
         src_layout: bool,
     },
+    /// npm packages installed by `npm ci --ignore-scripts`, linked as the run's
+    /// `node_modules`.
+    Node,
 }
 
 /// The only package sources a `Cargo.lock` may name (crates.io, by git index or sparse).
@@ -101,6 +104,7 @@ impl Prepared {
                 job.env.push(("PYTHONPATH".into(), path));
                 PYTHON_SITE_DIR
             }
+            Ecosystem::Node => crate::prepare_node::NODE_MODULES_DIR,
         };
         job.mounts.push(crate::ReadOnlyMount {
             host: self.vendor.clone(),

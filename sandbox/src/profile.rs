@@ -46,6 +46,10 @@ pub enum Profile {
     Junit,
 }
 
+/// In a Node run's copy of the tree: the prepared packages, when mounted, are its
+/// `node_modules` (unless the tree brings its own).
+const NODE_MODULES_LINK: &str = "if [ -d /deps/node/node_modules ] && [ ! -e node_modules ]; then ln -s /deps/node/node_modules node_modules; fi; ";
+
 /// Where the generic JUnit profile's script lives in the project.
 pub const JUNIT_SCRIPT: &str = ".r2r/junit";
 /// Where report files are written inside the sandbox.
@@ -171,14 +175,14 @@ impl Profile {
                     Some(file) => format!("node --test --test-reporter=tap {file}"),
                     None => "node --test --test-reporter=tap".into(),
                 };
-                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
+                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && {NODE_MODULES_LINK}exec {run}")
             }
             Profile::Vitest => {
                 let run = format!(
                     "node node_modules/vitest/vitest.mjs run {} --reporter=verbose",
                     file.unwrap_or("")
                 );
-                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && exec {run}")
+                format!("cp -R {SNAPSHOT_DIR}/. {WORK_DIR}/src && cd {WORK_DIR}/src && {NODE_MODULES_LINK}exec {run}")
             }
             Profile::Python => {
                 if let Some(file) = file {

@@ -313,3 +313,140 @@ async fn docker_runs_a_prepared_python_package_offline() {
 async fn bwrap_runs_a_prepared_python_package_offline() {
     prepared_python_runs_offline(sandbox::Backend::Bwrap).await;
 }
+
+/// A Node package whose code needs an npm dependency: `npm ci --ignore-scripts` prepares it
+/// once at its lockfile's versions, and `node --test` in the networkless sandbox finds it as
+/// the run's `node_modules`: the buggy code reproduces on its assertion, the fixed code
+/// passes, and without the prepared packages the run is an error, never a reproduction.
+async fn prepared_node_runs_offline(backend: sandbox::Backend) {
+    let required = required();
+    let Some(sandbox) = sandbox_or_skip(backend).await else {
+        return;
+    };
+    let project = |fixed: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "package.json",
+            r#"{"name":"till","version":"1.0.0","private":true,"devDependencies":{"is-number":"7.0.0"}}"#,
+        );
+        let cents = if fixed {
+            "cents % 100"
+        } else {
+            "Math.floor(cents / 100)"
+        };
+        write(
+            dir.path(),
+            "lib/price.js",
+            &format!(
+                "const isNumber = require('is-number');\n\
+                 exports.shown = (cents) => {{\n  if (!isNumber(cents)) throw new Error('not a number');\n  \
+                 return Math.floor(cents / 100) + '.' + String({cents}).padStart(2, '0');\n}};\n"
+            ),
+        );
+        write(
+            dir.path(),
+            "test/price.test.js",
+            "const test = require('node:test');\nconst assert = require('node:assert');\n\
+             const { shown } = require('../lib/price');\n\n\
+             test('cents follow the point', () => {\n  assert.strictEqual(shown(1234), '12.34', 'shown price');\n});\n",
+        );
+        // The lockfile, as the team would commit it.
+        let locked = std::process::Command::new("npm")
+            .args([
+                "install",
+                "--package-lock-only",
+                "--ignore-scripts",
+                "--no-audit",
+                "--no-fund",
+            ])
+            .current_dir(dir.path())
+            .output();
+        (dir, locked)
+    };
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = DepsCache::new(cache_dir.path(), 2 << 30);
+    let toolchains = Toolchains::detect();
+    let test = "cents follow the point";
+    let (buggy, locked) = project(false);
+    match locked {
+        Ok(output) if output.status.success() => {}
+        other if !required => {
+            eprintln!(
+                "SKIPPED the {backend} Node prepare runs: no lockfile could be made: {other:?}"
+            );
+            return;
+        }
+        other => panic!("{other:?}"),
+    }
+    let prepared = match cache.prepare_node(buggy.path()).await {
+        Ok(prepared) => prepared,
+        Err(PrepareError::Failed(why)) if !required => {
+            eprintln!("SKIPPED the {backend} Node prepare runs: npm not reachable: {why}");
+            return;
+        }
+        Err(error) => panic!("{error}"),
+    };
+    assert_eq!(prepared.ecosystem, sandbox::Ecosystem::Node);
+    assert!(prepared.crates >= 1 && !prepared.reused, "{prepared:?}");
+    assert!(prepared.vendor.join("is-number/index.js").is_file());
+    let run = |dir: &Path, prepared: Option<&sandbox::Prepared>| {
+        share_read_only(dir).unwrap();
+        let mut job = Profile::NodeTest
+            .job(
+                dir,
+                Some("test/price.test.js"),
+                &toolchains,
+                Duration::from_secs(120),
+            )
+            .unwrap();
+        if let Some(prepared) = prepared {
+            prepared.attach(&mut job);
+        }
+        job
+    };
+    let outcome = sandbox
+        .run(&run(buggy.path(), Some(&prepared)))
+        .await
+        .unwrap();
+    let verdict = Profile::NodeTest.classify(&outcome, test);
+    assert!(
+        matches!(&verdict, Verdict::Reproduced { assertion, .. } if assertion.contains("shown price")),
+        "{backend}: {verdict:?}\n{}\n{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    let (fixed, _) = project(true);
+    let again = cache.prepare_node(fixed.path()).await.unwrap();
+    assert!(
+        again.reused && again.key == prepared.key,
+        "the same lockfile: the same entry"
+    );
+    let outcome = sandbox.run(&run(fixed.path(), Some(&again))).await.unwrap();
+    assert_eq!(
+        Profile::NodeTest.classify(&outcome, test),
+        Verdict::Passed { test: test.into() },
+        "{backend}: {}",
+        outcome.stderr
+    );
+    // Without the prepared packages `is-number` is missing: an error, never a reproduction.
+    let outcome = sandbox.run(&run(buggy.path(), None)).await.unwrap();
+    assert!(
+        !matches!(
+            Profile::NodeTest.classify(&outcome, test),
+            Verdict::Reproduced { .. } | Verdict::Passed { .. }
+        ),
+        "{backend}: {}",
+        outcome.stdout
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_runs_a_prepared_node_package_offline() {
+    prepared_node_runs_offline(sandbox::Backend::Docker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_runs_a_prepared_node_package_offline() {
+    prepared_node_runs_offline(sandbox::Backend::Bwrap).await;
+}

@@ -158,6 +158,18 @@ pub async fn preflight(
         return Ok(ExitCode::FAILURE);
     }
     match snapshot.prepared() {
+        Some(prepared) if prepared.ecosystem == sandbox::Ecosystem::Node && prepared.crates == 0 => {
+            println!("deps        none needed (package.json declares no dependency)")
+        }
+        Some(prepared) if prepared.ecosystem == sandbox::Ecosystem::Node => println!(
+            "deps        {} packages, {:.1} MB, {} in {:.1} s (npm ci --ignore-scripts at {}'s versions; cache {})",
+            prepared.crates,
+            prepared.bytes as f64 / 1e6,
+            if prepared.reused { "reused" } else { "fetched" },
+            prepare_started.elapsed().as_secs_f64(),
+            prepared.lockfile.display(),
+            cache.root().display()
+        ),
         Some(prepared) if matches!(prepared.ecosystem, sandbox::Ecosystem::Python { .. }) => println!(
             "deps        {} entries installed from wheels, {:.1} MB, {} in {:.1} s (the versions chosen: {}; cache {})",
             prepared.crates,

@@ -111,6 +111,9 @@ impl Snapshot {
                     .prepare_python(&self.root, tag_version.as_deref())
                     .await
             }
+            sandbox::Profile::NodeTest | sandbox::Profile::Vitest => {
+                cache.prepare_node(&self.root).await
+            }
             _ => return Ok(()),
         };
         let prepared = prepared.map_err(|error| match error {
