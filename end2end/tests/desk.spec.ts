@@ -351,6 +351,10 @@ test('a confirmation opens as a modal dialog: labelled, Tab stays inside, Escape
   drive(filed.bug_id!);
   await signIn(page, `/desk/bugs/${filed.bug_id}`);
   await waitForHydration(page);
+  // Once the page listens for changes, what it caught up on has been swapped in: the opener
+  // clicked is the one the page's script handles (a click before that could land on the
+  // server's form and open the script-free question page instead of the dialog).
+  await waitForLive(page);
   const opener = page.getByTestId('action-reopen');
   await opener.click();
   const dialog = page.getByRole('alertdialog', { name: 'Reopen this bug?' });
