@@ -168,6 +168,17 @@ pub(crate) fn publish(staged: &Path, done: &Path, ready: &str) -> Result<(), Pre
     Ok(())
 }
 
+/// A package tool's last `n` words on stderr worth showing: no blank lines, none of its
+/// `[notice]` or `npm notice` chatter.
+pub(crate) fn last_said(stderr: &[u8], n: usize) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.contains("[notice]") && !l.starts_with("npm notice"))
+        .collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -11,7 +11,7 @@
 //! workspace link).
 
 use crate::prepare::{
-    hex, one_prepare, publish, size_of, DepsCache, Ecosystem, PrepareError, Prepared,
+    hex, last_said, one_prepare, publish, size_of, DepsCache, Ecosystem, PrepareError, Prepared,
 };
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -216,11 +216,9 @@ impl DepsCache {
             })?
             .map_err(|e| PrepareError::Failed(format!("npm could not start: {e}")))?;
         if !output.status.success() {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
             return Err(PrepareError::Failed(format!(
                 "npm ci could not install the project's dependencies: {}",
-                lines[lines.len().saturating_sub(4)..].join("\n")
+                last_said(&output.stderr, 4)
             )));
         }
         std::fs::rename(project.join("node_modules"), staged.join("node_modules"))

@@ -12,7 +12,7 @@
 //! wheel is named by pip's own words.
 
 use crate::prepare::{
-    hex, one_prepare, publish, size_of, DepsCache, Ecosystem, PrepareError, Prepared,
+    hex, last_said, one_prepare, publish, size_of, DepsCache, Ecosystem, PrepareError, Prepared,
 };
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -489,11 +489,6 @@ impl DepsCache {
                 })?
                 .map_err(|e| PrepareError::Failed(format!("pip could not start: {e}")))?;
             if !output.status.success() {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let lines: Vec<&str> = stderr
-                    .lines()
-                    .filter(|l| !l.trim().is_empty() && !l.contains("[notice]"))
-                    .collect();
                 return Err(PrepareError::Failed(format!(
                     "pip could not install the project's test dependencies as wheels{}: {}",
                     pinned
@@ -501,7 +496,7 @@ impl DepsCache {
                         .map_or(String::new(), |(file, count)| format!(
                             " at the {count} versions {file} pins"
                         )),
-                    lines[lines.len().saturating_sub(4)..].join("\n")
+                    last_said(&output.stderr, 4)
                 )));
             }
         }

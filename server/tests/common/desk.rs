@@ -314,12 +314,18 @@ pub fn role_tokens() -> (HashMap<Role, String>, Vec<(String, String)>) {
         .into_iter()
         .map(|role| (role, server::cli::setup::new_role_token(role)))
         .collect();
+    let env = token_env(&tokens);
+    (tokens, env)
+}
+
+/// The variables that give `tokens` to a server (`ROLE_TOKEN`), in a stable order.
+pub fn token_env(tokens: &HashMap<Role, String>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = tokens
         .iter()
         .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
         .collect();
     env.sort();
-    (tokens, env)
+    env
 }
 
 /// `method base+path` with bearer `token` and a JSON `body`: the status and the JSON answer

@@ -17,12 +17,7 @@ fn tokens() -> std::collections::HashMap<Role, String> {
 }
 
 fn env_of(tokens: &std::collections::HashMap<Role, String>) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = tokens
-        .iter()
-        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
-        .collect();
-    env.sort();
-    env
+    common::desk::token_env(tokens)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
