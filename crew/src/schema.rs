@@ -9,6 +9,13 @@ use serde::Deserialize;
 pub const MAX_FILE_CHARS: usize = 24_000;
 /// Most files one fix may touch.
 pub const MAX_FIX_FILES: usize = 2;
+/// Most edits one fix may carry (all files together).
+pub const MAX_FIX_EDITS: usize = 24;
+/// Largest text an edit finds or puts in its place (characters).
+pub const MAX_EDIT_CHARS: usize = 8_000;
+/// Largest file an edit may be applied to, and may leave (characters): real source files
+/// are often larger than a model may return whole.
+pub const MAX_EDITED_FILE_CHARS: usize = 1_000_000;
 
 /// Why a model's answer was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -124,14 +131,83 @@ pub struct FixFile {
     pub content: String,
 }
 
-/// The fixer's answer.
+/// One edit of a file too large to return whole: `find` occurs exactly once in the file
+/// (after the edits before it are applied) and is replaced by `replace`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixEdit {
+    /// Repository-relative path of a file that exists at the fix's base.
+    pub path: String,
+    /// The exact text to replace, with enough around it to occur once.
+    pub find: String,
+    /// What takes its place (may be empty).
+    pub replace: String,
+}
+
+/// The fixer's answer: whole files, edits of existing files, or both (at most two paths
+/// in all, none both whole and edited).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FixDraft {
-    /// At most two files.
+    /// Whole files.
+    #[serde(default)]
     pub files: Vec<FixFile>,
+    /// Edits, applied in order per file.
+    #[serde(default)]
+    pub edits: Vec<FixEdit>,
     /// One line for the pull request.
     pub summary: String,
+}
+
+impl FixDraft {
+    /// Every path the fix changes, in first-named order.
+    pub fn paths(&self) -> Vec<&str> {
+        let mut paths: Vec<&str> = Vec::new();
+        for path in self
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .chain(self.edits.iter().map(|e| e.path.as_str()))
+        {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        paths
+    }
+}
+
+/// Applies `edits` (already checked by [`fix`]) to `original`, in order: each `find` must
+/// occur exactly once in the text as it stands. The error names the edit (1-based among
+/// this file's) and what was wrong.
+pub fn apply_edits(original: &str, edits: &[&FixEdit]) -> Result<String, String> {
+    let mut text = original.to_owned();
+    for (n, edit) in edits.iter().enumerate() {
+        let found = text.match_indices(edit.find.as_str()).count();
+        let Some((at, _)) = text.match_indices(edit.find.as_str()).next() else {
+            return Err(format!(
+                "edit {} of {}: its find text does not occur in the file",
+                n + 1,
+                edit.path
+            ));
+        };
+        if found > 1 {
+            return Err(format!(
+                "edit {} of {}: its find text occurs {found} times; include more of the lines around it",
+                n + 1,
+                edit.path
+            ));
+        }
+        text.replace_range(at..at + edit.find.len(), &edit.replace);
+        if text.chars().count() > MAX_EDITED_FILE_CHARS {
+            return Err(format!(
+                "edit {} of {}: the file would exceed {MAX_EDITED_FILE_CHARS} characters",
+                n + 1,
+                edit.path
+            ));
+        }
+    }
+    Ok(text)
 }
 
 /// Parses and checks a fix against the project's allowed path prefixes and the confirmed
@@ -139,38 +215,60 @@ pub struct FixDraft {
 pub fn fix(content: &str, allowed: &[&str], confirmed_test: &str) -> Result<FixDraft, SchemaError> {
     const SHAPE: &str = "fix";
     let draft: FixDraft = parse(SHAPE, content)?;
-    if draft.files.is_empty() || draft.files.len() > MAX_FIX_FILES {
+    let paths = draft.paths();
+    if paths.is_empty() || paths.len() > MAX_FIX_FILES {
         return Err(error(
             SHAPE,
-            format!("files: 1 to {MAX_FIX_FILES}, got {}", draft.files.len()),
+            format!(
+                "files and edits: 1 to {MAX_FIX_FILES} paths in all, got {}",
+                paths.len()
+            ),
+        ));
+    }
+    if draft.edits.len() > MAX_FIX_EDITS {
+        return Err(error(
+            SHAPE,
+            format!("edits: at most {MAX_FIX_EDITS}, got {}", draft.edits.len()),
         ));
     }
     bounded(SHAPE, "summary", &draft.summary, 1, 200)?;
+    for path in &paths {
+        if !safe_path(path) {
+            return Err(error(
+                SHAPE,
+                format!("{path:?} is not a safe relative path"),
+            ));
+        }
+        if *path == confirmed_test {
+            return Err(error(
+                SHAPE,
+                format!("{path} is the confirmed test; it cannot change"),
+            ));
+        }
+        if !allowed.iter().any(|prefix| path.starts_with(prefix)) {
+            return Err(error(
+                SHAPE,
+                format!("{path} is outside the allowed paths {allowed:?}"),
+            ));
+        }
+    }
     let mut seen = Vec::new();
     for file in &draft.files {
-        if !safe_path(&file.path) {
-            return Err(error(
-                SHAPE,
-                format!("{:?} is not a safe relative path", file.path),
-            ));
-        }
-        if file.path == confirmed_test {
-            return Err(error(
-                SHAPE,
-                format!("{} is the confirmed test; it cannot change", file.path),
-            ));
-        }
-        if !allowed.iter().any(|prefix| file.path.starts_with(prefix)) {
-            return Err(error(
-                SHAPE,
-                format!("{} is outside the allowed paths {allowed:?}", file.path),
-            ));
-        }
         if seen.contains(&&file.path) {
             return Err(error(SHAPE, format!("{} appears twice", file.path)));
         }
         seen.push(&file.path);
         bounded(SHAPE, &file.path, &file.content, 1, MAX_FILE_CHARS)?;
+    }
+    for edit in &draft.edits {
+        if seen.contains(&&edit.path) {
+            return Err(error(
+                SHAPE,
+                format!("{} is sent whole and edited: choose one", edit.path),
+            ));
+        }
+        bounded(SHAPE, "edits[].find", &edit.find, 1, MAX_EDIT_CHARS)?;
+        bounded(SHAPE, "edits[].replace", &edit.replace, 0, MAX_EDIT_CHARS)?;
     }
     Ok(draft)
 }
@@ -289,6 +387,66 @@ mod tests {
         ] {
             assert!(fix(bad, &allowed, "tests/coupon.rs").is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn edits_name_existing_text_once_and_obey_the_same_paths() {
+        let allowed = ["src/"];
+        let ok = r#"{"edits":[{"path":"src/big.py","find":"return a - b","replace":"return a + b"}],"summary":"add, not subtract"}"#;
+        let draft = fix(ok, &allowed, "tests/test_x.py").unwrap();
+        assert_eq!(draft.paths(), ["src/big.py"]);
+        for bad in [
+            // Outside the allowed paths, the confirmed test, an unsafe path.
+            r#"{"edits":[{"path":"setup.py","find":"a","replace":"b"}],"summary":"s"}"#,
+            r#"{"edits":[{"path":"tests/test_x.py","find":"a","replace":"b"}],"summary":"s"}"#,
+            r#"{"edits":[{"path":"src/../setup.py","find":"a","replace":"b"}],"summary":"s"}"#,
+            // An empty find, a file both whole and edited, three paths, unknown fields.
+            r#"{"edits":[{"path":"src/a.py","find":"","replace":"b"}],"summary":"s"}"#,
+            r#"{"files":[{"path":"src/a.py","content":"x"}],"edits":[{"path":"src/a.py","find":"x","replace":"y"}],"summary":"s"}"#,
+            r#"{"files":[{"path":"src/a.py","content":"x"}],"edits":[{"path":"src/b.py","find":"x","replace":"y"},{"path":"src/c.py","find":"x","replace":"y"}],"summary":"s"}"#,
+            r#"{"edits":[{"path":"src/a.py","find":"a","replace":"b","line":3}],"summary":"s"}"#,
+            r#"{"edits":[],"summary":"s"}"#,
+        ] {
+            assert!(fix(bad, &allowed, "tests/test_x.py").is_err(), "{bad}");
+        }
+        let many: Vec<String> = (0..=MAX_FIX_EDITS)
+            .map(|n| format!(r#"{{"path":"src/a.py","find":"x{n}","replace":"y"}}"#))
+            .collect();
+        let too_many = format!(r#"{{"edits":[{}],"summary":"s"}}"#, many.join(","));
+        assert!(fix(&too_many, &allowed, "tests/test_x.py").is_err());
+        // Two edits of one file and one of another: two paths.
+        let two = r#"{"edits":[{"path":"src/a.py","find":"x","replace":"y"},{"path":"src/b.py","find":"x","replace":"y"},{"path":"src/a.py","find":"z","replace":"w"}],"summary":"s"}"#;
+        assert_eq!(
+            fix(two, &allowed, "t").unwrap().paths(),
+            ["src/a.py", "src/b.py"]
+        );
+    }
+
+    #[test]
+    fn edits_apply_in_order_and_refuse_missing_or_ambiguous_text() {
+        let edit = |find: &str, replace: &str| FixEdit {
+            path: "src/a.py".into(),
+            find: find.into(),
+            replace: replace.into(),
+        };
+        let original = "def f(a, b):\n    return a - b\n\ndef g():\n    pass\n";
+        let (one, two) = (edit("a - b", "a + b"), edit("a + b\n", "a + b  # sum\n"));
+        assert_eq!(
+            apply_edits(original, &[&one, &two]).unwrap(),
+            "def f(a, b):\n    return a + b  # sum\n\ndef g():\n    pass\n"
+        );
+        let missing = apply_edits(original, &[&edit("a * b", "x")]).unwrap_err();
+        assert!(missing.contains("does not occur"), "{missing}");
+        let twice = apply_edits(original, &[&edit("def ", "fn ")]).unwrap_err();
+        assert!(twice.contains("occurs 2 times"), "{twice}");
+        // The second edit sees the first's result, not the original.
+        let stale = apply_edits(original, &[&one, &edit("a - b", "b - a")]).unwrap_err();
+        assert!(stale.contains("edit 2"), "{stale}");
+        let grow = "x".repeat(MAX_EDIT_CHARS);
+        let big = format!("{}MARK", "y".repeat(MAX_EDITED_FILE_CHARS - 10));
+        assert!(apply_edits(&big, &[&edit("MARK", &grow)])
+            .unwrap_err()
+            .contains("exceed"));
     }
 
     #[test]

@@ -373,7 +373,7 @@ impl Profile {
                 scripts.push((
                     "lint",
                     format!(
-                        "{VENDORED}cd {SNAPSHOT_DIR} && exec cargo \"$@\" clippy --frozen --offline --all-targets -- -D warnings"
+                        "{VENDORED}cd {SNAPSHOT_DIR} && exec cargo clippy \"$@\" --frozen --offline --all-targets -- -D warnings"
                     ),
                 ));
             }
@@ -900,7 +900,11 @@ mod tests {
             .checks(&dir, &["src/lib.rs"], &toolchains, deadline)
             .unwrap();
         assert!(
-            rust[1].1.command[2].contains("clippy --frozen --offline --all-targets -- -D warnings")
+            // The vendored source's `--config` goes after `clippy`: cargo does not pass its
+            // global flags on to an external subcommand, so before it clippy looked for the
+            // registry offline and failed in 0.1 s on any crate with dependencies.
+            rust[1].1.command[2]
+                .contains("clippy \"$@\" --frozen --offline --all-targets -- -D warnings")
         );
         assert_eq!(names(Profile::NodeTest, &["src/cart.js"]), ["syntax"]);
         let node = Profile::NodeTest

@@ -150,6 +150,27 @@ async fn prepared_crate_runs_offline(backend: sandbox::Backend) {
         "{backend}: {}",
         outcome.stderr
     );
+    // The fix's own checks see the same prepared crates (clippy builds them): a formatted,
+    // lint-clean crate with registry dependencies passes both.
+    for (name, mut job) in Profile::Rust
+        .checks(
+            fixed.path(),
+            &["src/lib.rs"],
+            &toolchains,
+            Duration::from_secs(300),
+        )
+        .unwrap()
+    {
+        again.attach(&mut job);
+        let outcome = sandbox.run(&job).await.unwrap();
+        assert_eq!(
+            outcome.exit_code,
+            Some(0),
+            "{backend}: the {name} check failed on a clean crate:\n{}\n{}",
+            outcome.stdout,
+            outcome.stderr
+        );
+    }
 
     // Without the prepared crates the sandbox has no way to them: the run fails to build
     // (never reads as a reproduction).

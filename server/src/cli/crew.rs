@@ -47,6 +47,22 @@ pub enum CrewCommand {
         /// The test profile the context is written for.
         #[arg(long, default_value = "rust")]
         profile: String,
+        /// Instead: carry real bugs of public repositories through a desk of their own each
+        /// (the folder's *.json case files, e.g. crew/eval/real), with the oracle model double
+        /// answering with the upstream test and fix; prints each case's furthest stage, the
+        /// desk's reason and the time. Exits 0 when every case reached a measured fix.
+        #[arg(long = "real-bugs", value_name = "DIR", conflicts_with_all = ["cases", "repo"], requires = "mirrors")]
+        real_bugs: Option<std::path::PathBuf>,
+        /// With --real-bugs: where the repositories were fetched (owner+name/repo,
+        /// owner+name or name.git bare repositories). Their code is read, never committed.
+        #[arg(long, value_name = "DIR", requires = "real_bugs")]
+        mirrors: Option<std::path::PathBuf>,
+        /// With --real-bugs: only this case (repeatable).
+        #[arg(long = "case", value_name = "ID", requires = "real_bugs")]
+        only: Vec<String>,
+        /// With --real-bugs: the model R2R_MODEL_PROVIDER configures instead of the oracle.
+        #[arg(long, requires = "real_bugs")]
+        provider: bool,
     },
     /// The whole crew as a service until Ctrl-C: manager, reproducer, fixer and reviewer,
     /// each with its own token (R2R_MANAGER_TOKEN, …), heartbeats every 20 s, hand-offs as
@@ -142,9 +158,26 @@ pub async fn command(env_file: &Path, command: CrewCommand) -> anyhow::Result<Ex
             Ok(ExitCode::SUCCESS)
         }
         CrewCommand::Eval {
+            real_bugs: Some(real_bugs),
+            mirrors,
+            only,
+            provider,
+            ..
+        } => {
+            super::real_bugs_run::command(super::real_bugs_run::RealBugOptions {
+                cases: real_bugs,
+                mirrors: mirrors.unwrap_or_default(),
+                only,
+                provider,
+                env_file: env_file.to_owned(),
+            })
+            .await
+        }
+        CrewCommand::Eval {
             cases,
             repo,
             profile,
+            ..
         } => {
             let Some(profile) = sandbox::Profile::parse(&profile) else {
                 anyhow::bail!(

@@ -262,34 +262,44 @@ pub async fn seed_tallybook(tallybook: &Path, bare: &Path) -> anyhow::Result<()>
     Ok(())
 }
 
-fn random_hex(bytes: usize) -> String {
+pub(crate) fn random_hex(bytes: usize) -> String {
     use rand::RngCore;
     let mut buffer = vec![0u8; bytes];
     rand::rngs::OsRng.fill_bytes(&mut buffer);
     hex::encode(buffer)
 }
 
-struct Desk {
-    base: String,
-    client: reqwest::Client,
+/// A desk seen from outside, over HTTP, as a reporter sees it.
+pub(crate) struct Desk {
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
 }
 
 impl Desk {
-    async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<(u16, Value)> {
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<(u16, Value)> {
         let response = request.send().await?;
         let status = response.status().as_u16();
         Ok((status, response.json().await.unwrap_or(Value::Null)))
     }
 
     async fn file(&self, title: &str, what: &str) -> anyhow::Result<Value> {
+        self.file_json(&json!({
+            "component": "shoplite", "title": title, "what_happened": what,
+            "expected": "A payable total of ₹0", "steps": "Put ₹200 of goods in the cart\nApply coupon SAVE300\nRead the total",
+        }))
+        .await
+    }
+
+    /// Files a report (`POST /api/v1/reports`); anything but 201 is an error.
+    pub(crate) async fn file_json(&self, report: &Value) -> anyhow::Result<Value> {
         let (status, body) = self
             .send(
                 self.client
                     .post(format!("{}/api/v1/reports", self.base))
-                    .json(&json!({
-                        "component": "shoplite", "title": title, "what_happened": what,
-                        "expected": "A payable total of ₹0", "steps": "Put ₹200 of goods in the cart\nApply coupon SAVE300\nRead the total",
-                    })),
+                    .json(report),
             )
             .await?;
         if status != 201 {
@@ -312,7 +322,7 @@ impl Desk {
         Ok(body)
     }
 
-    async fn answer(&self, capability: &str, kind: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn answer(&self, capability: &str, kind: &str) -> anyhow::Result<Value> {
         let tracking = self.tracking(capability).await?;
         let question = &tracking["question"];
         if question["kind"] != json!(kind) {
@@ -335,14 +345,14 @@ impl Desk {
     }
 }
 
-fn expect_state(answer: &Value, state: &str) -> anyhow::Result<()> {
+pub(crate) fn expect_state(answer: &Value, state: &str) -> anyhow::Result<()> {
     if answer["state"] != json!(state) {
         bail!("expected the bug to be {state}: {answer}");
     }
     Ok(())
 }
 
-fn capability(filed: &Value) -> anyhow::Result<String> {
+pub(crate) fn capability(filed: &Value) -> anyhow::Result<String> {
     filed["tracking_link"]
         .as_str()
         .and_then(|link| link.split_once('#'))

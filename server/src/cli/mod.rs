@@ -20,6 +20,8 @@ pub mod ledger;
 pub mod preflight;
 pub mod project;
 pub mod quarantine;
+pub mod real_bugs;
+pub mod real_bugs_run;
 pub mod recorder;
 pub mod sandbox;
 pub mod sandbox_worker;

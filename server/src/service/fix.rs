@@ -20,8 +20,8 @@ use crate::service::commands::{dry_run, load, record};
 use crate::web::AppState;
 use crate::web::Refused;
 use api_types::{ContextFile, FixContext};
-use domain::workflow::{Actor, Command};
-use forge::{DraftRequest, Forge};
+use domain::workflow::{Actor, Command, CommitSha};
+use forge::{DraftRequest, Forge, LocalForge};
 use sandbox::{Toolchains, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -134,12 +134,16 @@ pub async fn context(state: &AppState, id: &str) -> Result<FixContext, Refused> 
     })
 }
 
-/// The fixer's candidate: whole files and a summary.
+/// The fixer's candidate: whole files, edits of existing files, and a summary.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Candidate {
     /// The changed files, whole.
+    #[serde(default)]
     pub files: Vec<crew::schema::FixFile>,
+    /// Edits of files at the base (a file too large to send whole), applied by the desk.
+    #[serde(default)]
+    pub edits: Vec<crew::schema::FixEdit>,
     /// What the change does, in a line or two.
     pub summary: String,
     #[serde(default)]
@@ -179,6 +183,46 @@ fn check_json(name: &str, outcome: &sandbox::RunOutcome, passed: bool, detail: &
     )
 }
 
+/// The fix's files whole: those sent whole as they are, and each edited file read at
+/// `base` with its edits applied. An edit of a file the base does not have, or whose text
+/// does not occur exactly once, refuses the candidate (nothing is run or counted).
+async fn whole_files(
+    forge: &LocalForge,
+    base: &CommitSha,
+    draft: &crew::schema::FixDraft,
+) -> Result<Vec<crew::schema::FixFile>, Refused> {
+    let mut files = draft.files.clone();
+    for path in draft.paths() {
+        if files.iter().any(|f| f.path == path) {
+            continue;
+        }
+        let Some(original) = forge.file_at(base, path).await.map_err(Refused::forge)? else {
+            return Err(invalid(
+                "invalid_fix",
+                format!("{path} does not exist at {base}: a new file is sent whole, not edited"),
+            ));
+        };
+        if original.chars().count() > crew::schema::MAX_EDITED_FILE_CHARS {
+            return Err(invalid(
+                "invalid_fix",
+                format!(
+                    "{path} has more than {} characters at {base}: too large to edit",
+                    crew::schema::MAX_EDITED_FILE_CHARS
+                ),
+            ));
+        }
+        let edits: Vec<&crew::schema::FixEdit> =
+            draft.edits.iter().filter(|e| e.path == path).collect();
+        let content = crew::schema::apply_edits(&original, &edits)
+            .map_err(|why| invalid("invalid_fix", why))?;
+        files.push(crew::schema::FixFile {
+            path: path.to_owned(),
+            content,
+        });
+    }
+    Ok(files)
+}
+
 /// `POST /api/v1/bugs/{id}/fix/candidate` (fixer).
 pub async fn candidate(
     state: &AppState,
@@ -206,7 +250,9 @@ pub async fn candidate(
         .map(String::as_str)
         .collect();
     // The same strict rules the crew applies to the model's answer, enforced here again.
-    let shape = json!({"files": candidate.files, "summary": candidate.summary}).to_string();
+    let shape =
+        json!({"files": candidate.files, "edits": candidate.edits, "summary": candidate.summary})
+            .to_string();
     let draft = crew::schema::fix(&shape, &allowed, &test.path)
         .map_err(|e| invalid("invalid_fix", e.to_string()))?;
     let forge = super::forge::forge_of(&target)?;
@@ -218,12 +264,7 @@ pub async fn candidate(
     snapshot
         .prepare(&state.deps, &state.run_limits, target.profile)
         .await?;
-    for file in draft
-        .files
-        .iter()
-        .map(|f| f.path.as_str())
-        .chain([test.path.as_str()])
-    {
+    for file in draft.paths().into_iter().chain([test.path.as_str()]) {
         if snapshot.through_symlink(file) {
             return Err(invalid(
                 "symlink_path",
@@ -231,8 +272,8 @@ pub async fn candidate(
             ));
         }
     }
-    let mut written: Vec<(String, String)> = draft
-        .files
+    let files = whole_files(forge, &base, &draft).await?;
+    let mut written: Vec<(String, String)> = files
         .iter()
         .map(|f| (f.path.clone(), f.content.clone()))
         .collect();
@@ -273,7 +314,7 @@ pub async fn candidate(
         green && confirmed_passed,
         &detail,
     ));
-    let changed: Vec<&str> = draft.files.iter().map(|f| f.path.as_str()).collect();
+    let changed: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
     let jobs = profile
         .checks(snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
@@ -287,14 +328,15 @@ pub async fn candidate(
     let passed = checks.iter().all(|c| c["passed"] == json!(true));
     let now = crate::clock::now_ms();
     let evidence_id = format!("fix-{now}-{:08x}", rand::random::<u32>());
-    let files_json: Vec<Value> = draft
-        .files
+    let files_json: Vec<Value> = files
         .iter()
         .map(|f| {
+            let edits = draft.edits.iter().filter(|e| e.path == f.path).count();
             json!({
                 "path": f.path,
                 "sha256": hex::encode(Sha256::digest(f.content.as_bytes())),
                 "chars": f.content.chars().count(),
+                "sent": if edits == 0 { "whole".to_owned() } else { format!("{edits} edit(s)") },
             })
         })
         .collect();

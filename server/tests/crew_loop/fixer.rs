@@ -360,3 +360,114 @@ async fn two_failed_attempts_send_the_bug_to_a_person() {
     assert!(!notes[1].contains("jane.doe@example.org"), "{notes:?}");
     assert!(notes[1].contains("saw this on checkout"), "{notes:?}");
 }
+
+/// The smallest region where `after` differs from `before`, with a line around it: the
+/// text to find and what replaces it.
+fn one_edit(before: &str, after: &str) -> (String, String) {
+    let (old, new): (Vec<&str>, Vec<&str>) = (
+        before.split_inclusive('\n').collect(),
+        after.split_inclusive('\n').collect(),
+    );
+    let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let tail = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(old.len().min(new.len()) - head);
+    let from = head.saturating_sub(1);
+    let (old_to, new_to) = (
+        (old.len() - tail + 1).min(old.len()),
+        (new.len() - tail + 1).min(new.len()),
+    );
+    (old[from..old_to].concat(), new[from..new_to].concat())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_sent_as_edits_is_applied_at_the_base_and_measured() {
+    if !common::docker_here().await {
+        return;
+    }
+    let desk = confirmed_bug().await;
+    let bug = desk.bug.clone();
+    let (status, _) = desk
+        .post(&format!("/api/v1/bugs/{bug}/fix/start"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let lib = shoplite_lib();
+    let fixed = shoplite::seeded::fix_bug1(&lib).unwrap();
+    let (find, replace) = one_edit(&lib, &fixed);
+    assert!(find.len() < lib.len() / 2, "an edit, not the file: {find}");
+    let path = format!("/api/v1/bugs/{bug}/fix/candidate");
+    let edits = |edits: Value| {
+        desk.post(
+            &path,
+            json!({"edits": edits, "summary": "Cap the discount", "provider": "test", "model": "hand-written"}),
+        )
+    };
+
+    // Refused before anything runs, and not counted: text the file lacks, text it has
+    // twice, a file the base lacks, a file both whole and edited, the confirmed test.
+    for (body, why) in [
+        (
+            json!([{"path": "src/lib.rs", "find": "no such text in the shop", "replace": "x"}]),
+            "does not occur",
+        ),
+        (
+            json!([{"path": "src/lib.rs", "find": "\n", "replace": "\n\n"}]),
+            "times",
+        ),
+        (
+            json!([{"path": "src/new.rs", "find": "a", "replace": "b"}]),
+            "does not exist",
+        ),
+        (
+            json!([{"path": crew::scripted::COUPON_TEST_PATH, "find": "assert", "replace": "//"}]),
+            "confirmed test",
+        ),
+    ] {
+        let (status, answer) = edits(body).await;
+        assert_eq!(status, 422, "{why}: {answer}");
+        assert_eq!(answer["error"], "invalid_fix", "{why}: {answer}");
+        assert!(
+            answer["message"].as_str().unwrap_or_default().contains(why),
+            "{why}: {answer}"
+        );
+    }
+    let (status, answer) = desk
+        .post(
+            &format!("/api/v1/bugs/{bug}/fix/candidate"),
+            json!({"files": [{"path": "src/lib.rs", "content": fixed}], "edits": [{"path": "src/lib.rs", "find": find, "replace": replace}], "summary": "s"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    let context = desk.get(&format!("/api/v1/bugs/{bug}/fix/context")).await;
+    assert_eq!(context["attempts"], 0, "refusals are not attempts");
+
+    // The edit, applied by the desk at the base: measured green, and the branch holds
+    // exactly the fixed file.
+    let (status, answer) =
+        edits(json!([{"path": "src/lib.rs", "find": find, "replace": replace}])).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "in_review", "{answer}");
+    let head = answer["head"].as_str().unwrap();
+    assert_eq!(desk.git(&["show", &format!("{head}:src/lib.rs")]), fixed);
+    // The evidence says how the file came: one edit, in the first counted attempt.
+    let store = store::Store::connect(&store::DatabaseUrl::parse(&desk.url).unwrap())
+        .await
+        .unwrap();
+    let evidence = store
+        .evidence_for(&bug)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| answer["evidence"] == json!(e.id))
+        .expect("the fix's evidence");
+    assert_eq!(evidence.body["attempt"], 1, "{:?}", evidence.body);
+    assert_eq!(
+        evidence.body["files"][0]["sent"], "1 edit(s)",
+        "{:?}",
+        evidence.body
+    );
+}
