@@ -31,6 +31,9 @@ pub struct BwrapSandbox {
     bwrap: PathBuf,
     setpriv: PathBuf,
     cgroup_root: PathBuf,
+    /// The `/etc/hosts` every run sees: `localhost` on the loopback (test suites that start a
+    /// server on "localhost" resolve it by this file), and nothing of the host's.
+    etc_hosts: PathBuf,
 }
 
 fn failed(reason: impl std::fmt::Display) -> SandboxError {
@@ -78,6 +81,7 @@ impl BwrapSandbox {
             bwrap,
             setpriv,
             cgroup_root,
+            etc_hosts: crate::isolated::etc_hosts().map_err(failed)?,
         })
     }
 
@@ -120,6 +124,11 @@ impl BwrapSandbox {
             let path = format!("/etc/{file}");
             args.extend(["--ro-bind-try".into(), path.clone(), path]);
         }
+        args.extend([
+            "--ro-bind".into(),
+            self.etc_hosts.to_string_lossy().into_owned(),
+            "/etc/hosts".into(),
+        ]);
         args.extend([
             "--ro-bind".into(),
             job.snapshot.to_string_lossy().into_owned(),

@@ -119,7 +119,20 @@ fn failure_assertion(stdout: &str, test: &str) -> Option<String> {
         .copied()
         .collect();
     let first = message.first()?;
-    let is_assertion = first.starts_with("assertion `") || first.starts_with("assertion failed");
+    // assert_cmd's checks of a program's output and exit (a common way to test a CLI): its
+    // "Unexpected completion" and "Command interrupted" are the command's own ending, not a
+    // check, and stay out.
+    let assert_cmd = [
+        "Unexpected stdout, failed ",
+        "Unexpected stderr, failed ",
+        "Unexpected return code, failed ",
+        "Unexpected success",
+        "Unexpected failure.",
+    ]
+    .iter()
+    .any(|check| first.starts_with(check));
+    let is_assertion =
+        first.starts_with("assertion `") || first.starts_with("assertion failed") || assert_cmd;
     is_assertion.then(|| message.join("\n").trim_end().to_owned())
 }
 
@@ -159,6 +172,30 @@ mod tests {
             }
             other => panic!("expected a reproduction, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn an_assert_cmd_check_of_a_programs_output_is_a_reproduction() {
+        let stdout = fixture("cargo-assert-cmd.stdout");
+        let test = "display_offset_and_skip";
+        match classify_cargo_test(&outcome(&stdout, "", Some(101), false), test) {
+            Verdict::Reproduced { assertion, .. } => {
+                assert!(assertion.starts_with("Unexpected stdout"), "{assertion}");
+                assert!(assertion.contains("00000004"), "{assertion}");
+            }
+            other => panic!("expected a reproduction, got {other:?}"),
+        }
+        // The command's own ending is not a check.
+        let interrupted = stdout.replace(
+            "Unexpected stdout, failed diff original var",
+            "Command interrupted",
+        );
+        assert_eq!(
+            classify_cargo_test(&outcome(&interrupted, "", Some(101), false), test),
+            Verdict::NotReproduced {
+                reason: NotReproduced::FailedWithoutAssertion
+            }
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! failed on an assertion. By JUnit's convention `<failure>` is a failed check and `<error>`
 //! an unexpected exception; runners blur that line, so a failure counts as an assertion only
 //! when its type or message names one (`AssertionError`, `AssertionFailedError`, pytest's
-//! `assert …`, Jest's `expect(…)`). A test module that did not load — pytest's collection
+//! `assert …` and `DID NOT RAISE`, Jest's `expect(…)`). A test module that did not load — pytest's collection
 //! error, Jest's "Test suite failed to run", Vitest's "Failed to load", an import or syntax
 //! error on stderr — is a compile error.
 
@@ -147,6 +147,10 @@ fn is_assertion(kind: &str, message: &str, text: &str) -> bool {
     };
     let says = |line: &str| {
         line.starts_with("AssertionError")
+            // `pytest.raises` / `pytest.warns` whose exception or warning never came: the
+            // test's check failed (a plain `pytest.fail`, such as pytest-timeout's, is not).
+            || line.starts_with("Failed: DID NOT RAISE")
+            || line.starts_with("Failed: DID NOT WARN")
             || line == "assert"
             || line.starts_with("assert ")
             || line.starts_with("Error: expect(")
@@ -279,6 +283,24 @@ mod tests {
             Verdict::Passed {
                 test: "test_other_passes".into()
             }
+        );
+    }
+
+    #[test]
+    fn an_expected_exception_that_never_came_is_a_reproduction_and_a_bare_fail_is_not() {
+        let outcome = run(&report("pytest-did-not-raise.xml"), "");
+        assert!(
+            matches!(
+                classify_junit(&outcome, PY),
+                Verdict::Reproduced { assertion, .. } if assertion.starts_with("Failed: DID NOT RAISE ValueError")
+            ),
+            "{:?}",
+            classify_junit(&outcome, PY)
+        );
+        // pytest.fail (here pytest-timeout's words) is not a check of the bug.
+        assert_eq!(
+            classify_junit(&outcome, "test_gives_up"),
+            not(NotReproduced::FailedWithoutAssertion)
         );
     }
 

@@ -155,22 +155,34 @@ pub fn classify_vitest(outcome: &RunOutcome, test: &str) -> Verdict {
     }
     let everything = format!("{stdout}\n{}", outcome.stderr);
     // `✓ file > name 0ms`, `× file > name 32ms`, `↓ file > name` (skipped).
-    let status = stdout.lines().find_map(|line| {
-        let line = line.trim();
-        let mut chars = line.chars();
-        let mark = chars.next()?;
-        let rest = chars.as_str().trim_start();
-        let rest = match rest.rsplit_once(' ') {
-            Some((head, tail))
-                if tail.ends_with("ms") && tail[..tail.len() - 2].parse::<f64>().is_ok() =>
-            {
-                head
-            }
-            _ => rest,
-        };
-        let name = rest.rsplit(" > ").next()?;
-        (name.trim() == test).then_some(mark)
-    });
+    let statuses: Vec<(char, Vec<&str>)> = stdout
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let mut chars = line.chars();
+            let mark = chars.next()?;
+            let rest = chars.as_str().trim_start();
+            let rest = match rest.rsplit_once(' ') {
+                Some((head, tail))
+                    if tail.ends_with("ms") && tail[..tail.len() - 2].parse::<f64>().is_ok() =>
+                {
+                    head
+                }
+                _ => rest,
+            };
+            let path: Vec<&str> = rest.split(" > ").map(str::trim).collect();
+            (path.len() >= 2).then_some((mark, path))
+        })
+        .collect();
+    let status = statuses
+        .iter()
+        .find(|(_, path)| path.last() == Some(&test))
+        .map(|(mark, _)| *mark);
+    if status.is_none() {
+        if let Some(verdict) = describe_block(&statuses, &everything, test) {
+            return verdict;
+        }
+    }
     match status {
         Some('✓') => Verdict::Passed {
             test: test.to_owned(),
@@ -200,11 +212,96 @@ pub fn classify_vitest(outcome: &RunOutcome, test: &str) -> Verdict {
     }
 }
 
+/// `test` named a `describe` block (a table of cases, each its own test): reproduced when
+/// one of its tests failed on an assertion (the first such is shown), passed when all passed;
+/// `None` when no block has that name.
+fn describe_block(statuses: &[(char, Vec<&str>)], everything: &str, test: &str) -> Option<Verdict> {
+    let inside: Vec<&(char, Vec<&str>)> = statuses
+        .iter()
+        .filter(|(_, path)| path.len() >= 3 && path[1..path.len() - 1].contains(&test))
+        .collect();
+    if inside.is_empty() {
+        return None;
+    }
+    if inside.iter().all(|(mark, _)| *mark == '✓') {
+        return Some(Verdict::Passed {
+            test: test.to_owned(),
+        });
+    }
+    // Each failure section: ` FAIL  file > block > case`, then `ErrorName: message`.
+    let mut lines = everything.lines();
+    while lines
+        .by_ref()
+        .any(|l| l.trim().starts_with("FAIL ") && l.contains(&format!("> {test} >")))
+    {
+        let error = lines.find(|l| !l.trim().is_empty()).unwrap_or_default();
+        if let Some(message) = error.trim().strip_prefix("AssertionError: ") {
+            return Some(Verdict::Reproduced {
+                test: test.to_owned(),
+                assertion: message.to_owned(),
+            });
+        }
+    }
+    Some(not(if inside.iter().any(|(mark, _)| *mark == '×') {
+        NotReproduced::FailedWithoutAssertion
+    } else {
+        NotReproduced::TestNotRun
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const TEST: &str = "a coupon never makes the total negative";
+
+    #[test]
+    fn a_describe_block_is_judged_by_the_tests_inside_it() {
+        let stdout = "\n RUN  v0.34.6 /work/src\n\n × test/url.test.ts > isScriptProtocol > blob: 2ms\n ✓ test/url.test.ts > isScriptProtocol > data: 0ms\n × test/url.test.ts > isScriptProtocol > \0vbscript: 1ms\n ✓ test/url.test.ts > other > data: 0ms\n\n Test Files  1 failed (1)\n      Tests  2 failed | 2 passed (4)\n";
+        let stderr = "\n FAIL  test/url.test.ts > isScriptProtocol > blob:\nTypeError: x is not a function\n\n FAIL  test/url.test.ts > isScriptProtocol > \0vbscript:\nAssertionError: expected false to be true // Object.is equality\n";
+        let run = |stdout: &str, stderr: &str| RunOutcome {
+            exit_code: Some(1),
+            timed_out: false,
+            oom_killed: false,
+            duration_ms: 1,
+            backend: "test",
+            workers: Vec::new(),
+            confirmation: None,
+            stdout: stdout.to_owned(),
+            stderr: stderr.to_owned(),
+        };
+        // The second failure is an assertion: the block reproduces.
+        assert_eq!(
+            classify_vitest(&run(stdout, stderr), "isScriptProtocol"),
+            Verdict::Reproduced {
+                test: "isScriptProtocol".into(),
+                assertion: "expected false to be true // Object.is equality".into()
+            }
+        );
+        // Only a crash inside: not a reproduction.
+        let crash = stderr.replace("AssertionError: expected", "TypeError: expected");
+        assert_eq!(
+            classify_vitest(&run(stdout, &crash), "isScriptProtocol"),
+            not(NotReproduced::FailedWithoutAssertion)
+        );
+        // Every case passed: the block passed; a block named nowhere was not run.
+        let green = stdout.replace('×', "✓");
+        assert_eq!(
+            classify_vitest(&run(&green, ""), "isScriptProtocol"),
+            Verdict::Passed {
+                test: "isScriptProtocol".into()
+            }
+        );
+        assert_eq!(
+            classify_vitest(&run(stdout, stderr), "noSuchBlock"),
+            not(NotReproduced::TestNotRun)
+        );
+        // The file's name is not a block.
+        assert_eq!(
+            classify_vitest(&run(stdout, stderr), "test/url.test.ts"),
+            not(NotReproduced::TestNotRun)
+        );
+    }
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -342,9 +342,9 @@ fn node(tree: &Tree, found: &mut Detection) {
     });
     match found.lockfile.as_deref() {
         _ if !declares => {}
-        Some("package-lock.json" | "npm-shrinkwrap.json") => {}
+        Some("package-lock.json" | "npm-shrinkwrap.json" | "pnpm-lock.yaml") => {}
         Some(other) => found.limits.push(format!(
-            "its lockfile is {other}; the desk installs dependencies with npm ci from a package-lock.json only"
+            "its lockfile is {other}; the desk installs dependencies from a package-lock.json (npm ci) or a pnpm-lock.yaml (pnpm) only"
         )),
         None => found
             .limits
@@ -834,7 +834,9 @@ mod tests {
             detect(npm.path()).limits
         );
         let pnpm = tree(&[("package.json", deps), ("pnpm-lock.yaml", "")]);
-        assert!(detect(pnpm.path()).limits[0].contains("pnpm-lock.yaml"));
+        assert!(detect(pnpm.path()).limits.is_empty());
+        let yarn = tree(&[("package.json", deps), ("yarn.lock", "")]);
+        assert!(detect(yarn.path()).limits[0].contains("yarn.lock"));
         let none = tree(&[("package.json", deps)]);
         assert!(detect(none.path()).limits[0].contains("no lockfile"));
     }

@@ -181,6 +181,10 @@ impl DockerSandbox {
     fn container(&self, job: &SandboxJob, service: bool) -> ContainerCreateBody {
         let limits = &job.limits;
         let mut binds = vec![format!("{}:{SNAPSHOT_DIR}:ro", job.snapshot.display())];
+        // With the network disabled Docker leaves /etc/hosts empty: the desk's own.
+        if let Ok(hosts) = crate::isolated::etc_hosts() {
+            binds.push(format!("{}:/etc/hosts:ro", hosts.display()));
+        }
         binds.extend(
             job.mounts
                 .iter()

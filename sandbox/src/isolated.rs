@@ -54,6 +54,35 @@ impl Default for Limits {
 /// Where a job's writable output directory appears, when it has one.
 pub const OUTPUT_DIR: &str = "/out";
 
+/// The only names a run can resolve: itself and the loopback. Test suites that start a
+/// server on "localhost" (Vite, test servers) find it by this file; nothing of the host's
+/// `/etc/hosts` is shown.
+pub const ETC_HOSTS: &str =
+    "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+
+/// [`ETC_HOSTS`] in a file of this process that both backends mount read-only at
+/// `/etc/hosts` (written once, readable by the run's user).
+pub fn etc_hosts() -> Result<PathBuf, String> {
+    static WRITTEN: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    WRITTEN
+        .get_or_init(|| {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = std::env::temp_dir().join(format!("r2r-etc-{}", std::process::id()));
+            let file = dir.join("hosts");
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(&file, ETC_HOSTS))
+                .and_then(|()| {
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+                })
+                .and_then(|()| {
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644))
+                })
+                .map(|()| file)
+                .map_err(|e| format!("cannot write the runs' /etc/hosts: {e}"))
+        })
+        .clone()
+}
+
 /// A host directory shown read-only inside (a toolchain, say).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadOnlyMount {

@@ -17,6 +17,7 @@ pub mod classify_node;
 pub mod confirm;
 pub mod detect;
 pub mod docker;
+pub mod findings;
 pub mod isolated;
 pub mod pool;
 pub mod prepare;

@@ -1,7 +1,8 @@
 //! Preparing a Python project's PyPI dependencies: what the project itself declares for its
 //! tests — `pyproject.toml`'s `[project] dependencies`, its test extras and dependency groups
 //! (`test`, `tests`, `testing`, `dev`), and its requirements files (`requirements.txt`, and
-//! any `requirements*.txt` or `requirements/*.txt` whose name says test or dev) — installed
+//! the `requirements*.txt` or `requirements/*.txt` whose name says test — a plain test file
+//! over its pinned variants — or, without one, dev) — installed
 //! as wheels only (`--only-binary=:all:`: nothing's setup script runs) into a folder of their
 //! own, which the sandbox mounts read-only and puts on `PYTHONPATH`. The cache key is the
 //! SHA-256 of the requirement list and the host's Python version; the versions pip chose are
@@ -152,6 +153,41 @@ fn own_name(tree: &Path, tag_version: Option<&str>) -> Option<(String, String)> 
 
 /// What the project declares for its tests, in a stable order, and whether it keeps its
 /// package under `src/`.
+/// Which requirements files to install, of those found: the runtime ones
+/// (`requirements.txt`, `requirements/base.txt`) and the test ones, where a plain test file
+/// (`requirements-test.txt`, `requirements/tests.txt`, `…testing.txt`) wins over its
+/// variants (`tests-min.txt`, `tests-dev.txt`: other pins of the same list, not more of
+/// it), and a dev file (`requirements-dev.txt`, `requirements/dev.txt`: often docs and
+/// typing too) is read only when there is no test file at all. Without a plain test file
+/// the first variant by name is read.
+fn chosen_requirements(files: Vec<String>) -> Vec<String> {
+    let stem = |file: &str| {
+        let name = file.rsplit('/').next().unwrap_or(file).to_ascii_lowercase();
+        let name = name.strip_suffix(".txt").unwrap_or(&name).to_owned();
+        name.strip_prefix("requirements")
+            .unwrap_or(&name)
+            .trim_matches(|c| c == '-' || c == '_' || c == '.')
+            .to_owned()
+    };
+    let runtime = |file: &str| matches!(stem(file).as_str(), "" | "base");
+    let plain_test = |file: &str| matches!(stem(file).as_str(), "test" | "tests" | "testing");
+    let test = |file: &str| stem(file).contains("test");
+    let plain: Vec<&String> = files.iter().filter(|f| plain_test(f)).collect();
+    let variants: Vec<&String> = files.iter().filter(|f| test(f) && !plain_test(f)).collect();
+    let tests: Vec<&String> = if !plain.is_empty() {
+        plain
+    } else if let Some(first) = variants.first() {
+        vec![*first]
+    } else {
+        files.iter().filter(|f| !runtime(f)).collect()
+    };
+    files
+        .iter()
+        .filter(|f| runtime(f) || tests.contains(f))
+        .cloned()
+        .collect()
+}
+
 pub fn declared(tree: &Path) -> Result<(Vec<String>, bool), PrepareError> {
     let mut found = Vec::new();
     // The extras of the project's own optional dependencies read (its test ones, and those
@@ -254,7 +290,7 @@ pub fn declared(tree: &Path) -> Result<(Vec<String>, bool), PrepareError> {
     }
     files.sort();
     let mut asked = Vec::new();
-    for file in files {
+    for file in chosen_requirements(files) {
         requirements_file(tree, &file, 0, &mut found, &mut asked)?;
     }
     for extra in asked {
@@ -607,6 +643,48 @@ mod tests {
             ]
         );
         assert!(src, "src/ without an __init__.py is a src layout");
+    }
+
+    #[test]
+    fn a_plain_test_requirements_file_wins_over_its_variants_and_dev_files() {
+        // Flask's layout: the variants pin other versions of the same list (the oldest
+        // supported, the development heads from git); dev.txt adds docs and typing.
+        let dir = tree(&[
+            ("pyproject.toml", "[project]\nname = \"flask\"\n"),
+            ("requirements/tests.txt", "pytest==8.3.3\n"),
+            ("requirements/tests-min.txt", "blinker==1.9.0\n"),
+            (
+                "requirements/tests-dev.txt",
+                "https://github.com/pallets/werkzeug/archive/refs/heads/main.tar.gz\n",
+            ),
+            ("requirements/dev.txt", "sphinx==8.0\n"),
+            ("requirements/docs.txt", "alabaster==1.0.0\n"),
+        ]);
+        assert_eq!(declared(dir.path()).unwrap().0, ["pytest==8.3.3"]);
+        // No plain test file: the first variant; no test file at all: the dev ones.
+        assert_eq!(
+            chosen_requirements(vec![
+                "requirements-test-min.txt".into(),
+                "requirements-tests-latest.txt".into(),
+                "requirements.txt".into(),
+            ]),
+            ["requirements-test-min.txt", "requirements.txt"]
+        );
+        assert_eq!(
+            chosen_requirements(vec![
+                "requirements-dev.txt".into(),
+                "requirements.txt".into()
+            ]),
+            ["requirements-dev.txt", "requirements.txt"]
+        );
+        assert_eq!(
+            chosen_requirements(vec![
+                "requirements/base.txt".into(),
+                "requirements/dev.txt".into(),
+                "requirements/testing.txt".into(),
+            ]),
+            ["requirements/base.txt", "requirements/testing.txt"]
+        );
     }
 
     #[test]

@@ -48,7 +48,10 @@ pub enum Profile {
 
 /// In a Node run's copy of the tree: the prepared packages, when mounted, are its
 /// `node_modules` (unless the tree brings its own).
-const NODE_MODULES_LINK: &str = "if [ -d /deps/node/node_modules ] && [ ! -e node_modules ]; then ln -s /deps/node/node_modules node_modules; fi; ";
+/// The run's own `node_modules` holds a link to each prepared package (not one link to the
+/// read-only folder): runners write their caches into it (Vitest's `.vitest`, Vite's
+/// `.vite`), and the packages stay read-only.
+const NODE_MODULES_LINK: &str = "if [ -d /deps/node/node_modules ] && [ ! -e node_modules ]; then mkdir node_modules && for entry in /deps/node/node_modules/* /deps/node/node_modules/.[!.]*; do [ -e \"$entry\" ] && ln -s \"$entry\" node_modules/; done; fi; ";
 
 /// Where the generic JUnit profile's script lives in the project.
 pub const JUNIT_SCRIPT: &str = ".r2r/junit";

@@ -417,6 +417,38 @@ async fn suite(backend: sandbox::Backend) {
     assert!(escaped.is_empty(), "{backend}: not contained: {escaped:?}");
 }
 
+/// A suite that starts a server on "localhost" and talks to it (Vite, test servers) finds
+/// the loopback by that name, though the run has no network.
+async fn localhost_by_name(backend: sandbox::Backend) {
+    let Some(sandbox) = connect_or_skip(backend, "localhost run").await else {
+        return;
+    };
+    let host = prepare();
+    let out = run(
+        sandbox.as_ref(),
+        &host,
+        "python3 -c \"import socket; s = socket.socket(); s.bind(('localhost', 0)); s.listen(); c = socket.create_connection(('localhost', s.getsockname()[1])); print('LOOPBACK', socket.gethostbyname('localhost'))\"",
+        Duration::from_secs(20),
+    )
+    .await;
+    assert!(
+        out.stdout.contains("LOOPBACK 127.0.0.1"),
+        "{backend}: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_resolves_localhost_to_the_loopback() {
+    localhost_by_name(sandbox::Backend::Docker).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_resolves_localhost_to_the_loopback() {
+    localhost_by_name(sandbox::Backend::Bwrap).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_contains_every_attack() {
     suite(sandbox::Backend::Docker).await;

@@ -339,7 +339,7 @@ async fn bwrap_runs_a_prepared_python_package_offline() {
 /// once at its lockfile's versions, and `node --test` in the networkless sandbox finds it as
 /// the run's `node_modules`: the buggy code reproduces on its assertion, the fixed code
 /// passes, and without the prepared packages the run is an error, never a reproduction.
-async fn prepared_node_runs_offline(backend: sandbox::Backend) {
+async fn prepared_node_runs_offline(backend: sandbox::Backend, pnpm: bool) {
     let required = required();
     let Some(sandbox) = sandbox_or_skip(backend).await else {
         return;
@@ -372,17 +372,36 @@ async fn prepared_node_runs_offline(backend: sandbox::Backend) {
              const { shown } = require('../lib/price');\n\n\
              test('cents follow the point', () => {\n  assert.strictEqual(shown(1234), '12.34', 'shown price');\n});\n",
         );
-        // The lockfile, as the team would commit it.
-        let locked = std::process::Command::new("npm")
-            .args([
-                "install",
-                "--package-lock-only",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-            ])
-            .current_dir(dir.path())
-            .output();
+        // The lockfile, as the team would commit it: npm's, or pnpm's alone.
+        let locked = if pnpm {
+            std::process::Command::new("npm")
+                .args([
+                    "exec",
+                    "--yes",
+                    "--package=pnpm@9",
+                    "--",
+                    "pnpm",
+                    "install",
+                    "--lockfile-only",
+                    "--ignore-scripts",
+                ])
+                .current_dir(dir.path())
+                .output()
+        } else {
+            std::process::Command::new("npm")
+                .args([
+                    "install",
+                    "--package-lock-only",
+                    "--ignore-scripts",
+                    "--no-audit",
+                    "--no-fund",
+                ])
+                .current_dir(dir.path())
+                .output()
+        };
+        if pnpm {
+            assert!(!dir.path().join("package-lock.json").exists());
+        }
         (dir, locked)
     };
     let cache_dir = tempfile::tempdir().unwrap();
@@ -464,10 +483,15 @@ async fn prepared_node_runs_offline(backend: sandbox::Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_runs_a_prepared_node_package_offline() {
-    prepared_node_runs_offline(sandbox::Backend::Docker).await;
+    prepared_node_runs_offline(sandbox::Backend::Docker, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_runs_a_package_prepared_from_a_pnpm_lockfile_offline() {
+    prepared_node_runs_offline(sandbox::Backend::Bwrap, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bwrap_runs_a_prepared_node_package_offline() {
-    prepared_node_runs_offline(sandbox::Backend::Bwrap).await;
+    prepared_node_runs_offline(sandbox::Backend::Bwrap, false).await;
 }

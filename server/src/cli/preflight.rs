@@ -162,7 +162,7 @@ pub async fn preflight(
             println!("deps        none needed (package.json declares no dependency)")
         }
         Some(prepared) if prepared.ecosystem == sandbox::Ecosystem::Node => println!(
-            "deps        {} packages, {:.1} MB, {} in {:.1} s (npm ci --ignore-scripts at {}'s versions; cache {})",
+            "deps        {} packages, {:.1} MB, {} in {:.1} s (installed with its install scripts off, at {}'s versions; cache {})",
             prepared.crates,
             prepared.bytes as f64 / 1e6,
             if prepared.reused { "reused" } else { "fetched" },

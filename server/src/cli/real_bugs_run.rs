@@ -186,6 +186,54 @@ fn git(args: &[&str]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Commits the tree of `rev` in `mirror` as the only commit of `bare`'s `main`, through a
+/// work tree at `work`.
+fn snapshot_commit(mirror: &Path, rev: &str, work: &Path, bare: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(work)?;
+    let unpacked = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "git --git-dir \"$1\" archive --format=tar \"$2\" | tar -x -C \"$3\"",
+            "sh",
+        ])
+        .arg(mirror)
+        .arg(rev)
+        .arg(work)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()?;
+    if !unpacked.status.success() {
+        bail!(
+            "git archive {rev}: {}",
+            String::from_utf8_lossy(&unpacked.stderr).trim()
+        );
+    }
+    let work_text = work.display().to_string();
+    let message = format!("The tree of {rev}");
+    git(&["-C", &work_text, "init", "-q", "-b", "main"])?;
+    git(&["-C", &work_text, "add", "-A", "-f"])?;
+    git(&[
+        "-C",
+        &work_text,
+        "-c",
+        "user.name=r2r eval",
+        "-c",
+        "user.email=eval@r2r.invalid",
+        "commit",
+        "-q",
+        "--no-verify",
+        "-m",
+        &message,
+    ])?;
+    git(&[
+        "-C",
+        &work_text,
+        "push",
+        "-q",
+        &bare.display().to_string(),
+        "main:refs/heads/main",
+    ])
+}
+
 /// The process's variables the desk's sandbox and dependency cache read, passed on.
 fn sandbox_pairs() -> Vec<(String, String)> {
     std::env::vars()
@@ -238,23 +286,34 @@ async fn stages(
     let bare_text = bare.display().to_string();
     git(&["init", "-q", "--bare", &bare_text])?;
     let mirror_text = mirror.display().to_string();
-    git(&[
+    let pushed = git(&[
         "--git-dir",
         &mirror_text,
         "push",
         "-q",
         &bare_text,
         &format!("{}:refs/heads/main", case.parent),
-    ])?;
-    // Tags, for versions computed from them; a mirror without tags is fine.
-    let _ = git(&[
-        "--git-dir",
-        &mirror_text,
-        "push",
-        "-q",
-        &bare_text,
-        "--tags",
     ]);
+    let history = match pushed {
+        Ok(()) => {
+            // Tags, for versions computed from them; a mirror without tags is fine.
+            let _ = git(&[
+                "--git-dir",
+                &mirror_text,
+                "push",
+                "-q",
+                &bare_text,
+                "--tags",
+            ]);
+            "with its history"
+        }
+        // A mirror whose older history is incomplete (a partial fetch): the parent's tree
+        // as one commit, which is all the desk measures.
+        Err(_) => {
+            snapshot_commit(&mirror, &case.parent, &dir.join("tree"), &bare)?;
+            "as one commit (the mirror's history is incomplete)"
+        }
+    };
     git(&[
         "--git-dir",
         &bare_text,
@@ -328,7 +387,7 @@ async fn stages(
             .await
             .map_err(|e| anyhow!("the desk refused the project: {e:?}"))?;
         *detail = format!(
-            "{}; fixes in {}{}",
+            "{history}; {}; fixes in {}{}",
             said.join("; "),
             spec.fix_allowed_paths.join(","),
             if limits.is_empty() {
@@ -437,10 +496,16 @@ async fn through_the_desk(
         .into_iter()
         .flatten()
         .map(|c| {
+            let said = c["detail"].as_str().unwrap_or_default();
             format!(
-                "{} {} ms",
+                "{} {} ms{}",
                 c["check"].as_str().unwrap_or("?"),
-                c["duration_ms"]
+                c["duration_ms"],
+                if c["check"] == json!("suite") || said == "clean" {
+                    String::new()
+                } else {
+                    format!(" ({said})")
+                }
             )
         })
         .collect();

@@ -223,6 +223,57 @@ async fn whole_files(
     Ok(files)
 }
 
+/// Judges a check that failed on the fix (`outcome`) by running the same check (taken out of
+/// `at_base`) on the base: passed when the base fails it too and the fix adds no finding;
+/// the detail says which.
+async fn judge_against_base<F, Fut>(
+    name: &str,
+    outcome: &sandbox::RunOutcome,
+    at_base: &mut Vec<(&'static str, sandbox::SandboxJob)>,
+    run: F,
+) -> Result<(bool, String), sandbox::SandboxError>
+where
+    F: FnOnce(sandbox::SandboxJob) -> Fut,
+    Fut: std::future::Future<Output = Result<sandbox::RunOutcome, sandbox::SandboxError>>,
+{
+    let cut_short = outcome.timed_out || outcome.oom_killed;
+    let Some(at) = at_base.iter().position(|(n, _)| *n == name) else {
+        return Ok((false, "reported problems".to_owned()));
+    };
+    if cut_short {
+        return Ok((false, "did not finish (time or memory limit)".to_owned()));
+    }
+    let (_, job) = at_base.swap_remove(at);
+    let base = run(job).await?;
+    let base_clean = base.exit_code == Some(0) && !base.timed_out && !base.oom_killed;
+    if base_clean || base.timed_out || base.oom_killed {
+        return Ok((false, "reported problems (the base is clean)".to_owned()));
+    }
+    let both = |o: &sandbox::RunOutcome| format!("{}\n{}", o.stdout, o.stderr);
+    let new = sandbox::findings::new_findings(&both(&base), &both(outcome));
+    let at_base_count = sandbox::findings::findings(&both(&base)).len();
+    Ok(match new.first() {
+        None if at_base_count > 0 => (
+            true,
+            format!("no new findings ({at_base_count} at the base too)"),
+        ),
+        // Failed at the base and on the fix with nothing a finding can be read from: the
+        // desk cannot tell what the fix added, so it does not pass it.
+        None => (
+            false,
+            "reported problems the desk cannot compare with the base's".to_owned(),
+        ),
+        Some(first) => (
+            false,
+            format!(
+                "{} new finding(s) against the base, first: {}",
+                new.len(),
+                first.chars().take(200).collect::<String>()
+            ),
+        ),
+    })
+}
+
 /// `POST /api/v1/bugs/{id}/fix/candidate` (fixer).
 pub async fn candidate(
     state: &AppState,
@@ -318,12 +369,40 @@ pub async fn candidate(
     let jobs = profile
         .checks(snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
         .map_err(|e| invalid("invalid_target", e.to_string()))?;
+    let mut failed = Vec::new();
     for (name, mut job) in jobs {
         snapshot.attach(&mut job);
         let outcome = sandbox.run(&job).await.map_err(Refused::sandbox)?;
         let passed = outcome.exit_code == Some(0) && !outcome.timed_out && !outcome.oom_killed;
-        let detail = if passed { "clean" } else { "reported problems" };
-        checks.push(check_json(name, &outcome, passed, detail));
+        if passed {
+            checks.push(check_json(name, &outcome, true, "clean"));
+        } else {
+            failed.push((name, outcome));
+        }
+    }
+    // A check that failed on the fix runs once more on the base: real projects carry lint
+    // debt, so a fix is judged by the findings it adds.
+    if !failed.is_empty() {
+        let base_snapshot = Snapshot::new()?;
+        base_snapshot.export(forge, &base).await?;
+        base_snapshot
+            .prepare(&state.deps, &state.run_limits, profile)
+            .await?;
+        base_snapshot.write(&test.path, &test.source)?;
+        base_snapshot.share_read_only()?;
+        let mut at_base = profile
+            .checks(base_snapshot.root(), &changed, &toolchains, RERUN_DEADLINE)
+            .map_err(|e| invalid("invalid_target", e.to_string()))?;
+        for (name, outcome) in failed {
+            let judged = judge_against_base(name, &outcome, &mut at_base, |mut job| {
+                base_snapshot.attach(&mut job);
+                let sandbox = &sandbox;
+                async move { sandbox.run(&job).await }
+            })
+            .await
+            .map_err(Refused::sandbox)?;
+            checks.push(check_json(name, &outcome, judged.0, &judged.1));
+        }
     }
     let passed = checks.iter().all(|c| c["passed"] == json!(true));
     let now = crate::clock::now_ms();
@@ -495,4 +574,75 @@ pub enum Measured {
     /// A check failed: the attempt is recorded as failed evidence (and after the last
     /// attempt the bug goes to a person).
     Failed(Value),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(exit: i32, stderr: &str) -> sandbox::RunOutcome {
+        sandbox::RunOutcome {
+            exit_code: Some(exit),
+            timed_out: false,
+            oom_killed: false,
+            duration_ms: 1,
+            backend: "test",
+            workers: Vec::new(),
+            confirmation: None,
+            stdout: String::new(),
+            stderr: stderr.to_owned(),
+        }
+    }
+
+    const DEBT: &str = "error: unused variable: `x`\n  --> src/lib.rs:3:9\nerror: could not compile `t` (lib) due to 1 previous error\n";
+
+    async fn judged(fix: sandbox::RunOutcome, base: sandbox::RunOutcome) -> (bool, String, bool) {
+        let mut at_base = vec![(
+            "lint",
+            sandbox::SandboxJob::new(std::path::Path::new("/tmp"), Vec::new(), RERUN_DEADLINE),
+        )];
+        let ran = std::sync::atomic::AtomicBool::new(false);
+        let (passed, detail) = judge_against_base("lint", &fix, &mut at_base, |_| {
+            ran.store(true, std::sync::atomic::Ordering::SeqCst);
+            async move { Ok(base) }
+        })
+        .await
+        .unwrap();
+        (passed, detail, ran.into_inner())
+    }
+
+    #[tokio::test]
+    async fn a_failed_check_passes_only_when_the_base_has_the_same_findings() {
+        // The base's debt, moved by the fix: no new finding.
+        let moved = DEBT.replace("lib.rs:3:9", "lib.rs:9:9");
+        let (passed, detail, ran) = judged(outcome(101, &moved), outcome(101, DEBT)).await;
+        assert!(passed && ran, "{detail}");
+        assert!(
+            detail.contains("no new findings (1 at the base too)"),
+            "{detail}"
+        );
+        // One more finding than the base.
+        let more = format!("{DEBT}error: this `if` has identical blocks\n  --> src/lib.rs:20:5\n");
+        let (passed, detail, _) = judged(outcome(101, &more), outcome(101, DEBT)).await;
+        assert!(!passed, "{detail}");
+        assert!(
+            detail.contains("1 new finding(s)") && detail.contains("identical blocks"),
+            "{detail}"
+        );
+        // A clean base: whatever the fix reports is its own.
+        let (passed, detail, _) = judged(outcome(101, &moved), outcome(0, "")).await;
+        assert!(!passed && detail.contains("the base is clean"), "{detail}");
+        // Both fail with nothing to compare (a crash, no finding lines): not passed.
+        let (passed, detail, _) = judged(
+            outcome(1, "Segmentation fault"),
+            outcome(1, "Segmentation fault"),
+        )
+        .await;
+        assert!(!passed && detail.contains("cannot compare"), "{detail}");
+        // A fix cut short by a limit is never compared (and the base is not run).
+        let mut timed_out = outcome(101, &moved);
+        timed_out.timed_out = true;
+        let (passed, _, ran) = judged(timed_out, outcome(101, DEBT)).await;
+        assert!(!passed && !ran);
+    }
 }

@@ -231,11 +231,30 @@ async fn baseline(
         &Fetched::default(),
     )
     .await?;
+    let failing = target.profile.failing_tests(&outcome);
+    let why = if outcome.timed_out {
+        "it ran out of time".to_owned()
+    } else if outcome.oom_killed {
+        "it ran out of memory".to_owned()
+    } else if failing.is_empty() {
+        "no failing test is named (it may not build or collect)".to_owned()
+    } else {
+        let named: Vec<&str> = failing.iter().take(5).map(String::as_str).collect();
+        format!(
+            "failing: {}{}",
+            named.join(", "),
+            if failing.len() > 5 {
+                format!(" and {} more", failing.len() - 5)
+            } else {
+                String::new()
+            }
+        )
+    };
     Err(Refused::new(
         Kind::Conflict,
         "red_baseline",
         format!(
-            "the target's own suite fails at {head} before any new test (evidence {run}); the bug goes to a person"
+            "the target's own suite fails at {head} before any new test, {why} (evidence {run}); the bug goes to a person"
         ),
     ))
 }

@@ -224,6 +224,14 @@ async fn a_red_baseline_sends_the_bug_to_a_person() {
         .await;
     assert_eq!(status, 409);
     assert_eq!(answer["error"], "red_baseline", "{answer}");
+    // The refusal names the test that is red, not only the evidence.
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("failing: already_red"),
+        "{answer}"
+    );
     let store = desk.store().await;
     let bug = store.load_bug(&bug).await.unwrap().unwrap().bug;
     assert_eq!(bug.state, domain::BugState::NeedsHuman);
