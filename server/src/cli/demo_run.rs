@@ -269,6 +269,37 @@ pub(crate) fn random_hex(bytes: usize) -> String {
     hex::encode(buffer)
 }
 
+/// A fresh token for every role, as `r2r setup` makes them.
+pub(crate) struct FreshTokens(Vec<(Role, String)>);
+
+impl FreshTokens {
+    pub(crate) fn new() -> Self {
+        FreshTokens(
+            Role::ALL
+                .into_iter()
+                .map(|role| (role, crate::cli::setup::new_role_token(role)))
+                .collect(),
+        )
+    }
+
+    /// The role's token.
+    pub(crate) fn of(&self, role: Role) -> String {
+        self.0
+            .iter()
+            .find(|(r, _)| *r == role)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    }
+
+    /// Each role's token variable and token, for a desk's environment.
+    pub(crate) fn variables(&self) -> Vec<(String, String)> {
+        self.0
+            .iter()
+            .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
+            .collect()
+    }
+}
+
 /// A desk seen from outside, over HTTP, as a reporter sees it.
 pub(crate) struct Desk {
     pub(crate) base: String,
@@ -391,17 +422,8 @@ async fn the_loop(
     dir: &Path,
     spawned: &mut Option<StartedDesk>,
 ) -> anyhow::Result<()> {
-    let tokens: Vec<(Role, String)> = Role::ALL
-        .into_iter()
-        .map(|role| (role, crate::cli::setup::new_role_token(role)))
-        .collect();
-    let token = |role: Role| {
-        tokens
-            .iter()
-            .find(|(r, _)| *r == role)
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default()
-    };
+    let tokens = FreshTokens::new();
+    let token = |role: Role| tokens.of(role);
     let owner_email = "owner@shoplite.invalid";
     let owner_password = random_hex(16);
 
@@ -411,10 +433,7 @@ async fn the_loop(
             async {
                 let bare = dir.join("shoplite.git");
                 seed_forge(&options.shoplite, &bare).await?;
-                let mut pairs: Vec<(String, String)> = tokens
-                    .iter()
-                    .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
-                    .collect();
+                let mut pairs = tokens.variables();
                 pairs.extend([
                     (
                         "DATABASE_URL".to_owned(),

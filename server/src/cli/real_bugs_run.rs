@@ -5,7 +5,7 @@
 //! tokens, the reporter's yes through the tracking link, and the fix measured by the desk.
 //! The furthest stage, the desk's stated reason when it stopped, and the time are printed.
 
-use super::demo_run::{capability, expect_state, random_hex, Desk};
+use super::demo_run::{capability, expect_state, random_hex, Desk, FreshTokens};
 use super::real_bugs::{load_cases, mirror_of, Case, Material, Oracle};
 use crate::config::{Config, Environment};
 use anyhow::{anyhow, bail};
@@ -321,21 +321,8 @@ async fn stages(
         "HEAD",
         "refs/heads/main",
     ])?;
-    let tokens: Vec<(Role, String)> = Role::ALL
-        .into_iter()
-        .map(|role| (role, crate::cli::setup::new_role_token(role)))
-        .collect();
-    let token = |role: Role| {
-        tokens
-            .iter()
-            .find(|(r, _)| *r == role)
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default()
-    };
-    let mut pairs: Vec<(String, String)> = tokens
-        .iter()
-        .map(|(role, token)| (role.token_variable().to_owned(), token.clone()))
-        .collect();
+    let tokens = FreshTokens::new();
+    let mut pairs = tokens.variables();
     pairs.extend(sandbox_pairs());
     pairs.extend([
         (
@@ -402,8 +389,10 @@ async fn stages(
 
     // 3. The desk, and the report through its airlock.
     let desk = crate::start::start(&config).await?;
-    let result =
-        through_the_desk(case, &desk.base, &token, oracle, model_env, reached, detail).await;
+    let result = through_the_desk(
+        case, &desk.base, &tokens, oracle, model_env, reached, detail,
+    )
+    .await;
     desk.stop().await;
     result
 }
@@ -411,7 +400,7 @@ async fn stages(
 async fn through_the_desk(
     case: &Case,
     base: &str,
-    token: &dyn Fn(Role) -> String,
+    tokens: &FreshTokens,
     oracle: Oracle,
     model_env: Option<&Environment>,
     reached: &mut usize,
@@ -452,7 +441,7 @@ async fn through_the_desk(
             },
         ),
     };
-    let role = |role: Role| crew::desk::Desk::new(base, &token(role));
+    let role = |role: Role| crew::desk::Desk::new(base, &tokens.of(role));
     let triaged =
         crew::advisor::triage(&role(Role::Manager)?, model.as_ref(), &prices, &bug).await?;
     expect_state(&triaged, "triaged")?;
