@@ -67,10 +67,15 @@ pub fn etc_hosts() -> Result<PathBuf, String> {
     WRITTEN
         .get_or_init(|| {
             use std::os::unix::fs::PermissionsExt;
-            let dir = std::env::temp_dir().join(format!("r2r-etc-{}", std::process::id()));
+            // A new folder of random name (never one someone else made first), kept for the
+            // life of the process.
+            let dir = tempfile::Builder::new()
+                .prefix("r2r-etc-")
+                .tempdir()
+                .map(tempfile::TempDir::keep)
+                .map_err(|e| format!("cannot write the runs' /etc/hosts: {e}"))?;
             let file = dir.join("hosts");
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| std::fs::write(&file, ETC_HOSTS))
+            std::fs::write(&file, ETC_HOSTS)
                 .and_then(|()| {
                     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
                 })
