@@ -174,7 +174,8 @@ impl Run {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+/// Runs git in `dir` with a fixed identity; its output, or an error with what it said.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let output = std::process::Command::new("git")
         .current_dir(dir)
         .args([

@@ -5,7 +5,7 @@
 //! tokens, the reporter's yes through the tracking link, and the fix measured by the desk.
 //! The furthest stage, the desk's stated reason when it stopped, and the time are printed.
 
-use super::demo_run::{capability, expect_state, random_hex, Desk, FreshTokens};
+use super::demo_run::{capability, expect_state, git, random_hex, Desk, FreshTokens};
 use super::real_bugs::{load_cases, mirror_of, Case, Material, Oracle};
 use crate::config::{Config, Environment};
 use anyhow::{anyhow, bail};
@@ -171,21 +171,6 @@ fn one_line(text: &str) -> String {
     }
 }
 
-fn git(args: &[&str]) -> anyhow::Result<()> {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()?;
-    if !out.status.success() {
-        bail!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 /// Commits the tree of `rev` in `mirror` as the only commit of `bare`'s `main`, through a
 /// work tree at `work`.
 fn snapshot_commit(mirror: &Path, rev: &str, work: &Path, bare: &Path) -> anyhow::Result<()> {
@@ -207,31 +192,20 @@ fn snapshot_commit(mirror: &Path, rev: &str, work: &Path, bare: &Path) -> anyhow
             String::from_utf8_lossy(&unpacked.stderr).trim()
         );
     }
-    let work_text = work.display().to_string();
     let message = format!("The tree of {rev}");
-    git(&["-C", &work_text, "init", "-q", "-b", "main"])?;
-    git(&["-C", &work_text, "add", "-A", "-f"])?;
-    git(&[
-        "-C",
-        &work_text,
-        "-c",
-        "user.name=r2r eval",
-        "-c",
-        "user.email=eval@r2r.invalid",
-        "commit",
-        "-q",
-        "--no-verify",
-        "-m",
-        &message,
-    ])?;
-    git(&[
-        "-C",
-        &work_text,
-        "push",
-        "-q",
-        &bare.display().to_string(),
-        "main:refs/heads/main",
-    ])
+    git(work, &["init", "-q", "-b", "main"])?;
+    git(work, &["add", "-A", "-f"])?;
+    git(work, &["commit", "-q", "--no-verify", "-m", &message])?;
+    git(
+        work,
+        &[
+            "push",
+            "-q",
+            &bare.display().to_string(),
+            "main:refs/heads/main",
+        ],
+    )?;
+    Ok(())
 }
 
 /// The process's variables the desk's sandbox and dependency cache read, passed on.
@@ -284,27 +258,33 @@ async fn stages(
     // 2. The repository at the parent, as the team's bare repository, added as a project.
     let bare = dir.join(format!("{}.git", case.id));
     let bare_text = bare.display().to_string();
-    git(&["init", "-q", "--bare", &bare_text])?;
+    git(dir, &["init", "-q", "--bare", &bare_text])?;
     let mirror_text = mirror.display().to_string();
-    let pushed = git(&[
-        "--git-dir",
-        &mirror_text,
-        "push",
-        "-q",
-        &bare_text,
-        &format!("{}:refs/heads/main", case.parent),
-    ]);
+    let pushed = git(
+        dir,
+        &[
+            "--git-dir",
+            &mirror_text,
+            "push",
+            "-q",
+            &bare_text,
+            &format!("{}:refs/heads/main", case.parent),
+        ],
+    );
     let history = match pushed {
-        Ok(()) => {
+        Ok(_) => {
             // Tags, for versions computed from them; a mirror without tags is fine.
-            let _ = git(&[
-                "--git-dir",
-                &mirror_text,
-                "push",
-                "-q",
-                &bare_text,
-                "--tags",
-            ]);
+            let _ = git(
+                dir,
+                &[
+                    "--git-dir",
+                    &mirror_text,
+                    "push",
+                    "-q",
+                    &bare_text,
+                    "--tags",
+                ],
+            );
             "with its history"
         }
         // A mirror whose older history is incomplete (a partial fetch): the parent's tree
@@ -314,13 +294,16 @@ async fn stages(
             "as one commit (the mirror's history is incomplete)"
         }
     };
-    git(&[
-        "--git-dir",
-        &bare_text,
-        "symbolic-ref",
-        "HEAD",
-        "refs/heads/main",
-    ])?;
+    git(
+        dir,
+        &[
+            "--git-dir",
+            &bare_text,
+            "symbolic-ref",
+            "HEAD",
+            "refs/heads/main",
+        ],
+    )?;
     let tokens = FreshTokens::new();
     let mut pairs = tokens.variables();
     pairs.extend(sandbox_pairs());
